@@ -1,0 +1,27 @@
+# Two newcomer commands: `make demo` and `make test`. Each creates .venv and installs what it needs.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint bench venv clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+venv: $(BIN)/.installed
+
+demo: venv
+	$(BIN)/sdpa-analyzer demo
+
+test: venv
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest
+
+bench: venv
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) demo-out bench/out
