@@ -1,0 +1,468 @@
+"""What each tool does, independent of MCP: the MCP layer and the CLI both call these functions.
+
+Every function takes resolved DataRoots and raises InputError (one line) for anything the user can fix.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from perf_models.hardware import list_gpus
+from perf_models.roofline import model_attention as pm_model_attention
+
+from perf_models.config import AttentionConfig, BwdConvention, Mask, PagedInfo, VarlenInfo
+from perf_models.errors import PerfModelError
+
+from .arch import ResolvedArch, gpu_by_name_or_file, resolve_arch
+from .atomic import write_bytes_atomic, write_json_atomic
+from .category_io import CategoryData, check_category, load_category
+from .errors import InputError
+from .paths import DataRoots
+from .ranking import build_metrics, error_metrics
+from .roofline_records import BYTES_MODELS, RooflineTable, compute_records
+from .schemas import (
+    ArchInfo,
+    ArchList,
+    FindingSummary,
+    LoadResult,
+    ModelResult,
+    PeaksUsed,
+    RankResult,
+    RooflineResult,
+    RooflineRow,
+    TopOp,
+)
+
+MAX_LIMIT = 200
+SCOPES = ("standalone", "comparative")
+
+
+def _f(x: Any, nd: int = 4) -> float | None:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return None
+    return round(v, nd) if math.isfinite(v) else None
+
+
+def _resolve_dir(roots: DataRoots, output_dir: str) -> Path:
+    return roots.resolve(output_dir, what="output_dir")
+
+
+# ---------------------------------------------------------------- load_category_data
+def load_category_data(roots: DataRoots, output_dir: str, category: str, top: int = 5) -> LoadResult:
+    out = _resolve_dir(roots, output_dir)
+    data = load_category(out, category)
+    res = LoadResult(status=data.status, category=data.category, output_dir=str(out), warnings=list(data.warnings))
+    md = data.metadata
+    res.platform = md.get("platform") if md else (data.manifest or {}).get("platform")
+    res.trace_path = md.get("trace_path") if md else None
+    if md.get("max_achievable_tflops"):
+        res.metadata_peaks = {
+            "max_achievable_tflops": md.get("max_achievable_tflops"),
+            "peak_hbm_bw_tbs": md.get("peak_hbm_bw_tbs"),
+        }
+    res.comparison_scope = data.comparison_scope
+    if data.status == "NO_DATA":
+        res.message = (
+            f"No {data.category}_ops.csv in {out / 'category_data'}: the trace has no attention ops of this "
+            "category. Write the findings file 'No SDPA operations found in trace'."
+        )
+        return res
+    df = data.df
+    assert df is not None
+    ksum = df["Kernel Time (µs)_sum"].to_numpy(dtype=float) / 1000.0
+    res.rows = len(df)
+    res.instances = int(df["operation_count"].sum())
+    res.total_kernel_time_ms = round(float(ksum.sum()), 4)
+    res.e2e_baseline_ms = _f(data.e2e_ms)
+    res.percent_of_e2e = _f(100.0 * ksum.sum() / data.e2e_ms) if data.e2e_ms else None
+    from perf_models.registry import lookup  # registry lookups only; no parsing needed for the summary
+
+    impl: dict[str, int] = {}
+    for name, cnt in zip(df["name"].astype(str), df["operation_count"].astype(int), strict=True):
+        spec = lookup(name)
+        kind = getattr(spec, "attention_type", None) or "unknown op"
+        impl[str(kind)] = impl.get(str(kind), 0) + int(cnt)
+    res.implementations = impl
+    order = np.argsort(-ksum, kind="stable")[:top]
+    from .roofline_records import short_args
+
+    for i in order:
+        res.top_ops.append(
+            TopOp(
+                row=int(i),
+                name=str(df["name"].iloc[i]),
+                args=short_args(data.parsed["Input Dims"][i], data.parsed["Input type"][i]),
+                count=int(df["operation_count"].iloc[i]),
+                time_ms=round(float(ksum[i]), 4),
+                percent_of_total=_f(100.0 * ksum[i] / data.e2e_ms) if data.e2e_ms else None,
+            )
+        )
+    return res
+
+
+# ---------------------------------------------------------------- compute_roofline
+def _check_bytes_model(bytes_model: str) -> str:
+    if bytes_model not in BYTES_MODELS:
+        raise InputError(f"bytes_model={bytes_model!r} is invalid: expected one of {', '.join(BYTES_MODELS)}")
+    return bytes_model
+
+
+def _peaks_used(arch: ResolvedArch, table: RooflineTable | None) -> PeaksUsed:
+    bw, bw_kind = arch.gpu.peak_tbs()
+    spec = None
+    peak = kind = None
+    if table is not None:
+        specs = [s for s in table.records["compute_spec"] if isinstance(s, str)]
+        if specs:
+            spec = max(set(specs), key=specs.count)
+            try:
+                peak, kind = arch.gpu.peak_tflops(spec)
+            except PerfModelError:
+                peak = kind = None
+    return PeaksUsed(
+        gpu_key=arch.gpu.key,
+        gpu_name=arch.gpu.name,
+        source=arch.source,
+        compute_spec=spec,
+        peak_tflops=peak,
+        peak_tflops_kind=kind,
+        peak_tbs=bw,
+        peak_tbs_kind=bw_kind,
+        trace_gpu_name=arch.trace_gpu_name,
+    )
+
+
+def _scored(
+    roots: DataRoots, output_dir: str, category: str, arch: str | None, bytes_model: str
+) -> tuple[CategoryData, ResolvedArch | None, RooflineTable | None]:
+    _check_bytes_model(bytes_model)
+    out = _resolve_dir(roots, output_dir)
+    data = load_category(out, category)
+    if data.status != "OK":
+        return data, None, None
+    resolved = resolve_arch(arch, data.metadata, out, roots)
+    table = compute_records(data, resolved.gpu, bytes_model=bytes_model)
+    return data, resolved, table
+
+
+def _row_model(r: pd.Series) -> RooflineRow:
+    band = (float(r["band_low"]), float(r["band_high"])) if np.isfinite(r["band_low"]) else None
+    return RooflineRow(
+        row=int(r["row"]),
+        name=str(r["name"]),
+        direction=r["direction"],
+        attention_type=str(r["attention_type"]),
+        library=str(r["library"]),
+        shape=str(r["shape_label"]),
+        mask=r["mask"],
+        dtype=r["dtype"],
+        count=int(r["count"]),
+        time_ms=round(float(r["time_ms"]), 4),
+        mean_us=_f(r["mean_us"], 3),
+        flops_useful=_f(r["flops_useful"], 0),
+        flops_executed=_f(r["flops_executed"], 0),
+        bytes_compulsory=_f(r["bytes_compulsory"], 0),
+        bytes_tiled=_f(r["bytes_tiled"], 0),
+        ideal_us=_f(r["ideal_us"], 3),
+        intensity=_f(r["intensity"], 2),
+        achieved_tflops=_f(r["achieved_tflops"], 2),
+        achieved_tbs=_f(r["achieved_tbs"], 3),
+        efficiency_pct=_f(r["efficiency_pct"], 2),
+        bound=r["bound"] if isinstance(r["bound"], str) else None,
+        expected_band_pct=band,
+        in_expected_band=bool(r["in_expected_band"]) if band else None,
+        is_anomaly=bool(r["is_anomaly"]),
+        gqa_ratio=int(r["gqa_ratio"]) if r["gqa_ratio"] and r["gqa_ratio"] == r["gqa_ratio"] else None,
+        upstream_efficiency_pct=_f(r["upstream_efficiency_pct"], 2),
+        kernel_name_trunc=str(r["kernel_name_trunc"]),
+        module_chain=list(r["module_chain"]),
+        warnings=list(r["warnings"]),
+    )
+
+
+def write_roofline_table(data: CategoryData, table: RooflineTable) -> Path:
+    path = data.output_dir / "category_data" / f"{data.category}_roofline.csv"
+    df = table.records.copy()
+    for col in ("warnings", "module_chain", "call_chain", "workload", "kernel_breakdown"):
+        df[col] = df[col].map(repr)
+    write_bytes_atomic(path, df.to_csv(index=False).encode("utf-8"))
+    return path
+
+
+def compute_roofline(
+    roots: DataRoots,
+    output_dir: str,
+    category: str,
+    arch: str | None = None,
+    bytes_model: str = "compulsory",
+    limit: int = 10,
+    offset: int = 0,
+) -> RooflineResult:
+    limit = max(0, min(int(limit), MAX_LIMIT))
+    offset = max(0, int(offset))
+    data, resolved, table = _scored(roots, output_dir, category, arch, bytes_model)
+    if table is None or resolved is None:
+        return RooflineResult(
+            category=data.category,
+            status="NO_DATA",
+            bytes_model=bytes_model,
+            warnings=["no attention ops of this category in the trace"],
+        )
+    r = table.records
+    order = np.argsort(-r["time_ms"].to_numpy(), kind="stable")
+    page = r.iloc[order[offset : offset + limit]]
+    path = write_roofline_table(data, table)
+    modeled = r["has_model"].to_numpy()
+    ideal_total = float(np.nansum((r["ideal_us"] * r["count"]).to_numpy()[modeled]))
+    meas_total = float(np.nansum((r["mean_us"] * r["count"]).to_numpy()[modeled]))
+    warnings = list(resolved.warnings) + list(data.warnings)
+    for _, row in r[~r["has_model"]].iterrows() if (~r["has_model"]).sum() <= 20 else []:
+        warnings.append(f"row {int(row['row'])} {row['name']}: {row['no_model_reason']}")
+    if (~r["has_model"]).sum() > 20:
+        warnings.append(
+            f"{int((~r['has_model']).sum())} rows have no perf model; see {path.name} column no_model_reason"
+        )
+    return RooflineResult(
+        category=data.category,
+        status="OK",
+        bytes_model=bytes_model,
+        peaks=_peaks_used(resolved, table),
+        total_rows=len(r),
+        modeled_rows=int(modeled.sum()),
+        unmodeled_rows=int((~modeled).sum()),
+        total_time_ms=round(float(r["time_ms"].sum()), 4),
+        weighted_efficiency_pct=_f(100.0 * ideal_total / meas_total, 2) if meas_total > 0 else None,
+        anomalies=int(r["anomaly_flag"].sum()),
+        offset=offset,
+        limit=limit,
+        rows=[_row_model(row) for _, row in page.iterrows()],
+        roofline_file=str(path),
+        notes=list(table.peak_notes),
+        warnings=warnings,
+    )
+
+
+# ---------------------------------------------------------------- rank_findings
+def rank_findings(
+    roots: DataRoots,
+    output_dir: str,
+    category: str,
+    comparison_scope: str = "standalone",
+    arch: str | None = None,
+    bytes_model: str = "compulsory",
+) -> RankResult:
+    if comparison_scope not in SCOPES:
+        raise InputError(f"comparison_scope={comparison_scope!r} is invalid: expected standalone or comparative")
+    cat = check_category(category)
+    out = _resolve_dir(roots, output_dir)
+    metrics_path = out / "category_data" / f"{cat}_metrics.json"
+    try:
+        data, resolved, table = _scored(roots, output_dir, cat, arch, bytes_model)
+    except InputError as exc:
+        # the orchestrator reads the ERROR variant of the metrics file; write it only inside a real folder
+        if out.is_dir() and (out / "category_data").is_dir():
+            write_json_atomic(metrics_path, error_metrics(cat, str(exc), comparison_scope))
+        raise
+    if table is None or resolved is None:
+        return RankResult(
+            category=cat,
+            status="NO_DATA",
+            comparison_scope=comparison_scope,
+            warnings=["no attention ops of this category; write 'No SDPA operations found in trace'"],
+        )
+    metrics = build_metrics(data, table, comparison_scope)
+    peaks = _peaks_used(resolved, table)
+    metrics["sdpa_analyzer"]["peaks"] = peaks.model_dump()
+    metrics["sdpa_analyzer"]["warnings"] = resolved.warnings + data.warnings
+    write_json_atomic(metrics_path, metrics)
+    write_roofline_table(data, table)
+    return RankResult(
+        category=cat,
+        status="OK",
+        comparison_scope=comparison_scope,
+        metrics_file=str(metrics_path),
+        total_time_ms=metrics["total_time_ms"],
+        percent_of_compute=metrics["percent_of_compute"],
+        operation_count=metrics["operation_count"],
+        impact_estimates=len(metrics["impact_estimates"]),
+        findings=[
+            FindingSummary(
+                rank=f["rank"],
+                bound_type=f["bound_type"],
+                library=f["library"],
+                eff_bucket=f["eff_bucket"],
+                estimate_method=f["estimate_method"],
+                impact_score=f["impact_score"],
+                impact_score_low=f["impact_score_low"],
+                impact_score_high=f["impact_score_high"],
+                percent_of_total=f.get("percent_of_total"),
+                member_count=f["member_count"],
+                members=[m["operation"] for m in f["members"]],
+            )
+            for f in metrics["category_findings"]
+        ],
+        peaks=peaks,
+        warnings=resolved.warnings + data.warnings,
+    )
+
+
+# ---------------------------------------------------------------- model_attention / list_architectures
+def model_attention(
+    roots: DataRoots,
+    *,
+    batch: int,
+    heads_q: int,
+    seq_q: int,
+    head_dim: int,
+    heads_kv: int | None = None,
+    seq_kv: int | None = None,
+    head_dim_v: int | None = None,
+    dtype: str = "bf16",
+    kv_cache_dtype: str | None = None,
+    direction: str = "fwd",
+    mask: str = "none",
+    alignment: str = "bottom_right",
+    window_left: int = -1,
+    window_right: int = -1,
+    dropout_p: float = 0.0,
+    arch: str = "h100_sxm",
+    measured_us: float | None = None,
+    bytes_model: str = "compulsory",
+    bwd_convention: str = "5gemm",
+    varlen_num_seqs: int | None = None,
+    paged_context_lens: list[int] | None = None,
+) -> ModelResult:
+    _check_bytes_model(bytes_model)
+    gpu, source = gpu_by_name_or_file(arch, roots)
+    try:
+        mask_kind = {
+            "none": "none",
+            "causal": "causal",
+            "sliding_window": "sliding_window",
+            "window": "sliding_window",
+        }[mask]
+    except KeyError:
+        raise InputError(f"mask={mask!r} is invalid: expected none, causal or sliding_window") from None
+    try:
+        conv = BwdConvention(bwd_convention)
+    except ValueError:
+        raise InputError(
+            f"bwd_convention={bwd_convention!r} is invalid: expected {', '.join(c.value for c in BwdConvention)}"
+        ) from None
+    if measured_us is not None and not (math.isfinite(measured_us) and measured_us > 0):
+        raise InputError(f"measured_us={measured_us!r} is invalid: expected a positive time in microseconds")
+    try:
+        m = Mask(mask_kind, alignment, window_left, window_right)
+        skv = seq_kv or seq_q
+        varlen = None
+        if varlen_num_seqs:
+            varlen = VarlenInfo(
+                total_q=batch * seq_q,
+                total_kv=batch * skv,
+                num_seqs=varlen_num_seqs,
+                max_seqlen_q=seq_q,
+                max_seqlen_kv=skv,
+            )
+        paged = None
+        if paged_context_lens:
+            paged = PagedInfo(
+                num_requests=len(paged_context_lens),
+                sum_context_tokens=int(sum(paged_context_lens)),
+                context_lens=tuple(int(x) for x in paged_context_lens),
+            )
+        cfg = AttentionConfig(
+            batch=batch,
+            heads_q=heads_q,
+            heads_kv=heads_kv or heads_q,
+            seq_q=seq_q,
+            seq_kv=skv,
+            head_dim_qk=head_dim,
+            head_dim_v=head_dim_v or head_dim,
+            dtype_q=dtype,
+            dtype_kv_cache=kv_cache_dtype,
+            direction=direction,
+            mask=m,
+            dropout_p=dropout_p,
+            varlen=varlen,
+            paged=paged,
+        )
+        est = pm_model_attention(cfg, gpu, measured_us=measured_us, bytes_model=bytes_model, bwd_convention=conv)
+    except PerfModelError as exc:
+        raise InputError(str(exc)) from None
+    except ValueError as exc:
+        raise InputError(f"invalid argument: {exc}") from None
+    e = est.__dict__ if hasattr(est, "__dict__") else {f: getattr(est, f) for f in est.__dataclass_fields__}  # type: ignore[attr-defined]
+    g = lambda k, d=None: getattr(est, k, e.get(k, d))  # noqa: E731
+    peak_t, peak_kind = gpu.peak_tflops(g("compute_spec"))
+    bw, bw_kind = gpu.peak_tbs()
+    eff = g("efficiency_pct")
+    band = g("expected_band_pct") or (g("band_low"), g("band_high"))
+    return ModelResult(
+        config={
+            k: (str(v) if not isinstance(v, int | float | str | type(None)) else v)
+            for k, v in ((f, getattr(cfg, f)) for f in cfg.__dataclass_fields__)
+        },
+        mask=cfg.mask.label,
+        peaks=PeaksUsed(
+            gpu_key=gpu.key,
+            gpu_name=gpu.name,
+            source=source,
+            compute_spec=g("compute_spec"),
+            peak_tflops=peak_t,
+            peak_tflops_kind=peak_kind,
+            peak_tbs=bw,
+            peak_tbs_kind=bw_kind,
+        ),
+        kept_pairs=float(g("kept_pairs")),
+        flops_useful=float(g("flops_useful")),
+        flops_executed=float(g("flops_executed")),
+        flops_upper=float(g("flops_upper", g("flops_useful"))),
+        bytes_compulsory=float(g("bytes_compulsory")),
+        bytes_tiled=float(g("bytes_tiled")),
+        bytes_model=bytes_model,
+        bwd_convention=conv.value,
+        intensity=float(g("intensity")),
+        ridge=float(g("ridge")),
+        ideal_us=float(g("ideal_time_us", g("ideal_us"))),
+        bound=str(g("bound")),
+        measured_us=measured_us,
+        achieved_tflops=_f(g("achieved_tflops")),
+        achieved_tbs=_f(g("achieved_tbs")),
+        efficiency_pct=_f(eff, 2),
+        is_anomaly=bool(eff is not None and eff == eff and eff > 100),
+        expected_band_pct=(float(band[0]), float(band[1])),
+        in_expected_band=(band[0] <= eff <= band[1]) if eff is not None and eff == eff else None,
+        notes=list(g("notes", []) or []),
+    )
+
+
+def list_architectures() -> ArchList:
+    archs = []
+    for g in list_gpus():
+        bw, kind = g.peak_tbs()
+        tflops = {}
+        for spec in sorted(set(g.tflops_datasheet) | set(g.tflops_achievable)):
+            tflops[spec] = g.peak_tflops(spec)[0]
+        archs.append(
+            ArchInfo(
+                key=g.key,
+                name=g.name,
+                vendor=g.vendor,
+                device_names=list(g.device_names),
+                sm_count=g.sm_count,
+                l2_cache_mb=g.l2_cache_mb,
+                memory_gb=g.memory_gb,
+                hbm_tbs=bw,
+                hbm_tbs_kind=kind,
+                tflops=tflops,
+                tflops_datasheet=dict(g.tflops_datasheet),
+                sources=dict(g.sources),
+            )
+        )
+    return ArchList(count=len(archs), architectures=archs)
