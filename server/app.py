@@ -49,7 +49,7 @@ Category = Annotated[str, Field(description="attention category: sdpa_fwd, sdpa_
 ArchArg = Annotated[
     str | None,
     Field(
-        description="GPU to score against (e.g. h100_sxm, mi300x, b200) or an arch JSON path; default: the trace's GPU"
+        description="GPU to score against (e.g. h100-sxm, mi300x, b200) or an arch JSON path; default: the trace's GPU"
     ),
 ]
 
@@ -140,7 +140,7 @@ def create_server(roots: list[Path] | None = None) -> MCPServer:
         window_left: int = -1,
         window_right: int = -1,
         dropout_p: float = 0.0,
-        arch: str = "h100_sxm",
+        arch: str = "h100-sxm",
         measured_us: Annotated[float | None, Field(gt=0, description="measured kernel time (µs)")] = None,
         bytes_model: Literal["compulsory", "tiled"] = "compulsory",
         bwd_convention: Literal["5gemm", "recompute_fwd", "two_phase"] = "5gemm",

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from perf_models.hardware import GpuSpec, get_gpu, gpu_from_arch_dict, list_gpus, match_device_name
 
 from perf_models.errors import PerfModelError, UnknownArchError
+from perf_models.hardware import GpuSpec, get_gpu, gpu_from_arch_dict, list_gpus, match_device_name
 
 from .errors import InputError
 from .paths import DataRoots

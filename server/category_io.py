@@ -27,8 +27,10 @@ KNOWN_CATEGORIES = ("sdpa_fwd", "sdpa_bwd", "inferenceattention")
 KERNEL_SUM = "Kernel Time (µs)_sum"
 KERNEL_MEAN = "Kernel Time (µs)_mean"
 REQUIRED_COLUMNS = ("name", "operation_count", KERNEL_SUM)
-# literal-typed columns we parse (when present)
-LITERAL_COLUMNS = ("Input Dims", "Input type", "Input Strides", "Concrete Inputs", "perf_params", "call_stack_full")
+# literal-typed columns parsed up front (perf_params and call stacks are read lazily, only where needed)
+LITERAL_COLUMNS = ("Input Dims", "Input type", "Concrete Inputs")
+_INT_NEST = re.compile(r"^[\d\s,()\[\]]*$")
+_TRAILING_COMMA = re.compile(r",\s*\]")
 
 _KD_NAME_RE = re.compile(r"'name':\s*'((?:[^'\\]|\\.)*)'")
 _KD_DUR_RE = re.compile(r"'total_duration_us':\s*(?:np\.float64\()?\s*([-+0-9.eE]+|nan)\)?")
@@ -187,11 +189,12 @@ def _read_trace2_baseline(data: CategoryData) -> None:
         data.trace2_e2e_ms = float(util["total_time_ms"])
 
 
-def _parse_cells(values: pd.Series, col: str, path: Path) -> list[Any]:
+def _parse_cells(values: pd.Series, col: str, path: Path, rows: list[int] | None = None) -> list[Any]:
     """Parse each distinct cell once (rows often repeat signatures), strictly, never with eval."""
     out: list[Any] = []
     cache: dict[str, Any] = {}
-    for i, v in enumerate(values.tolist()):
+    for j, v in enumerate(values.tolist()):
+        i = rows[j] if rows is not None else j
         if v is None or (isinstance(v, float) and np.isnan(v)):
             out.append(None)
             continue
@@ -235,10 +238,41 @@ def parse_kernel_details(cell: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _parse_int_nests(values: pd.Series, col: str, path: Path) -> list[Any]:
+    """Shape cells (`((16, 16, 559, 64), (), ...)`): integer nests become JSON and go through one orjson call.
+
+    Every cell is checked to hold only digits, commas, spaces and brackets first; anything else (or a
+    malformed nest) takes the strict per-cell literal parser, which names the row.
+    """
+    cells = values.tolist()
+    plain = [isinstance(v, str) and bool(_INT_NEST.match(v)) for v in cells]
+    out: list[Any] = [None] * len(cells)
+    idx = [i for i, ok in enumerate(plain) if ok]
+    if idx:
+        parts = [_TRAILING_COMMA.sub("]", cells[i].replace("(", "[").replace(")", "]")) for i in idx]
+        try:
+            parsed = orjson.loads("[" + ",".join(parts) + "]")
+            if len(parsed) != len(idx):
+                raise ValueError("cell count changed")
+            for i, v in zip(idx, parsed, strict=True):
+                out[i] = v
+        except (orjson.JSONDecodeError, ValueError):
+            idx = []  # some cell is malformed: let the strict parser find and name it
+            plain = [False] * len(cells)
+    rest = [i for i, ok in enumerate(plain) if not ok]
+    if rest:
+        sub = _parse_cells(values.iloc[rest], col, path, rows=rest)
+        for i, v in zip(rest, sub, strict=True):
+            out[i] = v
+    return out
+
+
 def _parse_literal_columns(data: CategoryData) -> None:
     assert data.df is not None
     for col in LITERAL_COLUMNS:
-        if col in data.df.columns:
+        if col == "Input Dims" and col in data.df.columns:
+            data.parsed[col] = _parse_int_nests(data.df[col], col, data.csv_path)
+        elif col in data.df.columns:
             data.parsed[col] = _parse_cells(data.df[col], col, data.csv_path)
         else:
             data.parsed[col] = [None] * len(data.df)

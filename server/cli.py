@@ -380,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--window-left", type=int, default=-1)
     s.add_argument("--window-right", type=int, default=-1)
     s.add_argument("--dropout", type=float, default=0.0)
-    s.add_argument("--arch", default="h100_sxm")
+    s.add_argument("--arch", default="h100-sxm")
     s.add_argument("--measured-us", type=float)
     s.add_argument("--bytes-model", default="compulsory", choices=["compulsory", "tiled"])
     s.add_argument("--bwd-convention", default="5gemm", choices=["5gemm", "recompute_fwd", "two_phase"])

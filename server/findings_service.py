@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from .atomic import write_text_atomic
 from .category_io import check_category, read_json_file
 from .errors import InputError
+from .findings.metrics_view import MetricsFormatError, load_metrics
 from .findings.template import render_findings_template as render_template
 from .findings.validate import ValidationReport, find_metrics_for, validate_findings_file
 from .paths import DataRoots
@@ -39,7 +40,10 @@ def validate_findings(
     metrics: dict[str, Any] | None = None
     mpath = find_metrics_for(path)
     if mpath is not None:
-        metrics = read_json_file(roots.resolve(mpath, what="metrics file"), "metrics JSON")
+        try:  # Decimal parsing keeps each number as written: rule 9 compares the exact spelling
+            metrics = load_metrics(roots.resolve(mpath, what="metrics file"))
+        except MetricsFormatError as exc:
+            raise InputError(f"{mpath}: {exc}") from None
     return validate_findings_file(path, metrics, tier=tier, comparison_scope=comparison_scope)
 
 

@@ -133,7 +133,7 @@ class ModelResult(BaseModel):
     config: dict[str, Any]
     mask: str
     peaks: PeaksUsed
-    kept_pairs: float
+    kept_pairs: float = Field(description="exact kept (query, key) pairs per query head, summed over the batch")
     flops_useful: float
     flops_executed: float
     flops_upper: float
@@ -141,6 +141,9 @@ class ModelResult(BaseModel):
     bytes_tiled: float
     bytes_model: str
     bwd_convention: str
+    block_q: int
+    block_kv: int
+    tile_visits: int
     intensity: float
     ridge: float
     ideal_us: float

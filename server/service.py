@@ -11,18 +11,18 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from perf_models.hardware import list_gpus
-from perf_models.roofline import model_attention as pm_model_attention
 
 from perf_models.config import AttentionConfig, BwdConvention, Mask, PagedInfo, VarlenInfo
 from perf_models.errors import PerfModelError
+from perf_models.hardware import list_gpus
+from perf_models.roofline import model_attention as pm_model_attention
 
 from .arch import ResolvedArch, gpu_by_name_or_file, resolve_arch
 from .atomic import write_bytes_atomic, write_json_atomic
 from .category_io import CategoryData, check_category, load_category
 from .errors import InputError
 from .paths import DataRoots
-from .ranking import build_metrics, error_metrics
+from .ranking import build_metrics
 from .roofline_records import BYTES_MODELS, RooflineTable, compute_records
 from .schemas import (
     ArchInfo,
@@ -260,15 +260,7 @@ def rank_findings(
     if comparison_scope not in SCOPES:
         raise InputError(f"comparison_scope={comparison_scope!r} is invalid: expected standalone or comparative")
     cat = check_category(category)
-    out = _resolve_dir(roots, output_dir)
-    metrics_path = out / "category_data" / f"{cat}_metrics.json"
-    try:
-        data, resolved, table = _scored(roots, output_dir, cat, arch, bytes_model)
-    except InputError as exc:
-        # the orchestrator reads the ERROR variant of the metrics file; write it only inside a real folder
-        if out.is_dir() and (out / "category_data").is_dir():
-            write_json_atomic(metrics_path, error_metrics(cat, str(exc), comparison_scope))
-        raise
+    data, resolved, table = _scored(roots, output_dir, cat, arch, bytes_model)
     if table is None or resolved is None:
         return RankResult(
             category=cat,
@@ -277,6 +269,7 @@ def rank_findings(
             warnings=["no attention ops of this category; write 'No SDPA operations found in trace'"],
         )
     metrics = build_metrics(data, table, comparison_scope)
+    metrics_path = data.output_dir / "category_data" / f"{cat}_metrics.json"
     peaks = _peaks_used(resolved, table)
     metrics["sdpa_analyzer"]["peaks"] = peaks.model_dump()
     metrics["sdpa_analyzer"]["warnings"] = resolved.warnings + data.warnings
@@ -331,7 +324,7 @@ def model_attention(
     window_left: int = -1,
     window_right: int = -1,
     dropout_p: float = 0.0,
-    arch: str = "h100_sxm",
+    arch: str = "h100-sxm",
     measured_us: float | None = None,
     bytes_model: str = "compulsory",
     bwd_convention: str = "5gemm",
@@ -397,48 +390,45 @@ def model_attention(
         raise InputError(str(exc)) from None
     except ValueError as exc:
         raise InputError(f"invalid argument: {exc}") from None
-    e = est.__dict__ if hasattr(est, "__dict__") else {f: getattr(est, f) for f in est.__dataclass_fields__}  # type: ignore[attr-defined]
-    g = lambda k, d=None: getattr(est, k, e.get(k, d))  # noqa: E731
-    peak_t, peak_kind = gpu.peak_tflops(g("compute_spec"))
-    bw, bw_kind = gpu.peak_tbs()
-    eff = g("efficiency_pct")
-    band = g("expected_band_pct") or (g("band_low"), g("band_high"))
+    cfg_dict = {f: getattr(cfg, f) for f in cfg.__dataclass_fields__}
     return ModelResult(
-        config={
-            k: (str(v) if not isinstance(v, int | float | str | type(None)) else v)
-            for k, v in ((f, getattr(cfg, f)) for f in cfg.__dataclass_fields__)
-        },
+        config={k: (v if isinstance(v, int | float | str | type(None)) else str(v)) for k, v in cfg_dict.items()},
         mask=cfg.mask.label,
         peaks=PeaksUsed(
             gpu_key=gpu.key,
             gpu_name=gpu.name,
             source=source,
-            compute_spec=g("compute_spec"),
-            peak_tflops=peak_t,
-            peak_tflops_kind=peak_kind,
-            peak_tbs=bw,
-            peak_tbs_kind=bw_kind,
+            compute_spec=est.compute_spec,
+            peak_tflops=est.peak_tflops,
+            peak_tflops_kind=est.peak_tflops_kind,
+            peak_tbs=est.peak_tbs,
+            peak_tbs_kind=est.peak_tbs_kind,
         ),
-        kept_pairs=float(g("kept_pairs")),
-        flops_useful=float(g("flops_useful")),
-        flops_executed=float(g("flops_executed")),
-        flops_upper=float(g("flops_upper", g("flops_useful"))),
-        bytes_compulsory=float(g("bytes_compulsory")),
-        bytes_tiled=float(g("bytes_tiled")),
+        kept_pairs=float(est.kept_pairs),
+        flops_useful=est.flops,
+        flops_executed=est.flops_executed,
+        flops_upper=est.flops_upper,
+        bytes_compulsory=est.bytes_compulsory,
+        bytes_tiled=est.bytes_tiled,
         bytes_model=bytes_model,
-        bwd_convention=conv.value,
-        intensity=float(g("intensity")),
-        ridge=float(g("ridge")),
-        ideal_us=float(g("ideal_time_us", g("ideal_us"))),
-        bound=str(g("bound")),
+        bwd_convention=est.bwd_convention,
+        block_q=est.block_q,
+        block_kv=est.block_kv,
+        tile_visits=est.tile_visits,
+        intensity=est.intensity,
+        ridge=est.ridge,
+        ideal_us=est.ideal_time_us,
+        bound=est.bound,
         measured_us=measured_us,
-        achieved_tflops=_f(g("achieved_tflops")),
-        achieved_tbs=_f(g("achieved_tbs")),
-        efficiency_pct=_f(eff, 2),
-        is_anomaly=bool(eff is not None and eff == eff and eff > 100),
-        expected_band_pct=(float(band[0]), float(band[1])),
-        in_expected_band=(band[0] <= eff <= band[1]) if eff is not None and eff == eff else None,
-        notes=list(g("notes", []) or []),
+        achieved_tflops=_f(est.achieved_tflops),
+        achieved_tbs=_f(est.achieved_tbs),
+        efficiency_pct=_f(est.efficiency_pct, 2),
+        is_anomaly=est.is_anomaly,
+        expected_band_pct=(est.expected_low_pct, est.expected_high_pct),
+        in_expected_band=(est.expected_low_pct <= est.efficiency_pct <= est.expected_high_pct)
+        if est.efficiency_pct is not None
+        else None,
+        notes=list(est.notes),
     )
 
 

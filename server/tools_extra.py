@@ -77,9 +77,11 @@ def register(mcp: MCPServer, roots: DataRoots, guarded: Callable[[str, Callable[
         )
 
     @mcp.prompt(title="SDPA analysis subagent instructions")
-    def sdpa_analysis(output_dir: str, category: str, comparison_scope: str = "standalone") -> str:
+    def sdpa_analysis(
+        output_dir: str, category: str, comparison_scope: str = "standalone", prefix: str | None = None
+    ) -> str:
         """Instructions for an LLM subagent analyzing one attention category of an analysis folder."""
-        return render_analysis_prompt(output_dir, category, comparison_scope)
+        return render_analysis_prompt(output_dir, category, comparison_scope, prefix=prefix or None)
 
     @mcp.resource("sdpa://findings-format", mime_type="text/markdown", title="Findings file contract")
     def findings_format() -> str:

@@ -1,0 +1,368 @@
+"""Benchmark analyze_trace: a generated >= 1,000,000-event Kineto trace and the 18k-event Qwen H100 trace.
+
+Prints, for the big trace: file size, bare `orjson.loads` time of the same file (with the default GC,
+as anyone would call it, and with the GC off), analyze_trace time, and peak memory of each in a fresh
+process (ru_maxrss growth over the interpreter's baseline, and tracemalloc's peak of Python
+allocations). Targets: analyze <= 3x bare parse; peak memory < 3x the uncompressed size.
+For the Qwen trace: analyze time, and analyze -> compute_roofline -> rank_findings end to end
+(target well under 1 s).
+
+    .venv/bin/python bench/bench_analyze_trace.py [--events 1000000] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import orjson
+
+REPO = Path(__file__).resolve().parents[1]
+QWEN = (
+    Path(os.environ.get("SDPA_SHARED_DIR", REPO.parent / "shared"))
+    / "traces/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+)
+
+# ---- generator -------------------------------------------------------------------------------------
+
+_PY = [
+    "runpy.py(86): _run_code",
+    "train.py(40): main",
+    "nn.Module: LlamaModel_0",
+    "torch/nn/modules/module.py(1743): _call_impl",
+    "transformers/models/llama/modeling_llama.py(560): forward",
+]
+_GEMM_K = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x2x1_execute_segment_k_off_kernel"
+_COPY_K = (
+    "void at::native::elementwise_kernel<128, 4, at::native::gpu_kernel_impl_nocast<at::native::direct_copy_kernel_cuda"
+    "(at::TensorIteratorBase&)::{lambda()#3}::operator()() const::{lambda()#12}::operator()() const::{lambda(c10::"
+    "BFloat16)#1}>(at::TensorIteratorBase&)>(int)"
+)
+_FLASH_K = (
+    "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, "
+    "cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t> >, false, true, "
+    "false, false, false, true, false>(pytorch_flash::Flash_fwd_params)"
+)
+
+
+class Gen:
+    """Writes a Kineto-like trace: Python frames, ops, launches, flows, kernels, memory instants."""
+
+    def __init__(self, fh, b=4, h=32, n=2048, d=128) -> None:
+        self.fh, self.first = fh, True
+        self.ts, self.gpu_ts, self.corr, self.ext, self.pyid, self.n = 1_000_000.0, 1_000_500.0, 1, 1, 1, 0
+        self.shape = [b, h, n, d]
+        self.batch: list[dict] = []
+
+    def emit(self, e: dict) -> None:
+        self.batch.append(e)
+        self.n += 1
+        if len(self.batch) >= 20000:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.batch:
+            return
+        data = b",\n".join(orjson.dumps(e) for e in self.batch)
+        self.fh.write((b"" if self.first else b",\n") + data)
+        self.first = False
+        self.batch = []
+
+    def py(self, name: str, ts: float, dur: float) -> None:
+        self.pyid += 1
+        self.emit(
+            {
+                "ph": "X",
+                "cat": "python_function",
+                "name": name,
+                "pid": 7,
+                "tid": 7,
+                "ts": ts,
+                "dur": dur,
+                "args": {"Python parent id": self.pyid - 1, "Python id": self.pyid, "Ev Idx": self.n},
+            }
+        )
+
+    def op(self, name: str, ts: float, dur: float, dims: list, types: list, concrete: list | None = None) -> int:
+        self.ext += 1
+        args = {
+            "External id": self.ext,
+            "Record function id": 0,
+            "Input Dims": dims,
+            "Input type": types,
+            "Input Strides": [[1] * len(x) for x in dims],
+            "Concrete Inputs": concrete or [""] * len(dims),
+            "Ev Idx": self.n,
+        }
+        self.emit({"ph": "X", "cat": "cpu_op", "name": name, "pid": 7, "tid": 7, "ts": ts, "dur": dur, "args": args})
+        return self.ext
+
+    def launch(self, ext: int, ts: float, kernel: str, kdur: float) -> None:
+        self.corr += 1
+        c = self.corr
+        self.emit(
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 7,
+                "tid": 7,
+                "ts": ts,
+                "dur": 3.0,
+                "args": {"External id": ext, "cbid": 211, "correlation": c},
+            }
+        )
+        self.emit({"ph": "s", "id": c, "pid": 7, "tid": 7, "ts": ts, "cat": "ac2g", "name": "ac2g"})
+        g = max(self.gpu_ts, ts + 5.0)
+        self.emit({"ph": "f", "id": c, "pid": 0, "tid": 7, "ts": g, "cat": "ac2g", "name": "ac2g", "bp": "e"})
+        self.emit(
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": kernel,
+                "pid": 0,
+                "tid": 7,
+                "ts": g,
+                "dur": kdur,
+                "args": {
+                    "External id": ext,
+                    "device": 0,
+                    "stream": 7,
+                    "correlation": c,
+                    "grid": [132, 1, 1],
+                    "block": [256, 1, 1],
+                    "registers per thread": 128,
+                    "shared memory": 0,
+                },
+            }
+        )
+        self.gpu_ts = g + kdur + 1.0
+        self.emit(
+            {
+                "ph": "i",
+                "cat": "cpu_instant_event",
+                "name": "[memory]",
+                "pid": 7,
+                "tid": 7,
+                "ts": ts + 1.0,
+                "s": "t",
+                "args": {
+                    "Total Reserved": 1 << 30,
+                    "Total Allocated": 1 << 29,
+                    "Bytes": 4096,
+                    "Addr": 12345678,
+                    "Device Type": 1,
+                    "Device Id": 0,
+                },
+            }
+        )
+
+    def layer(self) -> None:
+        """One attention block: q/k/v projections, 3 contiguous copies, SDPA (3-op chain), o projection."""
+        t = self.ts
+        b, h, n, d = self.shape
+        bf = "c10::BFloat16"
+        self.py("nn.Module: LlamaAttention_0", t, 400.0)
+        self.py("transformers/models/llama/modeling_llama.py(300): forward", t + 1, 398.0)
+        for i in range(3):
+            s = t + 2 + i * 40
+            e = self.op("aten::linear", s, 30.0, [[b, n, h * d], [h * d, h * d], []], [bf, bf, ""])
+            self.op("aten::addmm", s + 2, 20.0, [[h * d], [b * n, h * d], [h * d, h * d]], [bf, bf, bf])
+            self.launch(e, s + 10, _GEMM_K, 50.0)
+        for i in range(3):
+            s = t + 130 + i * 20
+            e = self.op("aten::contiguous", s, 15.0, [[b, h, n, d], []], [bf, ""])
+            self.op("aten::copy_", s + 2, 10.0, [[b, h, n, d], [b, h, n, d], []], [bf, bf, ""])
+            self.launch(e, s + 5, _COPY_K, 20.0)
+        qkv = [[b, h, n, d]] * 3
+        self.py("<built-in function scaled_dot_product_attention>", t + 195, 60.0)
+        self.op(
+            "aten::scaled_dot_product_attention",
+            t + 196,
+            58.0,
+            [*qkv, [], [], [], [], []],
+            [bf] * 3 + ["", "Scalar", "Scalar", "Scalar", "Scalar"],
+            ["", "", "", "", "0.", "True", "", "False"],
+        )
+        self.op(
+            "aten::_scaled_dot_product_flash_attention",
+            t + 198,
+            54.0,
+            [*qkv, [], [], [], []],
+            [bf] * 3 + ["Scalar"] * 4,
+            ["", "", "", "0.", "True", "False", ""],
+        )
+        e = self.op(
+            "aten::_flash_attention_forward", t + 200, 50.0, [[b, n, h, d]] * 3 + [[]] * 12, [bf] * 3 + [""] * 12
+        )
+        self.launch(e, t + 220, _FLASH_K, 400.0)
+        e = self.op("aten::linear", t + 300, 30.0, [[b, n, h * d], [h * d, h * d], []], [bf, bf, ""])
+        self.launch(e, t + 310, _GEMM_K, 50.0)
+        self.ts += 420.0
+
+    def write(self, target_events: int) -> None:
+        self.fh.write(
+            b'{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],\n'
+            b'"traceEvents": [\n'
+        )
+        self.py(_PY[0], self.ts - 100, 1e12)
+        while self.n < target_events:
+            self.layer()
+        self.flush()
+        self.fh.write(b'\n], "traceName": "bench"}\n')
+
+
+# ---- measurements (each in a fresh interpreter, so ru_maxrss is this step's own peak) ------------------
+
+_CHILD = r"""
+import gc, json, resource, sys, time, tracemalloc
+from pathlib import Path
+mode, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
+import orjson
+from server.trace.analyze import analyze_trace
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+trace = len(sys.argv) > 4 and sys.argv[4] == "trace"
+if trace:
+    tracemalloc.start()
+t = time.perf_counter()
+if mode == "parse":
+    x = orjson.loads(open(path, "rb").read())
+elif mode == "parse_nogc":
+    gc.disable(); x = orjson.loads(open(path, "rb").read())
+else:
+    analyze_trace(Path(path), Path(out))
+dt = time.perf_counter() - t
+peak = tracemalloc.get_traced_memory()[1] if trace else None
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"seconds": dt, "rss_growth_kb": rss - base, "tracemalloc_peak": peak}))
+"""
+
+
+def child(mode: str, path: Path, out: Path, trace: bool = False) -> dict:
+    cmd = [sys.executable, "-c", _CHILD, mode, str(path), str(out)] + (["trace"] if trace else [])
+    res = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def qwen_end_to_end(tmp: Path) -> dict | None:
+    """analyze_trace on the Qwen H100 trace, then compute_roofline + rank_findings on its folder (5 runs)."""
+    if not QWEN.exists():
+        return None
+    from server.paths import DataRoots
+    from server.trace.analyze import analyze_trace
+
+    roots = DataRoots([Path("/"), tmp])
+    times, e2e, note = [], [], None
+    for i in range(5):
+        out = tmp / f"qwen{i}"
+        t = time.perf_counter()
+        analyze_trace(QWEN, out)
+        t1 = time.perf_counter()
+        times.append(t1 - t)
+        if note is None:
+            try:
+                from server.service import compute_roofline, rank_findings
+
+                compute_roofline(roots, str(out), "sdpa_fwd")
+                rank_findings(roots, str(out), "sdpa_fwd")
+                e2e.append(time.perf_counter() - t)
+            except Exception as exc:  # the roofline/rank layer belongs to other modules: report, go on
+                note = f"roofline/rank failed ({type(exc).__name__}: {exc}); timed analyze_trace only"
+    return {
+        "analyze_s_min": min(times),
+        "analyze_s_median": sorted(times)[len(times) // 2],
+        "e2e_s_min": min(e2e) if e2e else None,
+        "e2e_s_median": sorted(e2e)[len(e2e) // 2] if e2e else None,
+        "note": note,
+    }
+
+
+def _print_qwen(q: dict | None) -> None:
+    if not q:
+        print("Qwen H100 trace not available: skipped")
+        return
+    print(f"Qwen H100 (18k events): analyze {q['analyze_s_min']:.3f} s (median {q['analyze_s_median']:.3f})")
+    if q["e2e_s_min"] is not None:
+        print(f"Qwen H100 analyze -> roofline -> rank: {q['e2e_s_min']:.3f} s (median {q['e2e_s_median']:.3f})")
+    if q["note"]:
+        print(q["note"])
+
+
+def _generate(kind: str, events: int, path: Path) -> int:
+    if kind == "synthetic":
+        try:
+            from server.trace.synthetic import generate_large_trace
+        except ImportError:
+            kind = "own"
+        else:
+            return generate_large_trace(events, path)
+    with open(path, "wb") as fh:
+        g = Gen(fh)
+        g.write(events)
+    return g.n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--keep", action="store_true", help="keep the generated trace")
+    ap.add_argument(
+        "--generator",
+        choices=("synthetic", "own"),
+        default="synthetic",
+        help="server.trace.synthetic.generate_large_trace (default) or this script's generator",
+    )
+    ap.add_argument("--qwen-only", action="store_true", help="skip the generated trace")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench_trace_"))
+    if args.qwen_only:
+        _print_qwen(qwen_end_to_end(tmp))
+        return
+    path = tmp / "big.json"
+    t = time.perf_counter()
+    n_events = _generate(args.generator, args.events, path)
+    gen_s = time.perf_counter() - t
+    size = path.stat().st_size
+    print(
+        f"generated {n_events:,} events ({args.generator} generator), {size / 1e6:.1f} MB uncompressed, "
+        f"in {gen_s:.1f} s"
+    )
+
+    parse = child("parse", path, tmp / "o")
+    parse_nogc = child("parse_nogc", path, tmp / "o")
+    ana = child("analyze", path, tmp / "out")
+    ana_tm = child("analyze", path, tmp / "out2", trace=True)
+    parse_tm = child("parse_nogc", path, tmp / "o", trace=True)
+    mb = 1024 * 1024
+    print(f"bare orjson.loads (default GC): {parse['seconds']:.2f} s, RSS +{parse['rss_growth_kb'] / 1024:.0f} MB")
+    print(
+        f"bare orjson.loads (GC off):     {parse_nogc['seconds']:.2f} s, "
+        f"RSS +{parse_nogc['rss_growth_kb'] / 1024:.0f} MB,"
+        f" tracemalloc peak {parse_tm['tracemalloc_peak'] / mb:.0f} MB"
+    )
+    print(
+        f"analyze_trace:                  {ana['seconds']:.2f} s, RSS +{ana['rss_growth_kb'] / 1024:.0f} MB,"
+        f" tracemalloc peak {ana_tm['tracemalloc_peak'] / mb:.0f} MB"
+    )
+    ratio = ana["seconds"] / parse["seconds"]
+    ratio_nogc = ana["seconds"] / parse_nogc["seconds"]
+    mem = max(ana["rss_growth_kb"] * 1024, ana_tm["tracemalloc_peak"]) / size
+    print(f"analyze / bare parse: {ratio:.2f}x (GC off parse: {ratio_nogc:.2f}x)   target <= 3x")
+    print(f"analyze peak memory / uncompressed size: {mem:.2f}x   target < 3x")
+    _print_qwen(qwen_end_to_end(tmp))
+    if args.keep:
+        print(f"kept {path}")
+    else:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,540 @@
+"""GPU peak tables: datasheet and achievable peaks per GPU, and finding a GPU by name or trace device name.
+
+The tables are data files (`perf_models/data/gpus/<key>.json`, one per GPU), each number with its source.
+Peaks are dense (no 2:4 sparsity) TFLOPS keyed by compute spec (`matrix_bf16`, `matrix_fp8`, `vector_fp32`,
+… — the keys TraceLens arch files use) and HBM bandwidth in TB/s. `peak_tflops()` / `peak_tbs()` return the
+achievable (measured, "max-achievable") number when the table has one and the datasheet number otherwise,
+and say which one they returned.
+
+Compute-spec decision for fp32 on NVIDIA: `matrix_fp32` is the CUDA-core (non-tensor) FP32 peak, equal to
+`vector_fp32`, because PyTorch runs fp32 GEMMs and unfused attention without TF32 unless the user opts in
+(`torch.backends.cuda.matmul.allow_tf32` is False by default). The TF32 tensor-core peak is the separate
+`matrix_tf32` key. PyTorch's memory-efficient attention kernel, however, computes fp32 on sm_80+ with
+CUTLASS 3xTF32 (`OpMultiplyAddFastF32`, three TF32 MMAs per product), so NVIDIA tables also carry
+`matrix_fp32_3xtf32` = `matrix_tf32` / 3 for a caller that knows the kernel. On AMD, `matrix_fp32` is the
+MFMA FP32 peak ("FP32 matrix" on the datasheet).
+
+User-supplied peaks (a TraceLens arch JSON or the analysis metadata) come in through `gpu_from_arch_dict`;
+this module never reads user files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from types import MappingProxyType
+from typing import Any
+
+from .errors import ConfigError, PerfModelError, UnknownArchError
+
+PREFER_CHOICES = ("achievable", "datasheet")
+ORIGINS = ("builtin", "arch_json", "metadata")
+
+# A user's number within this relative distance of the datasheet value is the datasheet value.
+_SAME_AS_DATASHEET = 0.01
+# Bandwidths outside this range are almost certainly in the wrong unit (GB/s given as TB/s or back).
+_PLAUSIBLE_TBS = (0.01, 100.0)
+_SPEC_RE = re.compile(r"^(matrix|vector)_[a-z0-9_]+$")
+_FP8_SPEC_RE = re.compile(r"^(matrix|vector)_(fp8|float8)(_?e[45]m[23](fnuz|fn)?)?$")
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU's peaks. TFLOPS are dense; `sources` maps every number's field name to where it came from.
+
+    Source keys: `sm_count`, `l2_cache_mb`, `llc_mb`, `memory_gb`, `hbm_tbs_datasheet`,
+    `hbm_tbs_achievable`, `tflops_datasheet.<spec>`, `tflops_achievable.<spec>`.
+    """
+
+    key: str
+    name: str
+    vendor: str  # 'nvidia' | 'amd' | 'unknown'
+    device_names: tuple[str, ...]
+    sm_count: int | None  # SMs (NVIDIA) or CUs (AMD)
+    l2_cache_mb: float | None  # AMD MI300-class: sum of the per-XCD L2s (4 MB each)
+    memory_gb: float | None
+    hbm_tbs_datasheet: float
+    hbm_tbs_achievable: float | None
+    tflops_datasheet: Mapping[str, float] = field(hash=False)
+    tflops_achievable: Mapping[str, float] = field(hash=False)
+    sources: Mapping[str, str] = field(hash=False)
+    origin: str = "builtin"  # 'builtin' | 'arch_json' | 'metadata'
+    arch: str | None = None  # e.g. sm_90, gfx942
+    llc_mb: float | None = None  # memory-side last-level cache (AMD Infinity Cache)
+    aliases: tuple[str, ...] = ()
+    device_patterns: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def specs(self) -> list[str]:
+        """Every compute spec this GPU has a peak for."""
+        return sorted(set(self.tflops_datasheet) | set(self.tflops_achievable))
+
+    def peak_tflops(self, spec: str, prefer: str = "achievable") -> tuple[float, str]:
+        """(TFLOPS, 'achievable' | 'datasheet') for a compute spec such as `matrix_bf16` or `matrix_fp8`.
+
+        Falls back to the other kind when the preferred one has no number for this spec.
+        """
+        _check_prefer(prefer)
+        key = normalize_spec(spec)
+        first, second = (
+            (self.tflops_achievable, self.tflops_datasheet)
+            if prefer == "achievable"
+            else (self.tflops_datasheet, self.tflops_achievable)
+        )
+        other = "datasheet" if prefer == "achievable" else "achievable"
+        if key in first:
+            return float(first[key]), prefer
+        if key in second:
+            return float(second[key]), other
+        raise ConfigError("spec", spec, f"one of the compute specs of {self.key}: {', '.join(self.specs())}")
+
+    def peak_tbs(self, prefer: str = "achievable") -> tuple[float, str]:
+        """(HBM TB/s, 'achievable' | 'datasheet'); falls back to the datasheet when nothing was measured."""
+        _check_prefer(prefer)
+        if prefer == "achievable" and self.hbm_tbs_achievable is not None:
+            return float(self.hbm_tbs_achievable), "achievable"
+        return float(self.hbm_tbs_datasheet), "datasheet"
+
+    def ridge_point(self, spec: str, prefer: str = "achievable") -> float:
+        """Arithmetic intensity (FLOP/byte) where the compute and bandwidth roofs meet: TFLOPS / (TB/s)."""
+        tflops, _ = self.peak_tflops(spec, prefer)
+        tbs, _ = self.peak_tbs(prefer)
+        return tflops / tbs
+
+    def source(self, field_name: str) -> str:
+        """Where one number came from (see the class docstring for the keys)."""
+        if field_name not in self.sources:
+            raise ConfigError("field", field_name, f"one of {', '.join(sorted(self.sources))}")
+        return self.sources[field_name]
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready description (plain dicts and lists)."""
+        return {
+            "key": self.key,
+            "name": self.name,
+            "vendor": self.vendor,
+            "arch": self.arch,
+            "origin": self.origin,
+            "device_names": list(self.device_names),
+            "sm_count": self.sm_count,
+            "l2_cache_mb": self.l2_cache_mb,
+            "llc_mb": self.llc_mb,
+            "memory_gb": self.memory_gb,
+            "hbm_tbs_datasheet": self.hbm_tbs_datasheet,
+            "hbm_tbs_achievable": self.hbm_tbs_achievable,
+            "tflops_datasheet": dict(self.tflops_datasheet),
+            "tflops_achievable": dict(self.tflops_achievable),
+            "sources": dict(self.sources),
+            "notes": list(self.notes),
+        }
+
+
+def normalize_spec(spec: str) -> str:
+    """Canonical compute-spec key: lower case; any fp8 flavour (e4m3, e5m2, fnuz) is `<kind>_fp8`."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ConfigError("spec", spec, "a compute spec name such as matrix_bf16 or vector_fp32")
+    key = spec.strip().lower()
+    m = _FP8_SPEC_RE.match(key)
+    if m:
+        return f"{m.group(1)}_fp8"
+    return key
+
+
+def _check_prefer(prefer: str) -> None:
+    if prefer not in PREFER_CHOICES:
+        raise ConfigError("prefer", prefer, " or ".join(PREFER_CHOICES))
+
+
+# ---------------------------------------------------------------- name matching
+
+
+def _compact(text: str) -> str:
+    """'H100-SXM5 80GB' -> 'h100sxm580gb': the form aliases are compared in."""
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _words(text: str) -> str:
+    """'NVIDIA A100-SXM4-80GB' -> 'nvidia a100 sxm4 80gb': the form device patterns are searched in."""
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
+
+
+@dataclass(frozen=True)
+class _Registry:
+    gpus: tuple[GpuSpec, ...]
+    by_name: Mapping[str, GpuSpec]  # compact key / display name / alias / device name -> GPU
+    by_device: Mapping[str, GpuSpec]  # compact device name -> GPU
+    patterns: tuple[tuple[re.Pattern[str], GpuSpec], ...]
+
+
+@cache
+def _registry() -> _Registry:
+    folder = resources.files("perf_models").joinpath("data", "gpus")
+    gpus = []
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".json"):
+            gpus.append(_load_builtin(entry.name, entry.read_text(encoding="utf-8")))
+    if not gpus:
+        raise PerfModelError(f"no GPU tables found in {folder}; the package data is missing")
+    gpus.sort(key=lambda g: (g.vendor, g.key))
+
+    by_name: dict[str, GpuSpec] = {}
+    by_device: dict[str, GpuSpec] = {}
+    patterns: list[tuple[re.Pattern[str], GpuSpec]] = []
+    for gpu in gpus:
+        for label in (gpu.key, gpu.name, *gpu.aliases, *gpu.device_names):
+            c = _compact(label)
+            if c in by_name and by_name[c].key != gpu.key:
+                raise PerfModelError(f"GPU name {label!r} is claimed by both {by_name[c].key} and {gpu.key}")
+            by_name[c] = gpu
+        for dev in gpu.device_names:
+            by_device[_compact(dev)] = gpu
+        patterns.extend((re.compile(p), gpu) for p in gpu.device_patterns)
+    return _Registry(tuple(gpus), MappingProxyType(by_name), MappingProxyType(by_device), tuple(patterns))
+
+
+def list_gpus() -> list[GpuSpec]:
+    """Every built-in GPU, sorted by vendor then key (loaded once)."""
+    return list(_registry().gpus)
+
+
+def known_keys() -> list[str]:
+    return sorted(g.key for g in _registry().gpus)
+
+
+def match_device_name(device_name: str) -> GpuSpec | None:
+    """The built-in GPU a trace's `deviceProperties` name denotes, or None when none (or several) fit.
+
+    Exact names seen in real traces win; otherwise the GPU whose pattern matches the longest stretch of
+    the name ('NVIDIA H100 PCIe' matches both the generic H100 and the PCIe pattern; PCIe is longer).
+    """
+    if not isinstance(device_name, str) or not device_name.strip():
+        return None
+    reg = _registry()
+    exact = reg.by_device.get(_compact(device_name))
+    if exact is not None:
+        return exact
+    words = _words(device_name)
+    best_len = 0
+    best: set[str] = set()
+    chosen: GpuSpec | None = None
+    for pattern, gpu in reg.patterns:
+        m = pattern.search(words)
+        if m is None:
+            continue
+        span = m.end() - m.start()
+        if span > best_len:
+            best_len, best, chosen = span, {gpu.key}, gpu
+        elif span == best_len:
+            best.add(gpu.key)
+    # two GPUs matching equally well means the name does not say which one it is
+    return chosen if len(best) == 1 else None
+
+
+def _lookup(name: str) -> GpuSpec | None:
+    if not isinstance(name, str) or not name.strip():
+        return None
+    hit = _registry().by_name.get(_compact(name))
+    return hit if hit is not None else match_device_name(name)
+
+
+def get_gpu(name: str) -> GpuSpec:
+    """A built-in GPU by key ('h100-sxm'), display name, short name ('H100', 'mi300x') or device name.
+
+    Case and punctuation do not matter. Raises UnknownArchError listing the known keys otherwise.
+    """
+    gpu = _lookup(name)
+    if gpu is None:
+        raise UnknownArchError(str(name), known_keys())
+    return gpu
+
+
+# ---------------------------------------------------------------- built-in tables
+
+
+_BUILTIN_NUMBERS = ("sm_count", "l2_cache_mb", "llc_mb", "memory_gb", "hbm_tbs_datasheet", "hbm_tbs_achievable")
+
+
+def _load_builtin(filename: str, text: str) -> GpuSpec:
+    """Parse and check one packaged GPU file; a broken file is a packaging bug, reported with its name."""
+    where = f"perf_models/data/gpus/{filename}"
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PerfModelError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(raw, dict):
+        raise PerfModelError(f"{where}: expected a JSON object")
+
+    def need(name: str, kind: type | tuple[type, ...]) -> Any:
+        if name not in raw or not isinstance(raw[name], kind) or isinstance(raw[name], bool):
+            raise PerfModelError(f"{where}: field {name!r} is missing or not a {kind}")
+        return raw[name]
+
+    def number(name: str, value: Any, optional: bool) -> float | None:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+            raise PerfModelError(f"{where}: {name}={value!r} must be a positive number")
+        return float(value)
+
+    key = need("key", str)
+    if filename != f"{key}.json":
+        raise PerfModelError(f"{where}: key {key!r} must match the file name")
+    vendor = need("vendor", str)
+    if vendor not in ("nvidia", "amd"):
+        raise PerfModelError(f"{where}: vendor={vendor!r} must be 'nvidia' or 'amd'")
+    values: dict[str, float | None] = {}
+    for name in _BUILTIN_NUMBERS:
+        optional = name in ("llc_mb", "hbm_tbs_achievable")
+        if name not in raw:
+            raise PerfModelError(f"{where}: field {name!r} is missing (use null when unknown)")
+        values[name] = number(name, raw[name], optional)
+    tables: dict[str, dict[str, float]] = {}
+    for table in ("tflops_datasheet", "tflops_achievable"):
+        entries = need(table, dict)
+        for spec, v in entries.items():
+            if not _SPEC_RE.match(spec):
+                raise PerfModelError(f"{where}: {table} key {spec!r} is not a compute spec like matrix_bf16")
+            number(f"{table}.{spec}", v, optional=False)
+        tables[table] = {spec: float(v) for spec, v in entries.items()}
+    if not tables["tflops_datasheet"]:
+        raise PerfModelError(f"{where}: tflops_datasheet is empty")
+
+    sources = _expand_sources(where, need("sources", dict), values, tables)
+    patterns = tuple(need("device_patterns", list))
+    for p in patterns:
+        try:
+            re.compile(p)
+        except re.error as exc:
+            raise PerfModelError(f"{where}: device pattern {p!r} is not a regex ({exc})") from None
+    sm = values["sm_count"]
+    return GpuSpec(
+        key=key,
+        name=need("name", str),
+        vendor=vendor,
+        device_names=tuple(need("device_names", list)),
+        sm_count=int(sm) if sm is not None else None,
+        l2_cache_mb=values["l2_cache_mb"],
+        memory_gb=values["memory_gb"],
+        hbm_tbs_datasheet=float(values["hbm_tbs_datasheet"] or 0.0),
+        hbm_tbs_achievable=values["hbm_tbs_achievable"],
+        tflops_datasheet=MappingProxyType(tables["tflops_datasheet"]),
+        tflops_achievable=MappingProxyType(tables["tflops_achievable"]),
+        sources=MappingProxyType(sources),
+        origin="builtin",
+        arch=raw.get("arch"),
+        llc_mb=values["llc_mb"],
+        aliases=tuple(need("aliases", list)),
+        device_patterns=patterns,
+        notes=tuple(raw.get("notes", [])),
+    )
+
+
+def _expand_sources(
+    where: str, raw: dict[str, Any], values: dict[str, float | None], tables: dict[str, dict[str, float]]
+) -> dict[str, str]:
+    """Explicit source per number; `tflops_datasheet.*` / `tflops_achievable.*` cover the rest of a table."""
+    out: dict[str, str] = {}
+    for name, v in values.items():
+        if v is None:
+            continue
+        text = raw.get(name)
+        if not isinstance(text, str) or not text.strip():
+            raise PerfModelError(f"{where}: no source for {name}")
+        out[name] = text
+    for table, entries in tables.items():
+        default = raw.get(f"{table}.*")
+        for spec in entries:
+            text = raw.get(f"{table}.{spec}", default)
+            if not isinstance(text, str) or not text.strip():
+                raise PerfModelError(f"{where}: no source for {table}.{spec}")
+            out[f"{table}.{spec}"] = text
+    return out
+
+
+# ---------------------------------------------------------------- user-supplied peaks
+
+
+def _positive(value: Any, field_name: str, unit: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ConfigError(field_name, value, f"a positive number ({unit})")
+    f = float(value)
+    if not math.isfinite(f) or f <= 0:
+        raise ConfigError(field_name, value, f"a positive number ({unit})")
+    return f
+
+
+def _bandwidth_tbs(d: Mapping[str, Any]) -> tuple[float, str]:
+    """(TB/s, the field it came from) from mem_bw_gbps (GB/s) and/or peak_hbm_bw_tbs (TB/s)."""
+    gbps = tbs = None
+    if "mem_bw_gbps" in d:
+        gbps = _positive(d["mem_bw_gbps"], "mem_bw_gbps", "GB/s, e.g. 5300") / 1000.0
+        if not _PLAUSIBLE_TBS[0] <= gbps <= _PLAUSIBLE_TBS[1]:
+            raise ConfigError("mem_bw_gbps", d["mem_bw_gbps"], "a bandwidth in GB/s (e.g. 5300 for 5.3 TB/s)")
+    if "peak_hbm_bw_tbs" in d:
+        tbs = _positive(d["peak_hbm_bw_tbs"], "peak_hbm_bw_tbs", "TB/s, e.g. 5.3")
+        if not _PLAUSIBLE_TBS[0] <= tbs <= _PLAUSIBLE_TBS[1]:
+            raise ConfigError("peak_hbm_bw_tbs", d["peak_hbm_bw_tbs"], "a bandwidth in TB/s (e.g. 5.3, not 5300)")
+    if gbps is None and tbs is None:
+        raise ConfigError(
+            "mem_bw_gbps",
+            None,
+            "a memory bandwidth: mem_bw_gbps in GB/s (TraceLens arch JSON) or peak_hbm_bw_tbs in TB/s "
+            "(analysis metadata); the field is missing",
+        )
+    if gbps is not None and tbs is not None and abs(gbps - tbs) > _SAME_AS_DATASHEET * max(gbps, tbs):
+        raise ConfigError("peak_hbm_bw_tbs", d["peak_hbm_bw_tbs"], f"to agree with mem_bw_gbps={d['mem_bw_gbps']}")
+    if gbps is not None:
+        return gbps, f"mem_bw_gbps={d['mem_bw_gbps']}"
+    assert tbs is not None
+    return tbs, f"peak_hbm_bw_tbs={d['peak_hbm_bw_tbs']}"
+
+
+def _user_tflops(d: Mapping[str, Any]) -> tuple[dict[str, float], list[str]]:
+    """Validated {spec: TFLOPS} and the specs dropped because the file gives 0 (TraceLens' 'not measured')."""
+    raw = d.get("max_achievable_tflops")
+    if raw is None and "peak_bf16_maf_tflops" in d:  # older metadata carried only the bf16 roof
+        raw = {"matrix_bf16": d["peak_bf16_maf_tflops"]}
+    example = 'an object of compute spec -> TFLOPS, e.g. {"matrix_bf16": 708, "matrix_fp8": 1273}'
+    if raw is None:
+        raise ConfigError("max_achievable_tflops", None, f"{example}; the field is missing")
+    if not isinstance(raw, Mapping) or not raw:
+        raise ConfigError("max_achievable_tflops", raw, example)
+    out: dict[str, float] = {}
+    dropped: list[str] = []
+    for spec, value in raw.items():
+        name = f"max_achievable_tflops.{spec}"
+        if not isinstance(spec, str) or not _SPEC_RE.match(spec.strip().lower()):
+            raise ConfigError(name, spec, "a compute spec name such as matrix_bf16 or vector_fp32")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ConfigError(name, value, "a positive number (TFLOPS)")
+        if value == 0:
+            dropped.append(spec)
+            continue
+        out[normalize_spec(spec)] = _positive(value, name, "TFLOPS")
+    if not out:
+        raise ConfigError("max_achievable_tflops", raw, f"{example} with at least one non-zero value")
+    return out, dropped
+
+
+def _exceeds_datasheet(base: GpuSpec, tflops: Mapping[str, float], tbs: float) -> bool:
+    """True when a user number is above the built-in datasheet peak: then the file is not that GPU."""
+    limit = 1.0 + _SAME_AS_DATASHEET
+    if tbs > base.hbm_tbs_datasheet * limit:
+        return True
+    return any(v > base.tflops_datasheet[s] * limit for s, v in tflops.items() if s in base.tflops_datasheet)
+
+
+def _custom_key(name: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return "custom" if slug in ("", "custom") else f"custom-{slug}"
+
+
+def gpu_from_arch_dict(d: Mapping[str, Any], name: str | None = None) -> GpuSpec:
+    """A GpuSpec from user-supplied peaks, taken as-is in either format.
+
+    (a) TraceLens arch JSON: `{"name", "mem_bw_gbps", "max_achievable_tflops": {...}}` (other keys such as
+        `memory_gb`, `num_cus`, `freq_mhz`, `_reference` are allowed);
+    (b) our analysis metadata: `{"platform", "peak_hbm_bw_tbs", "max_achievable_tflops": {...}, ...}`.
+
+    The file's TFLOPS are the achievable roof (a 0 entry means "not measured" and is skipped). When the
+    name is a built-in GPU (and no number exceeds that GPU's datasheet), its datasheet peaks, SM count and
+    caches are kept beside the user's numbers, and a user number within 1 % of the datasheet is labelled
+    'datasheet' (TraceLens' MI300X 5300 GB/s is the spec value, for example). The bandwidth is labelled
+    'achievable' only when it differs from a matched datasheet; otherwise a "peak bandwidth" field is read
+    as the spec value. Bad fields raise ConfigError naming the field.
+    """
+    if not isinstance(d, Mapping):
+        raise ConfigError("arch", type(d).__name__, "a JSON object (TraceLens arch JSON or analysis metadata)")
+    origin = "arch_json" if "mem_bw_gbps" in d else "metadata"
+    label = "arch JSON" if origin == "arch_json" else "analysis metadata"
+    if name is None:
+        order = ("name", "platform") if origin == "arch_json" else ("platform", "name")
+        name = next((d[k] for k in order if d.get(k) is not None), "custom")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError("name", name, "a GPU name string (e.g. MI300X)")
+    name = name.strip()
+
+    tbs, bw_field = _bandwidth_tbs(d)
+    tflops, dropped = _user_tflops(d)
+    memory_gb = _positive(d["memory_gb"], "memory_gb", "GB") if d.get("memory_gb") is not None else None
+    num_cus = None
+    if d.get("num_cus") is not None:
+        num_cus = int(_positive(d["num_cus"], "num_cus", "compute units"))
+    reference = next(
+        (d[k] for k in ("_reference", "reference", "source", "_source") if isinstance(d.get(k), str)), None
+    )
+    cite = f" (file reference: {reference})" if reference else ""
+
+    base = _lookup(name)
+    notes = [f"peaks from {label} {name!r}"]
+    if base is not None and _exceeds_datasheet(base, tflops, tbs):
+        notes.append(f"some numbers exceed the {base.key} datasheet, so the built-in table was not used")
+        base = None
+    elif base is not None:
+        notes.append(f"matched to built-in {base.key}")
+    sources: dict[str, str] = {}
+    datasheet: dict[str, float] = {}
+    achievable: dict[str, float] = {}
+    if base is not None:
+        datasheet = dict(base.tflops_datasheet)
+        sources.update({k: v for k, v in base.sources.items() if k.startswith("tflops_datasheet.")})
+    for spec, value in tflops.items():
+        ds = datasheet.get(spec)
+        if ds is not None and abs(value - ds) <= _SAME_AS_DATASHEET * ds:
+            datasheet[spec] = value
+            sources[f"tflops_datasheet.{spec}"] = (
+                f"{label} max_achievable_tflops.{spec}={value:g}, equal to the built-in datasheet value{cite}"
+            )
+        else:
+            achievable[spec] = value
+            sources[f"tflops_achievable.{spec}"] = f"{label} max_achievable_tflops.{spec}={value:g}{cite}"
+    for spec in dropped:
+        sources[f"dropped.{spec}"] = f"{label} max_achievable_tflops.{spec}=0 (not measured), left out"
+
+    hbm_ach: float | None = None
+    if base is not None and abs(tbs - base.hbm_tbs_datasheet) > _SAME_AS_DATASHEET * base.hbm_tbs_datasheet:
+        hbm_ds = base.hbm_tbs_datasheet
+        sources["hbm_tbs_datasheet"] = base.sources["hbm_tbs_datasheet"]
+        hbm_ach = tbs
+        sources["hbm_tbs_achievable"] = f"{label} {bw_field} (differs from the {base.key} datasheet){cite}"
+    else:
+        hbm_ds = tbs
+        sources["hbm_tbs_datasheet"] = f"{label} {bw_field}{cite}"
+
+    if base is not None:
+        for k in ("sm_count", "l2_cache_mb", "llc_mb"):
+            if k in base.sources:
+                sources[k] = f"built-in table {base.key} (name {name!r} matched): {base.sources[k]}"
+    sm_count = num_cus if num_cus is not None else (base.sm_count if base else None)
+    if num_cus is not None:
+        sources["sm_count"] = f"{label} num_cus={num_cus}"
+    if memory_gb is not None:
+        sources["memory_gb"] = f"{label} memory_gb={d['memory_gb']}"
+    elif base is not None and base.memory_gb is not None:
+        memory_gb = base.memory_gb
+        sources["memory_gb"] = f"built-in table {base.key}: {base.sources['memory_gb']}"
+
+    return GpuSpec(
+        key=base.key if base is not None else _custom_key(name),
+        name=name,
+        vendor=base.vendor if base is not None else "unknown",
+        device_names=base.device_names if base is not None else (),
+        sm_count=sm_count,
+        l2_cache_mb=base.l2_cache_mb if base is not None else None,
+        memory_gb=memory_gb,
+        hbm_tbs_datasheet=hbm_ds,
+        hbm_tbs_achievable=hbm_ach,
+        tflops_datasheet=MappingProxyType(datasheet),
+        tflops_achievable=MappingProxyType(achievable),
+        sources=MappingProxyType(sources),
+        origin=origin,
+        arch=base.arch if base is not None else None,
+        llc_mb=base.llc_mb if base is not None else None,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,348 @@
+"""Kernel-name classification: which attention implementation ran, from which library, with what tiles.
+
+Attribution comes from the DOMINANT attention kernel (longest total duration), never from whichever
+kernel name appears first: a 4.5 µs FillFunctor launched before `attn_fwd` must not label the op
+(reference-pitfalls #8). Auxiliary kernels (fills, memsets, copies, dQ conversion, the dO·O
+preprocess, KV-cache writes) are recognised and kept out of the attribution, but reported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from .ops.types import AttentionType
+
+__all__ = [
+    "KernelClass",
+    "KernelInfo",
+    "KernelRole",
+    "classify_kernel",
+    "classify_kernels",
+    "is_auxiliary_kernel",
+    "tile_sizes",
+]
+
+
+class KernelRole(StrEnum):
+    ATTENTION = "attention"  # the fused attention compute
+    AUXILIARY = "auxiliary"  # fill / memset / copy / dQ convert / dO·O preprocess / split combine
+    KV_CACHE_WRITE = "reshape_and_cache"  # paged attention's cache write (a copy, never dominant)
+    GEMM = "gemm"
+    SOFTMAX = "softmax"
+    OTHER = "other"
+
+
+_AUX_ROLES = (KernelRole.AUXILIARY, KernelRole.KV_CACHE_WRITE)
+
+LIB_FA_PYTORCH = "FlashAttention (PyTorch)"
+LIB_FA2 = "FlashAttention-2"
+LIB_FA3 = "FlashAttention-3"
+LIB_FA4 = "FlashAttention-4 (CuTe DSL)"
+LIB_CK = "CK / aiter"
+LIB_TRITON = "Triton"
+LIB_CUDNN = "cuDNN"
+LIB_MEM_EFF = "xFormers/CUTLASS mem-efficient"
+LIB_FLASHINFER = "FlashInfer"
+LIB_TRTLLM = "TRT-LLM"
+LIB_VLLM = "vLLM"
+LIB_UNFUSED = "unfused (GEMM + softmax)"
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    pattern: re.Pattern[str]
+    role: KernelRole
+    attention_type: AttentionType | None = None
+    library: str | None = None
+    paged_if: re.Pattern[str] | None = None  # this library's paged variants
+
+
+def _r(
+    pattern: str,
+    role: KernelRole,
+    atype: AttentionType | None = None,
+    library: str | None = None,
+    paged_if: str | None = None,
+) -> _Rule:
+    return _Rule(re.compile(pattern), role, atype, library, re.compile(paged_if) if paged_if else None)
+
+
+A, X = KernelRole.ATTENTION, KernelRole.AUXILIARY
+FLASH, MEFF, CUDNN, PAGED = (
+    AttentionType.FLASH,
+    AttentionType.MEMORY_EFFICIENT,
+    AttentionType.CUDNN,
+    AttentionType.PAGED,
+)
+
+# First match wins. Attention-specific helpers come first (a FA2 `flash_bwd_convert_dq_kernel` must not
+# count as the attention compute); the generic fill/copy rules come after the attention rules, because
+# attention kernels can carry words like "copy" in their template arguments.
+_RULES: tuple[_Rule, ...] = (
+    # attention helper kernels
+    _r(
+        r"convert_dq|dot_do_o|bwd_preprocess|BwdPreprocess|BwdPostprocess|clear_dkvaccum|"
+        r"splitkv_combine|FwdCombine|prepare_varlen|compute_dot_do_o|_copy_page_indices|"
+        r"kv_indices|paged_attention_ll4mi_reduce|MergeStates",
+        X,
+        None,
+    ),
+    _r(r"reshape_and_cache|store_kvcache|concat_and_cache", KernelRole.KV_CACHE_WRITE, PAGED),
+    # FlashAttention-3 (hopper): cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<…
+    _r(r"FlashAttn(?:Fwd|Bwd)Sm\d+|flash::enable_sm\d+", A, FLASH, LIB_FA3),
+    _r(r"FlashAttention(?:Forward|Backward)Sm\d+|flash_attn\w*cute", A, FLASH, LIB_FA4),
+    # PyTorch's vendored FA2: void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<…
+    _r(r"pytorch_flash::", A, FLASH, LIB_FA_PYTORCH),
+    # Dao-AILab FA2: flash_fwd_kernel<Flash_fwd_kernel_traits<…>>, flash_bwd_dq_dk_dv_loop_seqk_parallel_…
+    _r(
+        r"\bflash_(?:fwd|bwd)\w*kernel|Flash_(?:fwd|bwd)_kernel_traits|\bflash_(?:fwd|bwd)_hdim\d+",
+        A,
+        FLASH,
+        LIB_FA2,
+    ),
+    # PyTorch / xFormers memory-efficient (CUTLASS): fmha_cutlassF_bf16_aligned_64x128_rf_sm80
+    _r(
+        r"fmha_cutlass[FB]|PyTorchMemEffAttention|AttentionBackwardKernel<|AttentionKernel<|"
+        r"efficient_attention|mem_efficient",
+        A,
+        MEFF,
+        LIB_MEM_EFF,
+    ),
+    # TRT-LLM (also reached through FlashInfer's trtllm-gen backend): fmhaSm100aKernel_QkvE4m3…PagedKv…
+    _r(
+        r"fmhaSm\d+|fmha_v2_|xqa_kernel|\bmmha|masked_multihead_attention|trtllm\w*(?:fmha|attention)",
+        A,
+        FLASH,
+        LIB_TRTLLM,
+        paged_if=r"[Pp]aged|xqa|mmha|masked_multihead",
+    ),
+    # FlashInfer's own kernels
+    _r(
+        r"flashinfer::\w*(?:Prefill|Decode|Attention|MLA|POD)\w*Kernel|Batch(?:Prefill|Decode)With|"
+        r"Single(?:Prefill|Decode)With",
+        A,
+        FLASH,
+        LIB_FLASHINFER,
+        paged_if=r"Paged|Batch(?:Prefill|Decode)",
+    ),
+    # cuDNN SDPA: cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_…
+    _r(r"sdpa_sm\d+|native_sdpa|flash_[fb]prop|cudnn\w*(?:sdpa|mha|attention)", A, CUDNN, LIB_CUDNN),
+    # vLLM / ROCm custom paged attention (CUDA paged_attention_v1/v2, ROCm ll4mi, Triton unified attention)
+    _r(
+        r"paged_attention_v[12]|paged_attention_ll4mi|kernel_paged_attention|kernel_unified_attention|"
+        r"vllm::\w*paged_attention|unified_attention\w*kernel",
+        A,
+        PAGED,
+        LIB_VLLM,
+    ),
+    _r(r"aiter\w*(?:paged_attention|pa_)|pa_ragged|pa_fwd", A, PAGED, LIB_CK),
+    # CK tile / aiter: fmha_fwd_d128_bf16_batch_b128x128x32x128x32x128_…, ck_tile::FmhaFwdKernel<…>, asm v3
+    _r(
+        r"fmha_(?:fwd|bwd)|ck_tile::Fmha|Fmha(?:Fwd|Bwd)\w*Kernel|fmha_v3|aiter\w*fmha|_ZN5aiter\w*mha",
+        A,
+        FLASH,
+        LIB_CK,
+        paged_if=r"pagedkv|batch_prefill",
+    ),
+    # Triton: AOTriton on ROCm PyTorch (attn_fwd, attn_fwd.kd, bwd_kernel_dk_dv), tutorial/_attn_fwd kernels
+    _r(
+        r"^_?attn_(?:fwd|bwd)\w*(?:\.kd)?$|_attn_(?:fwd|bwd)|bwd_kernel_dk_dv|bwd_kernel_dq|"
+        r"flash_attn_triton|triton\w*attention|attention_fwd_kernel|^_fwd_kernel$|context_attention_fwd",
+        A,
+        FLASH,
+        LIB_TRITON,
+    ),
+    # generic helpers (after the attention rules on purpose)
+    _r(r"FillFunctor|fill_kernel|\bfill_|[Mm]emset|[Mm]emcpy|[Cc]opy|zero_", X, None),
+    # the pieces of unfused attention
+    _r(r"[Ss]oft[Mm]ax", KernelRole.SOFTMAX, None),
+    _r(r"gemm|Cijk_|nvjet|xmma|cutlass\w*tensorop|\bbmm|matmul|wgmma", KernelRole.GEMM, None),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelInfo:
+    name: str
+    role: KernelRole
+    attention_type: AttentionType | None
+    library: str | None
+    count: int
+    total_us: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class KernelClass:
+    """What the kernels of one op say. `library` is 'Unknown' when no attention kernel is recognised."""
+
+    attention_type: AttentionType | None
+    library: str
+    dominant_kernel: str | None
+    block_q: int | None = None
+    block_kv: int | None = None
+    head_dim: int | None = None
+    is_unfused: bool = False
+    kernels: tuple[KernelInfo, ...] = ()
+    breakdown: dict[str, float] = field(default_factory=dict)  # % of kernel time per role
+    attention_us: float | None = None
+    auxiliary_us: float | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def tile_family(self) -> str | None:
+        """The `perf_models.tiles` family of the dominant kernel (fa2/fa3/ck/triton), None if another."""
+        return _TILE_FAMILY.get(self.library)
+
+
+_TILE_FAMILY = {LIB_FA_PYTORCH: "fa2", LIB_FA2: "fa2", LIB_FA3: "fa3", LIB_CK: "ck", LIB_TRITON: "triton"}
+
+
+def classify_kernel(name: str) -> tuple[KernelRole, AttentionType | None, str | None]:
+    """(role, attention type, library) of one kernel name."""
+    for rule in _RULES:
+        if rule.pattern.search(name):
+            atype = rule.attention_type
+            if rule.paged_if is not None and rule.paged_if.search(name):
+                atype = AttentionType.PAGED
+            return rule.role, atype, rule.library
+    return KernelRole.OTHER, None, None
+
+
+def is_auxiliary_kernel(name: str) -> bool:
+    """Fill, memset, copy, dQ conversion, dO·O preprocess, split-KV combine, KV-cache write kernels."""
+    return classify_kernel(name)[0] in _AUX_ROLES
+
+
+# --- tile sizes visible in template arguments / kernel names -------------------------------------------
+_FA2_TRAITS = re.compile(r"Flash_(?:fwd|bwd)_kernel_traits<\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)")
+_CUTE_C = r"cute::C<\s*(?:\(int\))?\s*(\d+)\s*>"
+_CUTE_TUPLE3 = re.compile(rf"cute::tuple<\s*{_CUTE_C}\s*,\s*{_CUTE_C}\s*,\s*{_CUTE_C}\s*>")
+_CK_TILE = re.compile(
+    r"TileFmhaShape<\s*ck_tile::sequence<\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,"
+    r"\s*(\d+)"
+)
+_CK_NAME_D = re.compile(r"fmha_(?:fwd|bwd)\w*?_d(\d+)(?:_(\d+))?_")
+_CK_NAME_B = re.compile(r"_b(\d+)x(\d+)x\d+")
+_CUDNN = re.compile(r"[fb]prop\w*?_(\d+)x(\d+)x(\d+)_")
+_MEM_EFF = re.compile(r"fmha_cutlass[FB]\w*?_(\d+)x(\d+)_")
+_TRT_HEAD = re.compile(r"(?<=[a-z0-9])H(\d+)(?=[A-Z])")
+_TRT_TILE = re.compile(r"Q(\d+)Kv(\d+)")
+
+
+def tile_sizes(name: str) -> tuple[int | None, int | None, int | None]:
+    """(block_q, block_kv, head_dim) when the kernel name spells them out, else Nones."""
+    if m := _FA2_TRAITS.search(name):
+        return int(m.group(2)), int(m.group(3)), int(m.group(1))  # <kHeadDim, kBlockM, kBlockN, ...>
+    if "CollectiveMainloop" in name:
+        # FA3 mainloop<Stages, ClusterShape, TileShape_MNK, ...>: the second 3-tuple is (M, N, head dim)
+        tuples = _CUTE_TUPLE3.findall(name[name.index("CollectiveMainloop") :])
+        if len(tuples) >= 2:
+            m_, n_, k_ = (int(x) for x in tuples[1])
+            return m_, n_, k_
+    if m := _CK_TILE.search(name):
+        return int(m.group(1)), int(m.group(2)), int(m.group(3))  # sequence<bm0, bn0, bk0, bn1, bk1, bk0max>
+    if m := _CK_NAME_D.search(name):
+        head = int(m.group(1))
+        b = _CK_NAME_B.search(name)
+        return (int(b.group(1)), int(b.group(2)), head) if b else (None, None, head)
+    if m := _CUDNN.search(name):
+        return int(m.group(1)), int(m.group(2)), int(m.group(3))
+    if m := _MEM_EFF.search(name):
+        return int(m.group(1)), int(m.group(2)), None  # kQueriesPerBlock x kKeysPerBlock
+    if name.startswith("fmhaSm"):
+        head = _TRT_HEAD.search(name)
+        tile = _TRT_TILE.search(name)
+        return (
+            int(tile.group(1)) if tile else None,
+            int(tile.group(2)) if tile else None,
+            int(head.group(1)) if head else None,
+        )
+    return None, None, None
+
+
+# --- the op-level verdict ------------------------------------------------------------------------------
+
+
+def classify_kernels(kernel_names: Sequence[str], durations: Sequence[float] | None = None) -> KernelClass:
+    """Classify the kernels launched under one op; `durations` (µs, parallel to names) pick the dominant.
+
+    Names may repeat (one entry per launch, or one per kernel summary row): they are grouped. Without
+    durations the most frequent attention kernel is dominant, and a note says so.
+    """
+    names = [str(n) for n in kernel_names]
+    if durations is not None and len(durations) != len(names):
+        raise ValueError(f"durations has {len(durations)} entries for {len(names)} kernel names")
+    totals: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for i, n in enumerate(names):
+        counts[n] = counts.get(n, 0) + 1
+        if durations is not None:
+            d = float(durations[i])
+            totals[n] = totals.get(n, 0.0) + (d if d == d else 0.0)  # NaN durations count as 0
+    infos = []
+    for n in counts:  # insertion order = first appearance
+        role, atype, lib = classify_kernel(n)
+        infos.append(
+            KernelInfo(n, role, atype, lib, counts[n], totals.get(n) if durations is not None else None)
+        )
+    notes: list[str] = []
+
+    def weight(k: KernelInfo) -> float:
+        return k.total_us if k.total_us is not None else float(k.count)
+
+    attention = [k for k in infos if k.role is KernelRole.ATTENTION]
+    unfused = False
+    if attention:
+        dominant = max(attention, key=weight)  # max keeps the first of equal weights
+        atype, library = dominant.attention_type, dominant.library or "Unknown"
+        libs = {k.library for k in attention}
+        if len(libs) > 1:
+            notes.append(
+                f"attention kernels from several libraries ({', '.join(sorted(map(str, libs)))}); "
+                f"attributed to the dominant one"
+            )
+    else:
+        gemms = [k for k in infos if k.role is KernelRole.GEMM]
+        softmax = [k for k in infos if k.role is KernelRole.SOFTMAX]
+        if gemms and softmax:
+            unfused = True
+            dominant = max(gemms + softmax, key=weight)
+            atype, library = AttentionType.MATH, LIB_UNFUSED
+        else:
+            dominant, atype, library = None, None, "Unknown"
+            if infos:
+                notes.append(
+                    "no attention kernel recognised among: " + ", ".join(k.name[:60] for k in infos[:4])
+                )
+    if durations is None and len(attention) > 1:
+        notes.append("no kernel durations: dominant kernel chosen by launch count")
+    block_q, block_kv, head_dim = (
+        tile_sizes(dominant.name) if dominant and not unfused else (None, None, None)
+    )
+    breakdown: dict[str, float] = {}
+    att_us = aux_us = None
+    if durations is not None:
+        total = sum(totals.values())
+        by_role: dict[str, float] = {}
+        for k in infos:
+            by_role[k.role.value] = by_role.get(k.role.value, 0.0) + (k.total_us or 0.0)
+        if total > 0:
+            breakdown = {role: round(100.0 * us / total, 2) for role, us in by_role.items()}
+        att_us = by_role.get(KernelRole.ATTENTION.value, 0.0)
+        aux_us = sum(by_role.get(r.value, 0.0) for r in _AUX_ROLES)
+    return KernelClass(
+        attention_type=atype,
+        library=library,
+        dominant_kernel=dominant.name if dominant else None,
+        block_q=block_q,
+        block_kv=block_kv,
+        head_dim=head_dim,
+        is_unfused=unfused,
+        kernels=tuple(infos),
+        breakdown=breakdown,
+        attention_us=att_us,
+        auxiliary_us=aux_us,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,497 @@
+"""Build an AttentionConfig from a row's arguments (primary path) or from perf_params (fallback)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import Alignment, AttentionConfig, Direction, Mask, MaskKind, VarlenInfo
+from ..errors import ConfigError
+from . import perf_params as pp
+from .row import Row, select_signature
+from .specs import ATEN_EFFICIENT, TRANSFORMER_ENGINE, VLLM, OpSpec, Signature
+from .types import AttentionType, CausalRule, Layout, RowError
+from .vllm import paged_info, step_tokens
+
+_ALIGN = {CausalRule.BOTTOM_RIGHT: Alignment.BOTTOM_RIGHT, CausalRule.TOP_LEFT: Alignment.TOP_LEFT}
+# aten mem-efficient custom_mask_type: 0 none, 1 causal from top-left, 2 causal from bottom-right
+_CUSTOM_MASK = {0: None, 1: Alignment.TOP_LEFT, 2: Alignment.BOTTOM_RIGHT}
+# TransformerEngine attn_mask_type values (padding only removes padded tokens: no masked pairs)
+_TE_MASK = {
+    "no_mask": None,
+    "padding": None,
+    "causal": Alignment.TOP_LEFT,
+    "padding_causal": Alignment.TOP_LEFT,
+    "causal_bottom_right": Alignment.BOTTOM_RIGHT,
+    "padding_causal_bottom_right": Alignment.BOTTOM_RIGHT,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    config: AttentionConfig
+    family: str
+    layout: Layout
+    attention_type: AttentionType
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Shapes:
+    batch: int
+    heads_q: int
+    heads_kv: int
+    seq_q: int
+    seq_kv: int
+    d_qk: int
+    d_v: int
+    varlen: VarlenInfo | None = None
+
+
+def _make_config(
+    spec: OpSpec, shapes: _Shapes, dtypes: dict[str, str | None], mask: Mask, dropout: float, **extra: Any
+) -> AttentionConfig:
+    try:
+        return AttentionConfig(
+            batch=shapes.batch,
+            heads_q=shapes.heads_q,
+            heads_kv=shapes.heads_kv,
+            seq_q=shapes.seq_q,
+            seq_kv=shapes.seq_kv,
+            head_dim_qk=shapes.d_qk,
+            head_dim_v=shapes.d_v,
+            dtype_q=dtypes["q"],
+            dtype_k=dtypes.get("k"),
+            dtype_v=dtypes.get("v"),
+            dtype_o=dtypes.get("o"),
+            direction=spec.direction,
+            mask=mask,
+            dropout_p=dropout,
+            varlen=shapes.varlen,
+            **extra,
+        )
+    except ConfigError as exc:
+        raise RowError(f"inconsistent attention config: {exc}") from None
+
+
+# --- primary path: Input Dims + Input type + Concrete Inputs ----------------------------------------
+
+
+def build_from_row(spec: OpSpec, row: Row, params: Mapping[str, Any] | None) -> Built:
+    _require_arguments(spec, row)
+    sig = select_signature(spec, row)
+    family = sig.family or spec.family
+    warnings: list[str] = []
+    if row.concrete is not None and row.dims is not None and len(row.concrete) != len(row.dims):
+        warnings.append(f"Concrete Inputs has {len(row.concrete)} entries, Input Dims {len(row.dims)}")
+    if family == VLLM:
+        return _build_vllm(spec, sig, row, params, warnings)
+
+    layout = _layout(spec, sig, row, family)
+    shapes = _shapes(sig, row, layout, warnings)
+    if shapes.varlen is not None:
+        layout = Layout.THD  # cu_seqlens given: packed tokens, whatever the op's dense layout is
+    _refuse_paged(sig, row)
+    if sig.dout is not None:
+        dout = row.tensor_dims(sig.dout)
+        q = row.tensor_dims(sig.q)
+        if dout and dout[:-1] != q[:-1]:
+            warnings.append(f"dout (slot {sig.dout}) shape {dout} does not match q {q}")
+    dtypes = _dtypes(sig, row)
+    mask = _mask(spec, sig, family, row, shapes, warnings)
+    dropout = _dropout(sig, row)
+    config = _make_config(spec, shapes, dtypes, mask, dropout)
+    return Built(config, family, layout, spec.attention_type, tuple(warnings))
+
+
+def _require_arguments(spec: OpSpec, row: Row) -> None:
+    if row.dims is None:
+        raise RowError("missing Input Dims")
+    first = spec.signatures[0]
+    if row.concrete is None and first.causal is not None:
+        raise RowError(
+            f"missing Concrete Inputs for causal flag '{first.causal_name}' (slot {first.causal}); "
+            f"the row records {row.n_args} arguments"
+        )
+
+
+def _refuse_paged(sig: Signature, row: Row) -> None:
+    if sig.block_table is not None and row.tensor_dims(sig.block_table):
+        raise RowError(
+            f"paged KV cache (block_table, slot {sig.block_table}): the KV lengths are not in "
+            "the op arguments"
+        )
+
+
+def _dtypes(sig: Signature, row: Row) -> dict[str, str | None]:
+    return {
+        "q": row.dtype(sig.q, "q"),
+        "k": row.dtype(sig.k, "k"),
+        "v": row.dtype(sig.v, "v"),
+        "o": row.optional_dtype(sig.out) if sig.out is not None and row.tensor_dims(sig.out) else None,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class RowPlan:
+    """What build_from_row decides from a row's structure alone, never from its shape numbers.
+
+    Structure = op name, Input type, Concrete Inputs, and the number and rank of the Input Dims entries;
+    every row sharing it gets the same plan, which is what lets `batch_parse` build a whole group of rows
+    with numpy. `error` is set when build_from_row fails for such a structural reason: before it reads
+    the shapes (`error_after_shapes` False: every row of the group fails with it) or after (only rows
+    whose shapes pass `_shapes` fail with it; the others fail there first).
+    """
+
+    signature: Signature
+    family: str
+    layout: Layout  # the argument layout; a varlen call (cu_seqlens given) is built as THD
+    varlen: bool
+    error: str | None = None
+    error_after_shapes: bool = False
+    dtypes: dict[str, str | None] | None = None
+    causal: bool = False
+    alignment: Alignment | None = None
+    window: tuple[int, int] = (-1, -1)
+    dropout: float = 0.0
+
+
+def plan_row(spec: OpSpec, row: Row) -> RowPlan:
+    """The plan of `row`'s structural group (see RowPlan).
+
+    Raises RowError where the outcome may depend on more than the structure (no signature fits: its
+    message can quote a 1-D shape or a scalar; vLLM rows, built from perf_params; a varlen op without
+    cu_seqlens): callers parse such rows one by one.
+    """
+    first = spec.signatures[0]
+    try:
+        _require_arguments(spec, row)
+    except RowError as exc:
+        return RowPlan(first, spec.family, spec.layout, False, error=str(exc))
+    sig = select_signature(spec, row)
+    family = sig.family or spec.family
+    if family == VLLM:
+        raise RowError(f"{spec.name}: vLLM rows are built from perf_params, one by one")
+    try:
+        layout = _layout(spec, sig, row, family)
+    except RowError as exc:
+        return RowPlan(sig, family, spec.layout, False, error=str(exc))
+    varlen = len(row.tensor_dims(sig.cu_seqlens_q)) == 1
+    if layout not in (Layout.BHND, Layout.SBHD) and not varlen and layout is not Layout.BNHD:
+        raise RowError(f"{spec.name}: varlen op without cu_seqlens_q (slot {sig.cu_seqlens_q})")
+    try:
+        _refuse_paged(sig, row)
+        dtypes = _dtypes(sig, row)
+        causal, alignment, left, right = _mask_inputs(spec, sig, family, row, [])
+        dropout = _dropout(sig, row)
+    except RowError as exc:
+        return RowPlan(sig, family, layout, varlen, error=str(exc), error_after_shapes=True)
+    return RowPlan(sig, family, layout, varlen, None, False, dtypes, causal, alignment, (left, right), dropout)
+
+
+def _layout(spec: OpSpec, sig: Signature, row: Row, family: str) -> Layout:
+    if family != TRANSFORMER_ENGINE:
+        return spec.layout
+    qkv_layout = row.str_at(sig.qkv_layout_str)
+    if qkv_layout is None:
+        raise RowError(f"missing Concrete Inputs for qkv_layout (slot {sig.qkv_layout_str})")
+    fmt = qkv_layout.split("_")[0].lower()
+    if fmt.startswith("sb"):
+        return Layout.SBHD
+    if fmt.startswith("bs"):
+        return Layout.BNHD
+    if fmt.startswith("th"):
+        return Layout.THD
+    raise RowError(f"qkv_layout {qkv_layout!r} (slot {sig.qkv_layout_str}) is not sbhd/bshd/thd")
+
+
+def _shapes(sig: Signature, row: Row, layout: Layout, warnings: list[str]) -> _Shapes:
+    cu_q = row.tensor_dims(sig.cu_seqlens_q)
+    varlen = len(cu_q) == 1
+    if layout is Layout.BHND:
+        q = row.require_dims(sig.q, "q", (3, 4, 5, 6))
+        k = row.require_dims(sig.k, "k", (len(q),))
+        v = row.require_dims(sig.v, "v", (len(q),))
+        if len(q) == 3:
+            warnings.append("3-D q/k/v: leading dimension read as heads, batch = 1")
+        batch = math.prod(q[:-3]) if len(q) > 3 else 1
+        if q[:-3] != k[:-3] or k[:-1] != v[:-1]:
+            raise RowError(f"q/k/v shapes disagree: q{q} k{k} v{v}")
+        return _Shapes(batch, q[-3], k[-3], q[-2], k[-2], q[-1], v[-1])
+    if layout is Layout.SBHD:
+        q = row.require_dims(sig.q, "q", (4,))
+        k = row.require_dims(sig.k, "k", (4,))
+        v = row.require_dims(sig.v, "v", (4,))
+        if q[1] != k[1] or k[:-1] != v[:-1]:
+            raise RowError(f"q/k/v shapes disagree: q{q} k{k} v{v}")
+        return _Shapes(q[1], q[2], k[2], q[0], k[0], q[3], v[3])
+    if layout is Layout.BNHD and not varlen:
+        q = row.require_dims(sig.q, "q", (4,))
+        k = row.require_dims(sig.k, "k", (4,))
+        v = row.require_dims(sig.v, "v", (4,))
+        if q[0] != k[0] or k[:-1] != v[:-1]:
+            raise RowError(f"q/k/v shapes disagree: q{q} k{k} v{v}")
+        return _Shapes(q[0], q[2], k[2], q[1], k[1], q[3], v[3])
+    # varlen: packed tokens (total, heads, dim); mem-efficient packs them as (1, total, heads, dim)
+    if not varlen:
+        raise RowError(
+            f"missing cu_seqlens_q (slot {sig.cu_seqlens_q}) for a varlen op: Input Dims "
+            f"shows {cu_q or 'no tensor'}"
+        )
+    q = row.require_dims(sig.q, "q", (3, 4))
+    k = row.require_dims(sig.k, "k", (len(q),))
+    v = row.require_dims(sig.v, "v", (len(q),))
+    if len(q) == 4:
+        if q[0] != 1:
+            raise RowError(f"varlen q has shape {q}: expected (1, total_q, heads, dim)")
+        q, k, v = q[1:], k[1:], v[1:]
+    if k[:-1] != v[:-1]:
+        raise RowError(f"k/v shapes disagree: k{k} v{v}")
+    cu_k = row.tensor_dims(sig.cu_seqlens_k)
+    num_seqs = cu_q[0] - 1
+    if cu_k and cu_k[0] != cu_q[0]:
+        warnings.append(f"cu_seqlens_k has {cu_k[0]} entries, cu_seqlens_q {cu_q[0]}")
+    max_q = row.int_at(sig.max_seqlen_q, "max_seqlen_q")
+    max_k = row.int_at(sig.max_seqlen_k, "max_seqlen_k")
+    if max_q is None or max_k is None:
+        slot = sig.max_seqlen_q if max_q is None else sig.max_seqlen_k
+        raise RowError(f"missing Concrete Inputs for max_seqlen (slot {slot}) of a varlen call")
+    try:
+        info = VarlenInfo(
+            total_q=q[0], total_kv=k[0], num_seqs=num_seqs, max_seqlen_q=max_q, max_seqlen_kv=max_k
+        )
+    except ConfigError as exc:
+        raise RowError(f"inconsistent varlen arguments: {exc}") from None
+    return _Shapes(num_seqs, q[1], k[1], max_q, max_k, q[2], v[2], varlen=info)
+
+
+def _window(sig: Signature, row: Row, family: str) -> tuple[int, int]:
+    if sig.window is not None:
+        win = row.list_at(sig.window, "window_size")
+        return (-1, -1) if win is None else (win[0], win[1])
+    if family == TRANSFORMER_ENGINE and sig.mask_type_str is not None and row.concrete is not None:
+        # the window slot moved between TE versions: take the first (left, right) list after the mask
+        for slot in range(sig.mask_type_str + 1, min(len(row.concrete), sig.mask_type_str + 4)):
+            try:
+                win = row.list_at(slot, "window_size")
+            except RowError:
+                continue
+            if win is not None and len(win) == 2:
+                return win[0], win[1]
+        return -1, -1
+    left = row.int_at(sig.window_left, "window_size_left", default=-1)
+    right = row.int_at(sig.window_right, "window_size_right", default=-1)
+    return (-1 if left is None else left), (-1 if right is None else right)
+
+
+def _mask(spec: OpSpec, sig: Signature, family: str, row: Row, shapes: _Shapes, warnings: list[str]) -> Mask:
+    causal, alignment, left, right = _mask_inputs(spec, sig, family, row, warnings)
+    mask = pp.mask_from(causal, alignment, left, right, shapes.seq_kv)
+    if sig.attn_mask is not None and row.tensor_dims(sig.attn_mask):
+        warnings.append(attn_mask_warning(sig.attn_mask, row.tensor_dims(sig.attn_mask), mask))
+    return mask
+
+
+def attn_mask_warning(slot: int, dims: tuple[int, ...], mask: Mask) -> str:
+    return (
+        f"attn_mask/bias tensor {dims} (slot {slot}): its sparsity is unknown, pairs counted for mask "
+        f"'{mask.label}'"
+    )
+
+
+def _mask_inputs(
+    spec: OpSpec, sig: Signature, family: str, row: Row, warnings: list[str]
+) -> tuple[bool, Alignment | None, int, int]:
+    """(causal, alignment, window left, window right): everything the mask takes from the row but seq_kv."""
+    causal = row.bool_at(sig.causal, f"causal flag '{sig.causal_name}'") if sig.causal is not None else False
+    alignment = _ALIGN.get(spec.causal_rule)
+    if spec.causal_rule is CausalRule.FROM_MASK_TYPE:
+        if sig.custom_mask_type is not None:
+            code = row.required_int(sig.custom_mask_type, "custom_mask_type")
+            if code not in _CUSTOM_MASK:
+                raise RowError(f"custom_mask_type={code} (slot {sig.custom_mask_type}) is not 0, 1 or 2")
+            alignment = _CUSTOM_MASK[code]
+        elif sig.mask_type_str is not None:
+            name = row.str_at(sig.mask_type_str)
+            if name is None:
+                raise RowError(f"missing Concrete Inputs for attn_mask_type (slot {sig.mask_type_str})")
+            if name == "arbitrary":
+                warnings.append("attn_mask_type 'arbitrary': the mask's sparsity is unknown, counted as full")
+                alignment = None
+            elif name not in _TE_MASK:
+                raise RowError(
+                    f"attn_mask_type {name!r} (slot {sig.mask_type_str}) is not a known TE mask type"
+                )
+            else:
+                alignment = _TE_MASK[name]
+        causal = alignment is not None
+    left, right = _window(sig, row, family)
+    if family == ATEN_EFFICIENT and sig.efficient_window is not None:
+        win = row.int_at(sig.efficient_window, "window_size")
+        if win is not None and win > 0:
+            warnings.append(
+                f"mem-efficient window_size={win}: modeled as a sliding window (left={win}, right=0)"
+            )
+            left, right = win, 0
+    return causal, alignment, left, right
+
+
+def _dropout(sig: Signature, row: Row) -> float:
+    if sig.dropout is None:
+        return 0.0
+    value = row.float_at(sig.dropout, "dropout_p")
+    if value is None:
+        if sig.dropout_required:
+            raise RowError(f"missing Concrete Inputs for dropout_p (slot {sig.dropout})")
+        return 0.0
+    return value
+
+
+def _build_vllm(
+    spec: OpSpec, sig: Signature, row: Row, params: Mapping[str, Any] | None, warnings: list[str]
+) -> Built:
+    q = row.require_dims(sig.q, "query", (2, 3))
+    k = row.require_dims(sig.k, "key", (2, 3))
+    v = row.require_dims(sig.v, "value", (2, 3))
+    if len(q) == 2:
+        raise RowError(
+            f"vLLM query has shape {q} (tokens, heads*dim): the head count is not in the arguments"
+        )
+    if params is None:
+        raise RowError(
+            f"{spec.name} has no context lengths in its arguments and the row has no perf_params "
+            "(c_sq/c_sk/g_sq/g_sk or sum_ctx_tokens/sum_gen_tokens) or step annotation"
+        )
+    tokens = step_tokens(params, warnings)
+    if tokens.total_q != q[0]:
+        warnings.append(f"step query tokens {tokens.total_q} differ from the query tensor's {q[0]} rows")
+    return _vllm_built(
+        spec,
+        tokens,
+        heads_q=q[1],
+        heads_kv=k[1] if len(k) == 3 else None,
+        d_qk=q[2],
+        d_v=v[-1] if len(v) == 3 else q[2],
+        dtypes={
+            "q": row.dtype(sig.q, "query"),
+            "k": row.dtype(sig.k, "key"),
+            "v": row.dtype(sig.v, "value"),
+            "o": row.optional_dtype(sig.out) if sig.out is not None else None,
+        },
+        params=params,
+        warnings=warnings,
+    )
+
+
+def _vllm_built(
+    spec: OpSpec,
+    tokens: Any,
+    heads_q: int,
+    heads_kv: int | None,
+    d_qk: int,
+    d_v: int,
+    dtypes: dict[str, str | None],
+    params: Mapping[str, Any],
+    warnings: list[str],
+) -> Built:
+    if heads_kv is None:
+        heads_kv = pp.positive_int(params, "H_KV")
+    n = tokens.num_requests
+    if n > 1 or not tokens.exact_requests:
+        warnings.append(
+            "batch/seq_q/seq_kv are per-request means (rounded); exact token sums are in config.paged"
+        )
+    shapes = _Shapes(
+        n, heads_q, heads_kv, max(1, round(tokens.total_q / n)), max(1, round(tokens.total_kv / n)), d_qk, d_v
+    )
+    warnings.append(
+        "vLLM attention modeled as causal (bottom-right); sliding-window layers are not "
+        "visible in the op arguments (see the kernel names)"
+    )
+    cache = pp.kv_cache_dtype(params)
+    config = _make_config(
+        spec,
+        shapes,
+        dtypes,
+        Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT),
+        0.0,
+        paged=paged_info(tokens),
+        dtype_kv_cache=cache,
+    )
+    return Built(config, VLLM, Layout.THD, AttentionType.PAGED, tuple(warnings))
+
+
+# --- fallback: perf_params -------------------------------------------------------------------------
+
+
+def build_from_perf_params(spec: OpSpec, params: Mapping[str, Any]) -> Built:
+    warnings: list[str] = []
+    if spec.family == VLLM:
+        tokens = step_tokens(params, warnings)
+        dtype_q, dtype_k = pp.dtypes(params)
+        dtype_k = dtype_k or pp.kv_cache_dtype(params)  # the upstream dtype_KV is the K/V (cache) dtype
+        if params.get("causal") is False:
+            warnings.append(
+                "perf_params says causal=False for vLLM attention (the upstream tool hard-codes "
+                "it); modeled as causal"
+            )
+        return _vllm_built(
+            spec,
+            tokens,
+            heads_q=pp.positive_int(params, "H_Q"),
+            heads_kv=pp.positive_int(params, "H_KV"),
+            d_qk=pp.positive_int(params, "d_h_qk"),
+            d_v=pp.positive_int(params, "d_h_v"),
+            dtypes={"q": dtype_q, "k": dtype_k, "v": dtype_k},
+            params=params,
+            warnings=warnings,
+        )
+    b, nq, hq, nkv, hkv, dqk, dv = (pp.positive_int(params, key) for key in pp.SHAPE_KEYS)
+    causal = pp.causal_flag(params)
+    alignment = _ALIGN.get(spec.causal_rule)
+    if spec.causal_rule is CausalRule.FROM_MASK_TYPE:
+        code = params.get("custom_mask_type")
+        if code in _CUSTOM_MASK:
+            alignment = _CUSTOM_MASK[code]
+            causal = alignment is not None
+        else:
+            alignment = Alignment.TOP_LEFT
+            if causal and nq != nkv:
+                warnings.append("perf_params gives no mask type: causal assumed top-left")
+    stated = params.get("causal_alignment")  # written by our own trace reader: it knew the op's rule
+    if stated in (Alignment.TOP_LEFT.value, Alignment.BOTTOM_RIGHT.value):
+        alignment = Alignment(stated)
+    left, right = pp.window(params)
+    mask = pp.mask_from(causal, alignment, left, right, nkv)
+    dtype_q, dtype_k = pp.dtypes(params)
+    config = _make_config(
+        spec,
+        _Shapes(b, hq, hkv, nq, nkv, dqk, dv, varlen=_perf_params_varlen(params, warnings)),
+        {"q": dtype_q, "k": dtype_k, "v": dtype_k},
+        mask,
+        pp.dropout(params, warnings),
+    )
+    if spec.direction is Direction.BWD and spec.is_autograd_node:
+        warnings.append("backward node: config of the linked forward op (perf_params), direction=bwd")
+    return Built(config, spec.family, spec.layout, spec.attention_type, tuple(warnings))
+
+
+def _perf_params_varlen(params: Mapping[str, Any], warnings: list[str]) -> VarlenInfo | None:
+    if not params.get("varlen"):
+        return None
+    total_q, total_kv = pp.optional_int(params, "total_q"), pp.optional_int(params, "total_kv")
+    if total_q is None or total_kv is None:
+        warnings.append("varlen call without total_q/total_kv in perf_params: modeled as a padded batch")
+        return None
+    try:
+        return VarlenInfo(
+            total_q=total_q,
+            total_kv=total_kv,
+            num_seqs=pp.positive_int(params, "num_seqs"),
+            max_seqlen_q=pp.positive_int(params, "max_seqlen_q"),
+            max_seqlen_kv=pp.positive_int(params, "max_seqlen_kv"),
+        )
+    except ConfigError as exc:
+        raise RowError(f"inconsistent varlen perf_params: {exc}") from None

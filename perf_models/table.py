@@ -1,0 +1,215 @@
+"""ConfigTable: one row per attention config, as numpy columns, so every model runs vectorized.
+
+Build it from AttentionConfig objects (`from_configs`) or directly from arrays (`from_arrays`, for
+benchmarks and bulk callers). Row conventions the models rely on:
+
+* varlen rows (`num_seqs > 0`) take their token counts from `total_q/total_kv` (THD tensors) and their
+  pair counts from per-sequence bounds; `batch`, `seq_q`, `seq_kv` are not used for them;
+* paged rows (`sum_ctx > 0`) are decode-style forward calls: `sum_ctx` context tokens over
+  `num_requests` requests, `sum_query_tokens` new query tokens (0 = one per request);
+* `window_left/right` are −1 unless `mask_code == MASK_WINDOW`;
+* element sizes are bytes per element of each tensor's own dtype (dO has O's dtype, dQ Q's, and so on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from .config import AttentionConfig, Direction, MaskKind
+from .dtypes import element_size, matrix_compute_spec
+from .errors import ConfigError
+from .masks import MASK_CODES, MASK_WINDOW, mask_code
+
+_INT_COLUMNS = (
+    "batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v",
+    "window_left", "window_right",
+    "num_seqs", "total_q", "total_kv", "max_q", "max_kv",
+    "sum_ctx", "num_requests", "sum_query_tokens",
+)
+_ELEM_COLUMNS = ("elem_q", "elem_k", "elem_v", "elem_o", "elem_kv_cache")
+_SHAPE_COLUMNS = ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v")
+
+
+@dataclass(frozen=True, eq=False)
+class ConfigTable:
+    """Columns of attention configs (all arrays have the same length)."""
+
+    batch: NDArray[np.int64]
+    heads_q: NDArray[np.int64]
+    heads_kv: NDArray[np.int64]
+    seq_q: NDArray[np.int64]
+    seq_kv: NDArray[np.int64]
+    head_dim_qk: NDArray[np.int64]
+    head_dim_v: NDArray[np.int64]
+    elem_q: NDArray[np.float64]
+    elem_k: NDArray[np.float64]
+    elem_v: NDArray[np.float64]
+    elem_o: NDArray[np.float64]
+    elem_kv_cache: NDArray[np.float64]
+    is_bwd: NDArray[np.bool_]
+    mask_code: NDArray[np.int8]
+    window_left: NDArray[np.int64]
+    window_right: NDArray[np.int64]
+    num_seqs: NDArray[np.int64]
+    total_q: NDArray[np.int64]
+    total_kv: NDArray[np.int64]
+    max_q: NDArray[np.int64]
+    max_kv: NDArray[np.int64]
+    sum_ctx: NDArray[np.int64]
+    num_requests: NDArray[np.int64]
+    sum_query_tokens: NDArray[np.int64]
+    compute_spec: NDArray[np.object_]
+
+    def __len__(self) -> int:
+        return int(self.batch.shape[0])
+
+    # cached: the models ask for these many times (cached_property works on a frozen dataclass)
+    @cached_property
+    def is_varlen(self) -> NDArray[np.bool_]:
+        return self.num_seqs > 0
+
+    @cached_property
+    def is_paged(self) -> NDArray[np.bool_]:
+        return self.sum_ctx > 0
+
+    @cached_property
+    def varlen_rows(self) -> NDArray[np.intp]:
+        return np.flatnonzero(self.is_varlen)
+
+    @cached_property
+    def paged_rows(self) -> NDArray[np.intp]:
+        return np.flatnonzero(self.is_paged)
+
+    def rows(self, rows: slice) -> ConfigTable:
+        """A contiguous range of rows (views, no copy)."""
+        return ConfigTable(**{f.name: getattr(self, f.name)[rows] for f in fields(self)})
+
+    def take(self, idx: ArrayLike) -> ConfigTable:
+        """The rows at `idx` (indices or a boolean mask), as a new table."""
+        return ConfigTable(**{f.name: getattr(self, f.name)[idx] for f in fields(self)})
+
+    @classmethod
+    def from_arrays(cls, *, dtype: str = "bf16", **columns: ArrayLike) -> ConfigTable:
+        """Build from columns; scalars broadcast. The shape columns are required.
+
+        Missing optional columns default to: element sizes and compute_spec from `dtype`, forward,
+        no mask, windows −1, not varlen, not paged. Raises ConfigError naming the first bad row.
+        """
+        unknown = set(columns) - {f.name for f in fields(cls)}
+        if unknown:
+            allowed = ", ".join(f.name for f in fields(cls))
+            raise ConfigError("column", sorted(unknown)[0], f"one of {allowed}")
+        missing = [c for c in _SHAPE_COLUMNS if c not in columns]
+        if missing:
+            raise ConfigError("column", missing[0], "present (shape columns are required)")
+        n = max(np.size(v) for v in columns.values())
+        out: dict[str, Any] = {}
+        for name in _INT_COLUMNS:
+            default = -1 if name.startswith("window") else 0
+            out[name] = _column(columns.get(name, default), n, np.int64, name)
+        esize = element_size(dtype)
+        for name in _ELEM_COLUMNS:
+            out[name] = _column(columns.get(name, esize), n, np.float64, name)
+        out["is_bwd"] = _column(columns.get("is_bwd", False), n, np.bool_, "is_bwd")
+        out["mask_code"] = _column(columns.get("mask_code", 0), n, np.int8, "mask_code")
+        spec = columns.get("compute_spec", matrix_compute_spec(dtype))
+        out["compute_spec"] = _column(spec, n, np.object_, "compute_spec")
+        table = cls(**out)
+        table._validate()
+        return table
+
+    @classmethod
+    def from_configs(cls, configs: Sequence[AttentionConfig]) -> ConfigTable:
+        """One row per AttentionConfig (already validated by its constructor)."""
+        cols: dict[str, list[Any]] = {f.name: [] for f in fields(cls)}
+        for cfg in configs:
+            for name in _SHAPE_COLUMNS:
+                cols[name].append(getattr(cfg, name))
+            cols["elem_q"].append(element_size(cfg.dtype_q))
+            cols["elem_k"].append(element_size(cfg.dtype_k))  # type: ignore[arg-type]
+            cols["elem_v"].append(element_size(cfg.dtype_v))  # type: ignore[arg-type]
+            cols["elem_o"].append(element_size(cfg.dtype_o))  # type: ignore[arg-type]
+            cols["elem_kv_cache"].append(element_size(cfg.kv_dtype))
+            cols["is_bwd"].append(cfg.direction is Direction.BWD)
+            cols["mask_code"].append(mask_code(cfg.mask))
+            window = cfg.mask.kind is MaskKind.SLIDING_WINDOW
+            cols["window_left"].append(cfg.mask.window_left if window else -1)
+            cols["window_right"].append(cfg.mask.window_right if window else -1)
+            v = cfg.varlen
+            cols["num_seqs"].append(v.num_seqs if v else 0)
+            cols["total_q"].append(v.total_q if v else 0)
+            cols["total_kv"].append(v.total_kv if v else 0)
+            cols["max_q"].append(v.max_seqlen_q if v else 0)
+            cols["max_kv"].append(v.max_seqlen_kv if v else 0)
+            p = cfg.paged
+            cols["sum_ctx"].append(p.sum_context_tokens if p else 0)
+            cols["num_requests"].append(p.num_requests if p else 0)
+            cols["sum_query_tokens"].append((p.sum_query_tokens or 0) if p else 0)
+            cols["compute_spec"].append(matrix_compute_spec(cfg.dtype_q))
+        dtypes = {f.name: _dtype_of(f.name) for f in fields(cls)}
+        arrays = {k: np.asarray(v, dtype=dtypes[k]) if v else np.zeros(0, dtype=dtypes[k])
+                  for k, v in cols.items()}
+        table = cls(**arrays)
+        table._validate()
+        return table
+
+    def _validate(self) -> None:
+        for name in ("heads_q", "heads_kv", "head_dim_qk", "head_dim_v"):
+            _require(self, name, getattr(self, name) > 0, "a positive integer")
+        plain = ~self.is_varlen & ~self.is_paged
+        for name in ("batch", "seq_q", "seq_kv"):
+            _require(self, name, ~plain | (getattr(self, name) > 0), "a positive integer")
+        _require(self, "heads_kv", self.heads_q % self.heads_kv == 0, "a divisor of heads_q")
+        for name in _ELEM_COLUMNS:
+            _require(self, name, getattr(self, name) > 0, "a positive element size in bytes")
+        _require(self, "mask_code", np.isin(self.mask_code, MASK_CODES), f"one of {MASK_CODES}")
+        win = self.mask_code == MASK_WINDOW
+        for name in ("window_left", "window_right"):
+            col = getattr(self, name)
+            _require(self, name, np.where(win, col >= -1, col == -1), ">= -1 for windows, -1 otherwise")
+        _require(self, "num_seqs", self.num_seqs >= 0, ">= 0 (0 = not varlen)")
+        v = self.is_varlen
+        for name in ("total_q", "total_kv", "max_q", "max_kv"):
+            _require(self, name, ~v | (getattr(self, name) > 0), "a positive integer on varlen rows")
+        _require(self, "max_q", ~v | (self.max_q <= self.total_q), "<= total_q")
+        _require(self, "max_kv", ~v | (self.max_kv <= self.total_kv), "<= total_kv")
+        _require(self, "sum_ctx", self.sum_ctx >= 0, ">= 0 (0 = not paged)")
+        p = self.is_paged
+        _require(self, "num_requests", ~p | (self.num_requests > 0), "a positive integer on paged rows")
+        _require(self, "num_requests", ~p | (self.num_requests <= self.sum_ctx), "<= sum_ctx (1+ token each)")
+        _require(self, "sum_query_tokens", self.sum_query_tokens >= 0, ">= 0 (0 = one per request)")
+        _require(self, "is_bwd", ~(p & self.is_bwd), "False on paged rows (paged attention is forward-only)")
+        _require(self, "num_seqs", ~(p & v), "0 on paged rows (a row is varlen or paged, not both)")
+
+
+def _dtype_of(name: str) -> type:
+    if name in _ELEM_COLUMNS:
+        return np.float64
+    if name == "is_bwd":
+        return np.bool_
+    if name == "mask_code":
+        return np.int8
+    if name == "compute_spec":
+        return np.object_
+    return np.int64
+
+
+def _column(value: ArrayLike, n: int, dtype: type, name: str) -> NDArray[Any]:
+    arr = np.asarray(value, dtype=dtype)
+    if arr.ndim == 0:
+        return np.full(n, arr[()], dtype=dtype)
+    if arr.shape != (n,):
+        raise ConfigError(name, f"shape {arr.shape}", f"a scalar or a 1-D array of length {n}")
+    return arr
+
+
+def _require(table: ConfigTable, name: str, ok: NDArray[np.bool_], allowed: str) -> None:
+    if not ok.all():
+        row = int(np.flatnonzero(~ok)[0])
+        raise ConfigError(f"{name}[row {row}]", getattr(table, name)[row].item(), allowed)

@@ -1,0 +1,190 @@
+"""Read what the findings checks need out of a `<cat>_metrics.json` dict.
+
+The metrics JSON is written by `rank_findings` (or by an external TraceLens-style pipeline); a malformed
+one raises MetricsFormatError naming the field, so the caller can tell the user which file to fix.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from server.findings.spec import MISSING, as_float, bound_cell, efficiency_cell, has_efficiency, number_text
+
+
+class MetricsFormatError(ValueError):
+    """The metrics JSON lacks a field the findings checks need, or has it with the wrong type."""
+
+
+@dataclass(frozen=True)
+class FindingView:
+    """One `category_findings[]` entry, with its numbers spelled as written in the JSON."""
+
+    rank: int
+    library: Any
+    heuristic: bool
+    low: str
+    mid: str
+    high: str
+    percent_text: str | None
+    members: list[dict[str, Any]]
+    raw: dict[str, Any]
+
+    @property
+    def quantifiable(self) -> bool:
+        return not (self.low == self.mid == self.high == "null")
+
+
+@dataclass(frozen=True)
+class MetricsView:
+    status: str
+    category: str | None
+    scope: str | None
+    error: str | None
+    findings: list[FindingView] = field(default_factory=list)
+    operations: list[dict[str, Any]] = field(default_factory=list)
+
+    def finding(self, rank: int) -> FindingView | None:
+        for item in self.findings:
+            if item.rank == rank:
+                return item
+        return None
+
+
+def load_metrics(path: Path) -> dict[str, Any]:
+    """Parse a metrics JSON keeping each number's written spelling (floats become Decimal).
+
+    Rule 9 compares marker numbers with the JSON text exactly (`5.96` is not `5.960`); a float
+    would forget trailing zeros, a Decimal keeps them.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"metrics JSON not found: {path} (run rank_findings first)") from None
+    try:
+        data = json.loads(text, parse_float=Decimal)
+    except json.JSONDecodeError as exc:
+        raise MetricsFormatError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(data, dict):
+        raise MetricsFormatError(f"{path}: top level must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _require_list(metrics: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    value = metrics.get(key, [])
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+        raise MetricsFormatError(f"metrics JSON field {key!r} must be a list of objects, got {value!r:.80}")
+    return value
+
+
+def _finding_view(raw: dict[str, Any], position: int) -> FindingView:
+    rank = raw.get("rank")
+    if isinstance(rank, bool) or not isinstance(rank, int):
+        raise MetricsFormatError(
+            f"metrics JSON category_findings[{position}].rank={rank!r} must be an integer (1-based rank)"
+        )
+    heuristic = raw.get("estimate_method") == "heuristic" or raw.get("bound_type") == "unmodeled"
+    members = raw.get("members") or []
+    if not isinstance(members, list):
+        raise MetricsFormatError(f"metrics JSON category_findings[{position}].members must be a list")
+    return FindingView(
+        rank=rank,
+        library=raw.get("library"),
+        heuristic=heuristic,
+        low=number_text(raw.get("impact_score_low")),
+        mid=number_text(raw.get("impact_score")),
+        high=number_text(raw.get("impact_score_high")),
+        percent_text=_percent_text(raw, members),
+        members=[m for m in members if isinstance(m, dict)],
+        raw=raw,
+    )
+
+
+def _percent_text(raw: dict[str, Any], members: list[Any]) -> str | None:
+    """The finding's E2E share as written; a single member's share when the finding lacks one."""
+    if raw.get("percent_of_total") is not None:
+        return number_text(raw["percent_of_total"])
+    shares = [m.get("percent_of_total") for m in members if isinstance(m, dict)]
+    if len(shares) == 1 and shares[0] is not None:
+        return number_text(shares[0])
+    return None
+
+
+def view_metrics(metrics: dict[str, Any]) -> MetricsView:
+    if not isinstance(metrics, dict):
+        raise MetricsFormatError(f"metrics must be the parsed metrics JSON object, got {type(metrics).__name__}")
+    status = str(metrics.get("status", "OK")).upper()
+    scope = metrics.get("comparison_scope")
+    if status == "ERROR":
+        return MetricsView(status, metrics.get("category"), scope, str(metrics.get("error") or "unknown error"))
+    findings = [_finding_view(raw, i) for i, raw in enumerate(_require_list(metrics, "category_findings"))]
+    findings.sort(key=lambda item: item.rank)
+    operations = _require_list(metrics, "operations")
+    return MetricsView(status, metrics.get("category"), scope, None, findings, operations)
+
+
+def _same_number(a: Any, b: Any) -> bool:
+    fa, fb = as_float(a), as_float(b)
+    if fa is None or fb is None:
+        return fa is None and fb is None
+    return abs(fa - fb) <= 1e-9 * max(1.0, abs(fa), abs(fb))
+
+
+def member_operation_indices(member: dict[str, Any], operations: list[dict[str, Any]]) -> list[int]:
+    """operations[] entries a finding member stands for.
+
+    Members name only the op; one name can have several argument signatures, so narrow by the
+    member's args when it has them, else by its time and efficiency; fall back to every entry.
+    """
+    name = member.get("operation")
+    candidates = [i for i, op in enumerate(operations) if op.get("name") == name]
+    if len(candidates) <= 1:
+        return candidates
+    if member.get("args") is not None:
+        by_args = [i for i in candidates if operations[i].get("args") == member["args"]]
+        if by_args:
+            return by_args
+    by_numbers = [
+        i
+        for i in candidates
+        if _same_number(operations[i].get("time_ms"), member.get("time_ms"))
+        and _same_number(_efficiency(operations[i]).get("efficiency_percent"), member.get("efficiency_pct"))
+    ]
+    return by_numbers or candidates
+
+
+def finding_operation_indices(finding: FindingView, operations: list[dict[str, Any]]) -> list[int]:
+    seen: list[int] = []
+    for member in finding.members:
+        for index in member_operation_indices(member, operations):
+            if index not in seen:
+                seen.append(index)
+    return seen
+
+
+def _efficiency(op: dict[str, Any]) -> dict[str, Any]:
+    value = op.get("efficiency")
+    return value if isinstance(value, dict) else {}
+
+
+def expected_efficiency_cell(op: dict[str, Any], heuristic: bool) -> str:
+    return MISSING if heuristic else efficiency_cell(_efficiency(op))
+
+
+def expected_bound_cell(op: dict[str, Any], heuristic: bool, scope: str) -> str:
+    """Standalone: the bound of a known efficiency; comparative: trace 1's roofline bound."""
+    if heuristic:
+        return MISSING
+    efficiency = _efficiency(op)
+    if scope == "standalone" and not has_efficiency(efficiency):
+        return MISSING
+    return bound_cell(efficiency.get("bound_type"))
+
+
+def flops_per_byte(op: dict[str, Any]) -> Any:
+    return _efficiency(op).get("flops_per_byte")

@@ -1,0 +1,40 @@
+"""Result types of the findings validator (pydantic, so the MCP tool returns them as structured content)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class FindingError(BaseModel):
+    """One broken rule of shared/docs/findings-format.md, where it is, and how to fix it."""
+
+    rule: str = Field(description="rule id, e.g. 'R5-columns' (rule number of findings-format.md + sub-id)")
+    line: int | None = Field(description="1-based line of the findings file; None when the whole file is at fault")
+    message: str = Field(description="what is wrong")
+    fix: str = Field(description="a concrete edit that makes the rule pass")
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" if self.line is not None else "file"
+        return f"[{self.rule}] {where}: {self.message} Fix: {self.fix}"
+
+
+FileKind = Literal["findings", "empty", "no_data", "error"]
+
+
+class ValidationReport(BaseModel):
+    passed: bool
+    errors: list[FindingError]
+    warnings: list[FindingError]
+    p_items: int = Field(description="number of `### P<rank>:` items found")
+    scope: str = Field(description="comparison scope the file was checked against")
+    tier: str
+    kind: FileKind = Field(description="findings / empty (no findings) / no_data / error (Status: ERROR)")
+    metrics_checked: bool = Field(description="False when no metrics JSON was given: numbers, cells not checked")
+
+    def text(self) -> str:
+        """Plain-text summary for the CLI and for an LLM retry prompt."""
+        head = "PASS: findings file is valid" if self.passed else f"FAIL: {len(self.errors)} error(s)"
+        lines = [head, *(f" - {e}" for e in self.errors), *(f" ~ warning {w}" for w in self.warnings)]
+        return "\n".join(lines)

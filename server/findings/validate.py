@@ -1,0 +1,283 @@
+"""validate_findings: check a `<cat>_findings.md` against shared/docs/findings-format.md and its metrics JSON.
+
+Every broken rule becomes a FindingError with a rule id (`R<n>-<what>`, n = the rule number of the
+spec, R0 = unfilled template slots), a 1-based line and a concrete fix. Arbitrary text never raises:
+the only exceptions are a missing file (FileNotFoundError), a bad argument or a malformed metrics
+JSON (ValueError), each with a one-line message.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from server.findings.candidates import (
+    check_candidate_set,
+    check_detail_numbers,
+    check_stray_detail_markers,
+    detail_marker,
+    sub_section_lines,
+)
+from server.findings.document import Collector, Document, parse_document
+from server.findings.items import (
+    check_impact_line,
+    check_labels,
+    check_marker_numbers,
+    check_p_item_set,
+    check_stray_p_markers,
+    check_title,
+    check_warning_line,
+    p_item_marker,
+)
+from server.findings.markdown import split_cells, structural_lines
+from server.findings.metrics_view import MetricsView, view_metrics
+from server.findings.models import FileKind, ValidationReport
+from server.findings.spec import NO_DATA_SENTENCE, SCOPES, TIERS
+from server.findings.tables import check_table_rows, data_table
+
+_SLOT = re.compile(r"\{\{\s*FILL\s*:", re.I)
+_SPEC_PLACEHOLDER = re.compile(
+    r"<(short title|title|Library|one sentence[^<>]*|one or two sentences[^<>]*|why [^<>]*)>"
+)
+_STATUS_ERROR = re.compile(r"^[\s>*_#-]*status[*_\s]*:[*_\s]*error\b", re.I)
+_TOP_HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
+_SECTION_HEADING = re.compile(r"^##\s+(Recommendations|Detailed Analysis)\s*$")
+
+
+def find_metrics_for(findings_path: Path) -> Path | None:
+    """`<out>/category_findings/<cat>_findings.md` -> `<out>/category_data/<cat>_metrics.json` if it exists."""
+    path = Path(findings_path)
+    if not path.name.endswith("_findings.md"):
+        return None
+    category = path.name[: -len("_findings.md")]
+    candidate = path.parent.parent / "category_data" / f"{category}_metrics.json"
+    return candidate if candidate.is_file() else None
+
+
+def validate_findings_file(
+    findings_path: Path, metrics: dict[str, Any] | None, tier: str = "compute", comparison_scope: str | None = None
+) -> ValidationReport:
+    """Validate one findings file; `metrics` is the parsed `<cat>_metrics.json` (None: structure only)."""
+    path = Path(findings_path)
+    if path.is_dir():
+        raise IsADirectoryError(f"findings path is a folder, not a file: {path} (pass .../<cat>_findings.md)")
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"findings file not found: {path} (write it first; render_findings_template gives the skeleton)"
+        )
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    return validate_findings_text(text, metrics, tier, comparison_scope)
+
+
+def validate_findings_text(
+    text: str, metrics: dict[str, Any] | None, tier: str = "compute", comparison_scope: str | None = None
+) -> ValidationReport:
+    if tier not in TIERS:
+        raise ValueError(f"tier={tier!r} is invalid: expected one of {', '.join(TIERS)}")
+    if comparison_scope is not None and comparison_scope not in SCOPES:
+        raise ValueError(f"comparison_scope={comparison_scope!r} is invalid: expected one of {', '.join(SCOPES)}")
+    view = view_metrics(metrics) if metrics is not None else None
+    out = Collector()
+    lines = text.splitlines()
+    _check_slots(lines, out)
+    scope = _resolve_scope(comparison_scope, view, lines, out)
+    structural = structural_lines(lines)
+    kind: FileKind
+    p_items = 0
+    if any(_STATUS_ERROR.match(line) for line in structural):
+        kind = "error"
+        _check_error_file(structural, view, out)
+    elif _is_no_data(structural):
+        kind = "no_data"
+        _check_no_data_file(structural, view, out)
+    else:
+        doc = parse_document(text, out)
+        p_items = len(doc.p_items)
+        kind = _check_findings(doc, view, tier, scope, out)
+    if out.dropped:
+        out.warn("R-truncated", None, f"{out.dropped} more error(s) not listed.", "Fix the errors above and re-run.")
+    return ValidationReport(
+        passed=not out.errors,
+        errors=out.errors,
+        warnings=out.warnings,
+        p_items=p_items,
+        scope=scope,
+        tier=tier,
+        kind=kind,
+        metrics_checked=view is not None,
+    )
+
+
+def _check_slots(lines: list[str], out: Collector) -> None:
+    """R0: template slots (`{{FILL: ...}}`) and the spec's own `<placeholders>` left in the file."""
+    for index, line in enumerate(lines):
+        for match in _SLOT.finditer(line):
+            end = line.find("}}", match.end())
+            slot = line[match.start() : end + 2 if end >= 0 else match.start() + 60]
+            out.error(
+                "R0-unfilled-slot",
+                index,
+                f"unfilled template slot `{slot[:90]}`.",
+                "Replace the whole `{{FILL: ...}}` with your own text, following its hint.",
+            )
+        placeholder = _SPEC_PLACEHOLDER.search(line)
+        if placeholder:
+            out.error(
+                "R0-placeholder",
+                index,
+                f"placeholder `{placeholder.group(0)}` copied from the spec.",
+                "Replace it with the real text.",
+            )
+
+
+def _resolve_scope(argument: str | None, view: MetricsView | None, lines: list[str], out: Collector) -> str:
+    metrics_scope = view.scope if view is not None and view.scope in SCOPES else None
+    if argument is not None:
+        if metrics_scope is not None and metrics_scope != argument:
+            out.warn(
+                "R5-scope",
+                None,
+                f"comparison_scope={argument} but the metrics JSON says {metrics_scope}.",
+                "Pass the scope the metrics JSON was ranked with, or re-run rank_findings.",
+            )
+        return argument
+    if metrics_scope is not None:
+        return metrics_scope
+    for line in lines:
+        if line.lstrip().startswith("|"):
+            cells = split_cells(line)
+            if "Args (T1)" in cells or "Trace 1 Time (ms)" in cells:
+                return "comparative"
+    return "standalone"
+
+
+def _is_no_data(lines: list[str]) -> bool:
+    if not any(NO_DATA_SENTENCE.lower() in line.lower() for line in lines):
+        return False
+    return not any(_SECTION_HEADING.match(line) for line in lines)
+
+
+def _check_no_data_file(lines: list[str], view: MetricsView | None, out: Collector) -> None:
+    """Rule 12: the sentence, optional headings, nothing else."""
+    for index, line in enumerate(lines):
+        text = line.strip()
+        if not text or _TOP_HEADING.match(line) or NO_DATA_SENTENCE.lower() in text.lower():
+            continue
+        out.error(
+            "R12-no-data-extra",
+            index,
+            "a no-data findings file holds only the no-data sentence.",
+            f"Delete this line; the file says just '{NO_DATA_SENTENCE}'.",
+        )
+    if view is not None and view.status == "OK" and (view.operations or view.findings):
+        out.error(
+            "R12-status-mismatch",
+            None,
+            f"the metrics JSON has {len(view.operations)} operation(s) and {len(view.findings)} finding(s).",
+            "Write the findings (render_findings_template) instead of the no-data file.",
+        )
+
+
+def _check_error_file(lines: list[str], view: MetricsView | None, out: Collector) -> None:
+    """Rule 12: `Status: ERROR`, the error text, and no findings at all."""
+    status = next(i for i, line in enumerate(lines) if _STATUS_ERROR.match(line))
+    forbidden = re.compile(r"^###\s+P\d|<!--\s*(impact-begin|reasoning-candidate)|^\s*\|")
+    for index, line in enumerate(lines):
+        if forbidden.search(line):
+            out.error(
+                "R12-error-findings",
+                index,
+                "a Status: ERROR file must hold no findings, markers or tables.",
+                "Delete it: after a tool failure, report the error only; never analyze the raw CSV.",
+            )
+    cause = _STATUS_ERROR.sub("", lines[status]).strip(" *_:-—.")
+    others = [line for i, line in enumerate(lines) if i != status and line.strip() and not _TOP_HEADING.match(line)]
+    if not cause and not others:
+        out.error(
+            "R12-error-cause",
+            status,
+            "Status: ERROR without the error message.",
+            "Add the tool's error text, e.g. `Error: <message from the failed tool>`.",
+        )
+    if view is not None and view.status == "OK":
+        out.error(
+            "R12-status-mismatch",
+            status,
+            f"the metrics JSON has status OK with {len(view.findings)} finding(s), not a failure.",
+            "Write the findings (render_findings_template) instead of a Status: ERROR file.",
+        )
+
+
+def _check_findings(doc: Document, view: MetricsView | None, tier: str, scope: str, out: Collector) -> FileKind:
+    if view is not None and view.status == "ERROR":
+        out.error(
+            "R12-error-expected",
+            None,
+            f"the metrics JSON has status ERROR ({(view.error or '')[:120]}).",
+            "Replace the file with `Status: ERROR` and that error; write no findings.",
+        )
+        view = None  # nothing to compare the numbers and cells with
+    elif view is not None and view.status == "NO_DATA":
+        out.error(
+            "R12-status-mismatch",
+            None,
+            "the metrics say NO_DATA (no attention ops in the trace).",
+            f"Replace the file with the single sentence '{NO_DATA_SENTENCE}'.",
+        )
+        view = None
+    expected = [f.rank for f in view.findings] if view is not None and view.status == "OK" else None
+    findings = {f.rank: f for f in view.findings} if view is not None else {}
+    operations = view.operations if view is not None else []
+    empty = (expected == []) or (expected is None and not doc.p_items and not doc.candidates)
+    if empty:
+        _check_empty_sections(doc, out)
+    check_p_item_set(doc, expected, findings, out)
+    for item in doc.p_items:
+        finding = findings.get(item.rank)
+        check_title(item, finding, out)
+        labels = check_labels(doc, item, out)
+        marker = p_item_marker(doc, item, out)
+        check_impact_line(doc, item, marker, labels, finding, out)
+        if marker is not None and finding is not None:
+            check_marker_numbers(marker, finding, f"P{item.rank} p_item", out)
+        check_warning_line(doc, item, marker, finding, out)
+    check_stray_p_markers(doc, out)
+    check_candidate_set(doc, expected, tier, out)
+    for candidate in doc.candidates:
+        finding = findings.get(candidate.rank) if candidate.rank is not None else None
+        labels = sub_section_lines(doc, candidate, out)
+        if tier == "compute":
+            table = data_table(doc, candidate, labels, scope, out)
+            if table is not None and view is not None:
+                check_table_rows(table, candidate, finding, operations, scope, out)
+        marker = detail_marker(doc, candidate, labels, finding, out)
+        if marker is not None:
+            check_detail_numbers(doc, marker, finding, out)
+    check_stray_detail_markers(doc, out)
+    return "empty" if empty else "findings"
+
+
+def _check_empty_sections(doc: Document, out: Collector) -> None:
+    """Rule 11: with no category_findings[], both sections are present and hold nothing."""
+    for start, end in ((doc.rec, doc.rec_end), (doc.det, doc.det_end)):
+        if start is None:
+            continue
+        warned = False
+        for index in range(start + 1, end):
+            line = doc.lines[index].strip()
+            if line.startswith(("#", "<!--", "|")):
+                out.error(
+                    "R11-not-empty",
+                    index,
+                    "category_findings[] is empty but this section has content.",
+                    "Leave `## Recommendations` and `## Detailed Analysis` empty: no manufactured P-items.",
+                )
+            elif line and not warned:
+                warned = True
+                out.warn(
+                    "R11-not-empty",
+                    index,
+                    "text in a section that should be empty.",
+                    "Move the sentence above `## Recommendations`.",
+                )

@@ -1,0 +1,332 @@
+"""One self-contained HTML page: the peaks used, and per category a roofline chart, the ranked findings
+and every op with its roofline numbers.
+
+Pure rendering from a `ReportContext` the caller fills in. The page has inline CSS only: no scripts, no
+fonts, stylesheets or images fetched from anywhere (the chart is a data: URI), and a Content-Security-
+Policy that forbids any fetch, so it opens the same offline as online. Every string from the data is
+escaped: op names carry C++ templates (`<`, `>`), and kernel names can carry anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import re
+
+from pydantic import BaseModel, ConfigDict, Field
+
+NO_OPS_MESSAGE = "No SDPA operations found in trace"
+MISSING = "—"
+ANOMALY_PCT = 110.0  # perf-model §4: efficiency above this is flagged, never "excellent"
+_BR_RE = re.compile(r"<br\s*/?>", re.IGNORECASE)
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+
+
+class PeakSource(BaseModel):
+    """One set of peaks used for the numbers, and where it came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    gpu_name: str
+    compute_spec: str = Field(description="e.g. matrix_bf16")
+    peak_tflops: float
+    peak_tbs: float
+    peak_kind: str = Field(description="achievable | datasheet | metadata")
+    source: str = Field(description="e.g. 'GPU in the trace (deviceProperties: NVIDIA H100 80GB HBM3)'")
+
+
+class FindingRow(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    rank: int
+    bound: str = Field(description="compute | memory | unmodeled")
+    library: str
+    eff_bucket: str = Field(description="0-30 | 30-60 | 60-100 | unknown | all")
+    estimate_method: str = "quantified"
+    impact_low: float
+    impact_mid: float
+    impact_high: float
+    members: list[str] = Field(default_factory=list, description="op names in the group")
+
+
+class OpRow(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    args: str = Field(default="", description="metrics-JSON args string; '<br>' separates the inputs")
+    count: int
+    time_ms: float
+    percent_e2e: float | None = None
+    efficiency_pct: float | None = None
+    bound: str | None = None
+    flops: float | None = None
+    bytes: float | None = None
+    intensity: float | None = Field(default=None, description="FLOPs/byte")
+    achieved_tflops: float | None = None
+    expected_band: str | None = Field(default=None, description="e.g. '20–40 %'")
+    warnings: list[str] = Field(default_factory=list)
+    no_model_reason: str | None = None
+
+
+class CategorySection(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    category: str = Field(description="e.g. sdpa_fwd")
+    display_name: str | None = None
+    chart_png: bytes | None = None
+    chart_alt: str = "Roofline chart"
+    total_time_ms: float | None = None
+    percent_of_e2e: float | None = None
+    notes: list[str] = Field(default_factory=list)
+    error: str | None = Field(default=None, description="the category could not be analyzed: why")
+    findings: list[FindingRow] = Field(default_factory=list)
+    ops: list[OpRow] = Field(default_factory=list)
+
+
+class ReportContext(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    title: str
+    source: str | None = Field(default=None, description="analysis folder / trace the report is about")
+    e2e_ms: float | None = Field(default=None, description="E2E baseline (gpu_utilization.total_time_ms)")
+    bytes_model: str = "compulsory"
+    bytes_model_note: str | None = None
+    peaks: list[PeakSource] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    sections: list[CategorySection] = Field(default_factory=list)
+
+
+_CSS = """
+:root { color-scheme: light; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", Arial, sans-serif;
+       margin: 24px; color: #1a1a1a; background: #ffffff; line-height: 1.4; }
+h1 { font-size: 1.6em; margin: 0 0 4px 0; }
+h2 { font-size: 1.3em; margin: 28px 0 8px 0; border-bottom: 2px solid #ddd; padding-bottom: 4px; }
+h3 { font-size: 1.05em; margin: 18px 0 6px 0; }
+.meta { color: #555; margin: 2px 0; }
+.warn { background: #fff4e5; border-left: 4px solid #e69500; padding: 6px 10px; margin: 6px 0; }
+.empty { background: #f3f3f3; border-left: 4px solid #999; padding: 10px; font-weight: 600; }
+.error { background: #fdecea; border-left: 4px solid #c62828; padding: 10px; }
+.chart { max-width: 100%; height: auto; border: 1px solid #ddd; display: block; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 4px 0 12px 0; }
+th, td { border: 1px solid #d0d0d0; padding: 3px 6px; vertical-align: top; }
+th { background: #f0f3f7; text-align: left; position: sticky; top: 0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.name, td.args { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; }
+td.name { max-width: 28em; overflow-wrap: anywhere; font-size: 0.95em; }
+td.args { white-space: nowrap; font-size: 0.9em; }
+td.anomaly { background: #fdecea; font-weight: 600; }
+tr.nomodel td { color: #6b6b6b; }
+ul.compact { margin: 0; padding-left: 1.1em; }
+nav a { margin-right: 12px; }
+"""
+
+
+def _esc(s: object) -> str:
+    return html.escape(str(s), quote=True)
+
+
+def _finite(v: float | None) -> bool:
+    return v is not None and math.isfinite(v)
+
+
+def _fmt(v: float | None, spec: str) -> str:
+    return format(v, spec) if _finite(v) else MISSING
+
+
+def _si(v: float | None, unit: str) -> str:
+    """12.3 GFLOP, 45.6 MB: decimal prefixes, three significant digits."""
+    if not _finite(v):
+        return MISSING
+    assert v is not None
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= factor:
+            return f"{v / factor:.3g} {prefix}{unit}"
+    return f"{v:.3g} {unit}"
+
+
+def _args_html(args: str) -> str:
+    # the metrics JSON separates inputs with a literal <br>: keep that as a line break, escape the rest
+    return "<br>".join(_esc(part) for part in _BR_RE.split(args) if part != "") or MISSING
+
+
+def _list_html(items: list[str]) -> str:
+    if not items:
+        return ""
+    return '<ul class="compact">' + "".join(f"<li>{_esc(i)}</li>" for i in items) + "</ul>"
+
+
+def _td(content: str, cls: str | None = None) -> str:
+    return f'<td class="{cls}">{content}</td>' if cls else f"<td>{content}</td>"
+
+
+def _peaks_html(ctx: ReportContext) -> str:
+    if not ctx.peaks:
+        return '<p class="warn">No peaks were resolved: efficiencies are not available.</p>'
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("GPU", "compute spec", "peak TFLOPS", "peak TB/s", "ridge FLOPs/byte", "kind", "source")
+    )
+    rows = []
+    for p in ctx.peaks:
+        ridge = p.peak_tflops / p.peak_tbs if p.peak_tbs > 0 else None
+        rows.append(
+            "<tr>"
+            + _td(_esc(p.gpu_name))
+            + _td(_esc(p.compute_spec))
+            + _td(_fmt(p.peak_tflops, ".4g"), "num")
+            + _td(_fmt(p.peak_tbs, ".4g"), "num")
+            + _td(_fmt(ridge, ".4g"), "num")
+            + _td(_esc(p.peak_kind))
+            + _td(_esc(p.source))
+            + "</tr>"
+        )
+    return f'<table id="peaks"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _findings_html(sec: CategorySection) -> str:
+    if not sec.findings:
+        return '<p class="meta">No findings above the reporting threshold.</p>'
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "rank",
+            "bound",
+            "library",
+            "eff bucket",
+            "method",
+            "impact low",
+            "impact mid",
+            "impact high",
+            "members",
+        )
+    )
+    rows = [
+        "<tr>"
+        + _td(str(f.rank), "num")
+        + _td(_esc(f.bound))
+        + _td(_esc(f.library))
+        + _td(_esc(f.eff_bucket))
+        + _td(_esc(f.estimate_method))
+        + _td(_fmt(f.impact_low, ".2f"), "num")
+        + _td(_fmt(f.impact_mid, ".2f"), "num")
+        + _td(_fmt(f.impact_high, ".2f"), "num")
+        + _td(_list_html(f.members), "name")
+        + "</tr>"
+        for f in sec.findings
+    ]
+    return (
+        f'<div class="scroll"><table id="findings-{_esc(sec.category)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+_OP_HEADERS = (
+    "name", "args", "count", "time ms", "%E2E", "efficiency %", "bound", "FLOPs", "bytes",
+    "FLOPs/byte", "achieved TFLOPS", "expected band", "warnings / no-model reason",
+)  # fmt: skip
+
+
+def _op_row_html(op: OpRow) -> str:
+    eff = op.efficiency_pct
+    eff_cls = "num anomaly" if _finite(eff) and eff is not None and eff > ANOMALY_PCT else "num"
+    notes = list(op.warnings)
+    if op.no_model_reason:
+        notes.insert(0, f"no model: {op.no_model_reason}")
+    row_cls = ' class="nomodel"' if op.no_model_reason else ""
+    return (
+        f"<tr{row_cls}>"
+        + _td(_esc(op.name), "name")
+        + _td(_args_html(op.args), "args")
+        + _td(str(op.count), "num")
+        + _td(_fmt(op.time_ms, ".3f"), "num")
+        + _td(_fmt(op.percent_e2e, ".2f"), "num")
+        + _td(_fmt(eff, ".1f"), eff_cls)
+        + _td(_esc(op.bound) if op.bound else MISSING)
+        + _td(_si(op.flops, "FLOP"), "num")
+        + _td(_si(op.bytes, "B"), "num")
+        + _td(_fmt(op.intensity, ".1f"), "num")
+        + _td(_fmt(op.achieved_tflops, ".2f"), "num")
+        + _td(_esc(op.expected_band) if op.expected_band else MISSING)
+        + _td(_list_html(notes))
+        + "</tr>"
+    )
+
+
+def _ops_html(sec: CategorySection) -> str:
+    head = "".join(f"<th>{_esc(h)}</th>" for h in _OP_HEADERS)
+    rows = "".join(_op_row_html(op) for op in sec.ops)
+    return (
+        f'<div class="scroll"><table id="ops-{_esc(sec.category)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{rows}</tbody></table></div>"
+    )
+
+
+def _chart_html(sec: CategorySection) -> str:
+    if sec.chart_png is None:
+        return '<p class="meta">No chart for this category.</p>'
+    data = base64.b64encode(sec.chart_png).decode("ascii")
+    return (
+        f'<img class="chart" id="chart-{_esc(sec.category)}" alt="{_esc(sec.chart_alt)}" '
+        f'src="data:image/png;base64,{data}">'
+    )
+
+
+def _section_html(sec: CategorySection) -> str:
+    title = sec.display_name or sec.category
+    parts = [f'<section id="cat-{_esc(sec.category)}"><h2>{_esc(title)}</h2>']
+    if sec.total_time_ms is not None or sec.percent_of_e2e is not None:
+        parts.append(
+            f'<p class="meta">GPU kernel time {_fmt(sec.total_time_ms, ".3f")} ms · '
+            f"{_fmt(sec.percent_of_e2e, '.2f')} % of E2E</p>"
+        )
+    parts.extend(f'<p class="warn">{_esc(n)}</p>' for n in sec.notes)
+    if sec.error:
+        parts.append(f'<p class="error">Analysis failed: {_esc(sec.error)}</p>')
+    elif not sec.ops:
+        parts.append(f'<p class="empty">{NO_OPS_MESSAGE}</p>')
+    else:
+        parts.append(_chart_html(sec))
+        parts.append("<h3>Ranked findings</h3>")
+        parts.append(_findings_html(sec))
+        parts.append(f"<h3>All ops ({len(sec.ops)} rows)</h3>")
+        parts.append(_ops_html(sec))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def render_report_html(ctx: ReportContext) -> str:
+    """The whole page as a string (UTF-8 text, no external references)."""
+    meta = []
+    if ctx.source:
+        meta.append(f'<p class="meta">Source: {_esc(ctx.source)}</p>')
+    if ctx.e2e_ms is not None:
+        meta.append(f'<p class="meta">E2E baseline: {_fmt(ctx.e2e_ms, ".3f")} ms</p>')
+    bytes_line = f"Bytes model: {_esc(ctx.bytes_model)}"
+    if ctx.bytes_model_note:
+        bytes_line += f" ({_esc(ctx.bytes_model_note)})"
+    meta.append(f'<p class="meta">{bytes_line}</p>')
+    nav = "".join(f'<a href="#cat-{_esc(s.category)}">{_esc(s.display_name or s.category)}</a>' for s in ctx.sections)
+    body = [
+        f"<h1>{_esc(ctx.title)}</h1>",
+        *meta,
+        *(f'<p class="warn">{_esc(w)}</p>' for w in ctx.warnings),
+        f"<nav>{nav}</nav>" if nav else "",
+        "<h2>Peaks used</h2>",
+        _peaks_html(ctx),
+        '<p class="meta">Efficiency = ideal roofline time / measured kernel time. Values inside the expected '
+        f"band are not bottlenecks; above {ANOMALY_PCT:g} % is an anomaly (highlighted), not excellence.</p>",
+    ]
+    if not ctx.sections:
+        body.append(f'<p class="empty">{NO_OPS_MESSAGE}</p>')
+    body.extend(_section_html(s) for s in ctx.sections)
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_esc(_CSP)}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_esc(ctx.title)}</title><style>{_CSS}</style></head>\n"
+        f"<body>{''.join(body)}</body></html>\n"
+    )

@@ -1,0 +1,1 @@
+"""Raw trace ingestion (analyze_trace) and the synthetic Kineto trace writer."""

@@ -1,0 +1,92 @@
+"""Helpers for server tests: writable copies of the shared analysis folders, and small hand-made folders."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from conftest import ANALYSIS_FOLDERS, SHARED, TRACES, need
+
+FIXTURES_WITH_OPS = [
+    "cmp_test03_attention_fused_vs_unfused_comparative",
+    "cmp_test03_attention_fused_vs_unfused_trace1_standalone",
+    "h100_bert-small",
+    "h100_qwen1.5-0.5b",
+    "mi300_falconsai-nsfw",
+    "mi300_qwen1.5-0.5b",
+    "synthetic_flash_attn_fwd_bwd_gqa_noncausal",
+    "unit_sdpa_01_long_seq_low_eff",
+    "unit_sdpa_03_short_seq_overhead",
+]
+
+
+def copy_fixture(name: str, tmp_path: Path) -> Path:
+    """Copy a shared fixture folder (read-only there) into tmp_path/analysis-folders/<name>, writable.
+
+    A `traces` link beside it keeps the metadata's relative trace_path (../../traces/...) reachable.
+    """
+    src = need(ANALYSIS_FOLDERS / name)
+    dst = tmp_path / "analysis-folders" / name
+    shutil.copytree(src, dst)
+    for p in [dst, *dst.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    link = tmp_path / "traces"
+    if TRACES.exists() and not link.exists():
+        link.symlink_to(TRACES)
+    return dst
+
+
+def roots_for(tmp_path: Path) -> list[Path]:
+    return [tmp_path, SHARED] if SHARED.exists() else [tmp_path]
+
+
+OPS_HEADER = (
+    "name,op category,Input Dims,Input type,Concrete Inputs,operation_count,Kernel Time (µs)_sum,"
+    "Kernel Time (µs)_mean,kernel_details_summary,entry_point"
+)
+
+
+def make_folder(
+    tmp_path: Path,
+    rows: list[str],
+    *,
+    e2e_ms: float = 10.0,
+    platform: str = "H100",
+    header: str = OPS_HEADER,
+    category: str = "sdpa_fwd",
+    name: str = "folder",
+) -> Path:
+    """A minimal analysis folder with our own rows (no shared data needed)."""
+    out = tmp_path / name
+    (out / "category_data").mkdir(parents=True)
+    (out / "metadata").mkdir()
+    (out / "category_data" / f"{category}_ops.csv").write_text(header + "\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    meta = {
+        "platform": platform,
+        "category": category.upper(),
+        "category_name": category,
+        "gpu_utilization": {
+            "total_time_ms": e2e_ms,
+            "computation_time_percent": 90.0,
+            "exposed_comm_time_percent": 0.0,
+            "exposed_memcpy_time_percent": 0.0,
+            "idle_time_percent": 10.0,
+        },
+    }
+    (out / "metadata" / f"{category}_metadata.json").write_text(json.dumps(meta), encoding="utf-8")
+    return out
+
+
+# One realistic aten flash row: B=2, H=8, N=1024, d=64, bf16, causal, 10 calls of 100 µs each.
+FLASH_ROW = (
+    "aten::_scaled_dot_product_flash_attention,SDPA_fwd,"
+    '"((2, 8, 1024, 64), (2, 8, 1024, 64), (2, 8, 1024, 64), (), (), (), ())",'
+    "\"('c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16', 'Scalar', 'Scalar', 'Scalar', 'Scalar')\","
+    "\"('', '', '', '0.', 'True', 'False', '0.125')\",10,1000.0,100.0,"
+    "\"[{'name': 'void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4> >(Flash_fwd_params)', "
+    "'stream': 7, 'count': 10, 'total_duration_us': np.float64(1000.0)}]\","
+    "model.py(10): forward"
+)
+
+__all__ = ["FIXTURES_WITH_OPS", "FLASH_ROW", "SHARED", "copy_fixture", "make_folder", "roots_for"]

@@ -1,0 +1,240 @@
+"""Roofline chart: what is drawn (coordinates, ceilings, ridge, areas), the PNG format, determinism."""
+
+from __future__ import annotations
+
+import io
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from matplotlib import image as mpimg
+from pydantic import ValidationError
+
+from server.errors import InputError
+from server.plots import (
+    DIRECTION_STYLE,
+    MAX_MARKER_AREA,
+    MIN_MARKER_AREA,
+    NO_MODELED_NOTE,
+    NO_OPS_NOTE,
+    Ceilings,
+    RooflinePoint,
+    render_roofline_png,
+)
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+# Peaks picked so the ridge is worked by hand: 1000 TFLOPS / 4 TB/s = 250 FLOPs/byte.
+CEIL = Ceilings(
+    peak_tflops=1000.0, peak_tbs=4.0, compute_spec="matrix_bf16", gpu_name="TestGPU", peak_kind="achievable"
+)
+
+
+def _pt(label: str, x: float | None, y: float | None, t: float, d: str = "fwd", **kw: object) -> RooflinePoint:
+    fields: dict[str, object] = {
+        "label": label,
+        "intensity": x,
+        "achieved_tflops": y,
+        "time_ms": t,
+        "direction": d,
+        "has_model": True,
+        "name": f"aten::_scaled_dot_product_flash_attention<{label}>",
+        "category": "sdpa_fwd" if d == "fwd" else "sdpa_bwd",
+    }
+    fields.update(kw)
+    return RooflinePoint(**fields)
+
+
+POINTS = [
+    _pt("A", 120.0, 35.5, 1.0, "fwd"),
+    _pt("B", 480.0, 410.0, 4.0, "bwd"),
+    _pt("nomodel", None, None, 2.0, "fwd", has_model=False, reason="unsupported signature of flash_attn::foo"),
+    _pt("C", 7.5, 2.25, 2.0, "fwd"),
+    _pt("zero", 40.0, 0.0, 1.0, "bwd"),
+]
+
+
+def png_chunks(png: bytes) -> list[tuple[bytes, bytes]]:
+    """(type, data) of every chunk, checking each CRC."""
+    assert png[:8] == PNG_SIGNATURE
+    chunks, pos = [], 8
+    while pos < len(png):
+        (length,) = struct.unpack(">I", png[pos : pos + 4])
+        ctype = png[pos + 4 : pos + 8]
+        data = png[pos + 8 : pos + 8 + length]
+        (crc,) = struct.unpack(">I", png[pos + 8 + length : pos + 12 + length])
+        assert crc == zlib.crc32(ctype + data), f"bad CRC in chunk {ctype!r}"
+        chunks.append((ctype, data))
+        pos += 12 + length
+    return chunks
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    chunks = png_chunks(png)
+    assert chunks[0][0] == b"IHDR"  # PNG requires IHDR first
+    w, h = struct.unpack(">II", chunks[0][1][:8])
+    return w, h
+
+
+@pytest.fixture(scope="module")
+def plot():
+    return render_roofline_png(POINTS, CEIL, title="sdpa test roofline")
+
+
+def test_plotted_points_equal_the_input_records(plot) -> None:
+    # modeled + plottable: A, B, C (input order); 'nomodel' has no model and 'zero' has 0 TFLOPS
+    got = [(p.label, p.x, p.y, p.direction) for p in plot.points]
+    assert got == [("A", 120.0, 35.5, "fwd"), ("B", 480.0, 410.0, "bwd"), ("C", 7.5, 2.25, "fwd")]
+
+
+def test_unplotted_ops_are_listed_with_reasons(plot) -> None:
+    assert [(u.label, u.direction) for u in plot.unplotted] == [("nomodel", "fwd"), ("zero", "bwd")]
+    assert plot.unplotted[0].reason == "unsupported signature of flash_attn::foo"
+    assert "achieved TFLOPS is 0" in plot.unplotted[1].reason
+    assert plot.unplotted_text.startswith("Not plotted (2 ops)")
+    text = " ".join(plot.unplotted_text.split())  # undo the box's line wrapping
+    assert "[fwd] 2 ms: unsupported signature of flash_attn::foo" in text
+    assert "[bwd] 1 ms: achieved TFLOPS is 0" in text
+    # 50-char name cut to 42 in the middle: first 20 chars + "…" + last 21 chars
+    assert "• aten::_scaled_dot_pr…sh_attention<nomodel>" in text
+
+
+def test_ceilings_equal_the_peaks(plot) -> None:
+    xs, ys = plot.compute_ceiling
+    assert all(y == 1000.0 for y in ys)
+    assert xs[0] == pytest.approx(250.0)  # the flat roof starts at the ridge
+    assert xs[-1] == plot.x_limits[1]
+    bx, by = plot.bandwidth_ceiling
+    assert len(bx) >= 3
+    # y = x · 4 TB/s at every drawn x, e.g. 1 FLOP/B → 4 TFLOPS, 250 FLOPs/B → 1000 TFLOPS
+    np.testing.assert_allclose(np.array(by) / np.array(bx), 4.0, rtol=1e-12)
+    assert bx[-1] == pytest.approx(250.0) and by[-1] == pytest.approx(1000.0)
+    assert bx[0] == plot.x_limits[0]
+
+
+def test_ridge_point(plot) -> None:
+    assert plot.ridge == pytest.approx((250.0, 1000.0))
+    h100 = Ceilings(peak_tflops=989.0, peak_tbs=3.35, compute_spec="matrix_bf16", gpu_name="H100", peak_kind="x")
+    # 989 / 3.35 = 295.2238... FLOPs/byte
+    assert render_roofline_png([], h100, title="t").ridge[0] == pytest.approx(295.22388, rel=1e-6)
+
+
+def test_marker_area_proportional_to_time_share(plot) -> None:
+    # times of all 5 inputs: 1 + 4 + 2 + 2 + 1 = 10 ms; the largest plotted (B, 4 ms) gets the full area
+    by_label = {p.label: p for p in plot.points}
+    assert by_label["B"].area == pytest.approx(MAX_MARKER_AREA)
+    assert by_label["A"].area == pytest.approx(MAX_MARKER_AREA / 4)
+    assert by_label["C"].area == pytest.approx(MAX_MARKER_AREA / 2)
+    assert [p.time_share for p in plot.points] == pytest.approx([0.1, 0.4, 0.2])
+    ratios = [p.area / p.time_share for p in plot.points]
+    assert max(ratios) == pytest.approx(min(ratios))
+
+
+def test_tiny_share_keeps_a_visible_floor() -> None:
+    r = render_roofline_png([_pt("big", 100, 10, 1000.0), _pt("tiny", 10, 1, 0.001)], CEIL, title="t")
+    assert r.points[1].area == MIN_MARKER_AREA
+
+
+def test_axes_contain_points_and_label_decades(plot) -> None:
+    (x_lo, x_hi), (y_lo, y_hi) = plot.x_limits, plot.y_limits
+    for p in plot.points:
+        assert x_lo < p.x < x_hi and y_lo < p.y < y_hi
+    assert y_hi > CEIL.peak_tflops
+    # limits are whole decades, and every decade in between is labelled with a plain number
+    n_x = round(np.log10(x_hi / x_lo)) + 1
+    assert plot.x_tick_labels == [f"{10.0**k:.12g}" for k in range(round(np.log10(x_lo)), round(np.log10(x_hi)) + 1)]
+    assert len(plot.x_tick_labels) == n_x
+    for decade in ("1", "10", "100", "1000"):
+        assert decade in plot.x_tick_labels and decade in plot.y_tick_labels
+
+
+def test_top_labels_are_the_longest_ops() -> None:
+    pts = [_pt(f"p{i}", 10.0 * (i + 1), 1.0 * (i + 1), t) for i, t in enumerate([3.0, 9.0, 1.0, 7.0, 5.0])]
+    r = render_roofline_png(pts, CEIL, title="t", top_labels=2)
+    assert [p.label for p in r.points if p.labelled] == ["p1", "p3"]  # 9 ms and 7 ms
+
+
+def test_png_format_and_size(plot) -> None:
+    assert plot.png[:8] == PNG_SIGNATURE
+    assert png_size(plot.png) == (1200, 800) == (plot.width_px, plot.height_px)
+    odd = render_roofline_png(POINTS, CEIL, title="t", size_px=(1001, 777), dpi=96)
+    assert png_size(odd.png) == (1001, 777)
+
+
+def test_png_has_no_software_or_time_metadata(plot) -> None:
+    types = {t for t, _ in png_chunks(plot.png)}
+    assert b"tIME" not in types
+    texts = b"".join(d for t, d in png_chunks(plot.png) if t in (b"tEXt", b"iTXt", b"zTXt"))
+    assert b"Software" not in texts and b"atplotlib" not in texts
+
+
+def test_deterministic_in_process_and_in_a_fresh_process(plot) -> None:
+    again = render_roofline_png(POINTS, CEIL, title="sdpa test roofline")
+    assert again.png == plot.png
+    code = (
+        "import sys\n"
+        "from tests.test_plots_roofline import POINTS, CEIL\n"
+        "from server.plots import render_roofline_png\n"
+        "sys.stdout.buffer.write(render_roofline_png(POINTS, CEIL, title='sdpa test roofline').png)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        check=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert out.stdout == plot.png
+
+
+def test_forward_and_backward_differ_in_shape_and_colour(plot) -> None:
+    fwd, bwd = DIRECTION_STYLE["fwd"], DIRECTION_STYLE["bwd"]
+    assert fwd["marker"] != bwd["marker"] and fwd["color"] != bwd["color"]
+    # both legend swatches are drawn opaque in their exact colours
+    img = (mpimg.imread(io.BytesIO(plot.png))[..., :3] * 255).round().astype(int)
+    for style in (fwd, bwd):
+        rgb = np.array([int(style["color"][i : i + 2], 16) for i in (1, 3, 5)])
+        assert (np.abs(img - rgb).max(axis=-1) <= 2).sum() > 20, style
+
+
+def test_empty_chart_is_valid_with_a_note() -> None:
+    r = render_roofline_png([], CEIL, title="empty")
+    assert png_size(r.png) == (1200, 800)
+    assert r.note == NO_OPS_NOTE and r.points == [] and r.unplotted == []
+    assert r.compute_ceiling[1][0] == 1000.0
+    img = mpimg.imread(io.BytesIO(r.png))
+    assert img.std() > 0.01  # something is drawn
+
+
+def test_all_unmodeled_lists_them_and_says_nothing_plotted() -> None:
+    pts = [_pt("a", None, None, 1.0, has_model=False, reason="no model for X")]
+    r = render_roofline_png(pts, CEIL, title="t")
+    assert r.points == [] and r.note == NO_MODELED_NOTE
+    assert "no model for X" in r.unplotted_text
+
+
+def test_long_unplotted_list_is_truncated_with_a_count() -> None:
+    pts = [_pt(f"u{i}", None, None, 1.0, has_model=False, reason="unsupported") for i in range(60)]
+    r = render_roofline_png(pts, CEIL, title="t")
+    assert len(r.unplotted) == 60
+    assert "more (see the report table)" in r.unplotted_text
+
+
+def test_nan_intensity_is_reported_not_plotted() -> None:
+    r = render_roofline_png([_pt("n", float("nan"), 5.0, 1.0)], CEIL, title="t")
+    assert r.points == [] and "intensity is nan" in r.unplotted[0].reason
+
+
+def test_bad_inputs_raise_clear_errors() -> None:
+    with pytest.raises(ValidationError, match="peak_tbs"):
+        Ceilings(peak_tflops=1000, peak_tbs=0, compute_spec="x", gpu_name="g", peak_kind="k")
+    with pytest.raises(ValidationError, match="time_ms"):
+        _pt("x", 1.0, 1.0, -1.0)
+    with pytest.raises(InputError, match="size_px"):
+        render_roofline_png([], CEIL, title="t", size_px=(10, 10))
+    with pytest.raises(InputError, match="dpi"):
+        render_roofline_png([], CEIL, title="t", dpi=0)

@@ -1,0 +1,226 @@
+"""HTML report: parsed back with html.parser, the tables' cells and the embedded chart are checked."""
+
+from __future__ import annotations
+
+import base64
+import struct
+from html.parser import HTMLParser
+
+import pytest
+
+from server.plots import Ceilings, RooflinePoint, render_roofline_png
+from server.report import (
+    NO_OPS_MESSAGE,
+    CategorySection,
+    FindingRow,
+    OpRow,
+    PeakSource,
+    ReportContext,
+    render_report_html,
+)
+
+NASTY = 'flash_attn::fwd<float, 128><script>alert("x")</script>'
+
+
+class PageParser(HTMLParser):
+    """Tables by id (rows of cell texts; <br> and <li> become newlines), img tags, every attribute."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tables: dict[str, list[list[str]]] = {}
+        self.imgs: list[dict[str, str | None]] = []
+        self.attrs: list[tuple[str, str, str | None]] = []
+        self.start_tags: list[str] = []
+        self.text: list[str] = []
+        self._table: str | None = None
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.start_tags.append(tag)
+        self.attrs.extend((tag, k, v) for k, v in attrs)
+        a = dict(attrs)
+        if tag == "table":
+            self._table = a.get("id") or f"anon{len(self.tables)}"
+            self.tables[self._table] = []
+        elif tag == "tr" and self._table is not None:
+            self._row = []
+        elif tag in ("td", "th") and self._row is not None:
+            self._cell = []
+        elif tag in ("br", "li") and self._cell is not None and self._cell:
+            self._cell.append("\n")
+        elif tag == "img":
+            self.imgs.append(a)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._row is not None:
+            self._row.append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "tr" and self._row is not None and self._table is not None:
+            self.tables[self._table].append(self._row)
+            self._row = None
+        elif tag == "table":
+            self._table = None
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def parse(page: str) -> PageParser:
+    p = PageParser()
+    p.feed(page)
+    p.close()
+    return p
+
+
+@pytest.fixture(scope="module")
+def chart_png() -> bytes:
+    ceil = Ceilings(peak_tflops=989.0, peak_tbs=3.35, compute_spec="matrix_bf16", gpu_name="H100", peak_kind="ach")
+    pts = [
+        RooflinePoint(label="B16 H16 N559 d64", intensity=140.0, achieved_tflops=85.8, time_ms=4.016,
+                      direction="fwd", has_model=True, name="aten::_scaled_dot_product_flash_attention",
+                      category="sdpa_fwd"),
+    ]  # fmt: skip
+    return render_roofline_png(pts, ceil, title="sdpa_fwd", size_px=(600, 400)).png
+
+
+def make_ctx(chart_png: bytes) -> ReportContext:
+    ops = [
+        OpRow(
+            name="aten::_scaled_dot_product_flash_attention",
+            args="(16,16,559,64) bf16<br>(16,16,559,64) bf16<br>(16,16,559,64) bf16",
+            count=24,
+            time_ms=4.01634,
+            percent_e2e=12.1225,
+            efficiency_pct=8.677,
+            bound="compute",
+            flops=1.2345e12,
+            bytes=4.5e8,
+            intensity=140.04,
+            achieved_tflops=85.835,
+            expected_band="20–40 %",
+            warnings=["kernel time includes a FillFunctor<float> kernel"],
+        ),
+        OpRow(name=NASTY, args="", count=3, time_ms=0.5, percent_e2e=1.5, efficiency_pct=123.4, bound="memory",
+              flops=2.0e9, bytes=1.0e6, intensity=2000.0, achieved_tflops=4.0, warnings=["efficiency > 110 %"]),
+        OpRow(name="vllm::unified_attention", count=7, time_ms=2.25, percent_e2e=6.8,
+              no_model_reason="paged KV layout not supported"),
+    ]  # fmt: skip
+    findings = [
+        FindingRow(rank=1, bound="compute", library="FlashAttention-2", eff_bucket="0-30", impact_low=8.34,
+                   impact_mid=9.73, impact_high=11.12, members=["aten::_scaled_dot_product_flash_attention"]),
+        FindingRow(rank=2, bound="unmodeled", library="Unknown", eff_bucket="unknown", estimate_method="heuristic",
+                   impact_low=1.02, impact_mid=2.04, impact_high=3.06, members=["vllm::unified_attention", NASTY]),
+    ]  # fmt: skip
+    return ReportContext(
+        title="SDPA report <demo>",
+        source="/data/out & co",
+        e2e_ms=33.131,
+        bytes_model="compulsory",
+        bytes_model_note="re-reads assumed to hit L2",
+        peaks=[PeakSource(gpu_name="NVIDIA H100 80GB HBM3", compute_spec="matrix_bf16", peak_tflops=989.0,
+                          peak_tbs=3.35, peak_kind="achievable", source="GPU in the trace (deviceProperties)")],
+        warnings=["metadata platform MI300X disagrees with the trace's GPU (H100): using H100"],
+        sections=[
+            CategorySection(category="sdpa_fwd", display_name="SDPA forward", chart_png=chart_png,
+                            total_time_ms=6.766, percent_of_e2e=20.42, findings=findings, ops=ops),
+            CategorySection(category="sdpa_bwd", display_name="SDPA backward"),
+            CategorySection(category="inferenceattention", error="ops CSV row 3: Input Dims is not a tuple"),
+        ],
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def page(chart_png: bytes) -> str:
+    return render_report_html(make_ctx(chart_png))
+
+
+def test_ops_table_rows_and_values(page: str) -> None:
+    rows = parse(page).tables["ops-sdpa_fwd"]
+    assert rows[0][:5] == ["name", "args", "count", "time ms", "%E2E"]
+    assert rows[0][-1] == "warnings / no-model reason"
+    assert len(rows) == 1 + 3
+    r = rows[1]
+    # formatting worked by hand: 4.01634 → 4.016; 8.677 → 8.7; 1.2345e12 → 1.23 TFLOP; 4.5e8 B → 450 MB
+    assert r == [
+        "aten::_scaled_dot_product_flash_attention",
+        "(16,16,559,64) bf16\n(16,16,559,64) bf16\n(16,16,559,64) bf16",
+        "24", "4.016", "12.12", "8.7", "compute", "1.23 TFLOP", "450 MB", "140.0", "85.83", "20–40 %",
+        "kernel time includes a FillFunctor<float> kernel",
+    ]  # fmt: skip
+    assert rows[2][0] == NASTY  # the template / tag text round-trips as text
+    assert rows[2][1] == "—"
+    assert rows[2][7:9] == ["2 GFLOP", "1 MB"]
+    no_model = rows[3]
+    assert no_model[0] == "vllm::unified_attention"
+    assert no_model[5:12] == ["—"] * 7  # efficiency … achieved TFLOPS unknown
+    assert no_model[-1] == "no model: paged KV layout not supported"
+
+
+def test_findings_table(page: str) -> None:
+    rows = parse(page).tables["findings-sdpa_fwd"]
+    assert rows[0] == ["rank", "bound", "library", "eff bucket", "method", "impact low", "impact mid", "impact high",
+                       "members"]  # fmt: skip
+    assert rows[1] == ["1", "compute", "FlashAttention-2", "0-30", "quantified", "8.34", "9.73", "11.12",
+                       "aten::_scaled_dot_product_flash_attention"]  # fmt: skip
+    assert rows[2][:8] == ["2", "unmodeled", "Unknown", "unknown", "heuristic", "1.02", "2.04", "3.06"]
+    assert rows[2][8].split("\n") == ["vllm::unified_attention", NASTY]
+
+
+def test_peaks_table_says_where_peaks_came_from(page: str) -> None:
+    rows = parse(page).tables["peaks"]
+    # ridge = 989 / 3.35 = 295.22… FLOPs/byte
+    assert rows[1] == ["NVIDIA H100 80GB HBM3", "matrix_bf16", "989", "3.35", "295.2", "achievable",
+                       "GPU in the trace (deviceProperties)"]  # fmt: skip
+
+
+def test_embedded_chart_is_the_png(page: str, chart_png: bytes) -> None:
+    imgs = parse(page).imgs
+    assert len(imgs) == 1
+    src = imgs[0]["src"] or ""
+    prefix = "data:image/png;base64,"
+    assert src.startswith(prefix)
+    raw = base64.b64decode(src[len(prefix) :], validate=True)
+    assert raw == chart_png
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", raw[16:24]) == (600, 400)
+
+
+def test_self_contained_and_escaped(page: str) -> None:
+    p = parse(page)
+    assert "<script" not in page.lower()
+    assert "script" not in p.start_tags
+    assert "http://" not in page and "https://" not in page
+    assert not {"link", "iframe", "object", "embed", "base", "form"} & set(p.start_tags)
+    for tag, key, value in p.attrs:
+        if key in ("src", "href", "action", "srcset", "poster"):
+            assert (value or "").startswith(("data:", "#")), (tag, key, value)
+    assert "url(" not in page  # no CSS fetches
+    assert "&lt;script&gt;" in page and "SDPA report &lt;demo&gt;" in page and "/data/out &amp; co" in page
+
+
+def test_empty_and_failed_categories(page: str) -> None:
+    text = "".join(parse(page).text)
+    assert text.count(NO_OPS_MESSAGE) == 1  # sdpa_bwd only
+    assert "Analysis failed: ops CSV row 3: Input Dims is not a tuple" in text
+    assert "ops-sdpa_bwd" not in parse(page).tables
+
+
+def test_context_lines(page: str) -> None:
+    text = "".join(parse(page).text)
+    assert "E2E baseline: 33.131 ms" in text
+    assert "Bytes model: compulsory (re-reads assumed to hit L2)" in text
+    assert "metadata platform MI300X disagrees" in text
+    assert "GPU kernel time 6.766 ms · 20.42 % of E2E" in text
+
+
+def test_anomalous_efficiency_is_highlighted(page: str) -> None:
+    assert '<td class="num anomaly">123.4</td>' in page
+    assert '<td class="num">8.7</td>' in page
+
+
+def test_report_without_sections_says_no_ops() -> None:
+    page = render_report_html(ReportContext(title="t"))
+    assert NO_OPS_MESSAGE in page and "No peaks were resolved" in page
+    assert parse(page).imgs == []
