@@ -21,9 +21,12 @@ fallbacks, unparseable cells). Every field therefore equals what `parse_op` give
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
-from itertools import chain, compress
+from dataclasses import dataclass, field, fields, replace
+from functools import reduce
+from itertools import compress, repeat
+from operator import iadd
 from typing import Any
 
 import numpy as np
@@ -32,7 +35,14 @@ from numpy.typing import NDArray
 from .config import AttentionConfig, Direction, Mask, MaskKind, VarlenInfo
 from .dtypes import element_size, matrix_compute_spec
 from .errors import ConfigError
-from .literals import LiteralParseError, parse_float_str, parse_int_str, parse_literal
+from .literals import (
+    _PLAIN_INT_NEST,
+    LiteralParseError,
+    _parse_plain_int_nest,
+    parse_float_str,
+    parse_int_str,
+    parse_literal,
+)
 from .masks import mask_code
 from .ops import perf_params as pp
 from .ops.build import RowPlan, attn_mask_warning, plan_row
@@ -45,10 +55,21 @@ from .table import ConfigTable
 __all__ = ["ParsedTable", "parse_ops_table"]
 
 _TABLE_FIELDS = tuple(f.name for f in fields(ConfigTable))
-_INT, _FLOAT, _OTHER = "int", "float", "other"
+_INT, _FLOAT, _ANY, _OTHER = "int", "float", "any", "other"
 _BLANK, _VALID, _INVALID = 0, 1, 2  # kinds of a per-call scalar value
 _NO_INT = np.iinfo(np.int64).min  # "no integer" in a column of max_seqlen values
 _KEEP_LEN = 64  # Concrete Inputs longer than this are grouped by their full value
+_CHUNK = 2048  # rows whose Input Dims are read together (cache-sized)
+_DIGITS_ONLY = bytes(c if 48 <= c <= 57 else 32 for c in range(256))  # bytes.translate tables
+_DIGITS_TO_ZERO = bytes(48 if 48 <= c <= 57 else c for c in range(256))
+_TEMPLATE_BYTES = frozenset(b"()[], 0")
+_DIMS_KIND = {list: 1, tuple: 1, str: 4}
+# ('', '0.', 'True'): a tuple (empty, one element with its comma, or several) of plain single-quoted
+# strings (no escapes, quotes, line breaks or NULs inside), which literal_eval reads as exactly the
+# quoted texts; read with a regex, 10x faster than literal_eval
+_Q = r"'[^'\\\n\r\x00]*'"
+_QUOTED_TUPLE = re.compile(rf"\([ ]*(?:|{_Q}[ ]*,|{_Q}(?:[ ]*,[ ]*{_Q})+[ ]*,?)[ ]*\)")
+_QUOTED = re.compile(r"'([^'\\\n\r\x00]*)'")
 _BATCH_LIMIT = 2.0**62  # a product of batch dims at or above this is left to Python's exact ints
 
 
@@ -60,6 +81,7 @@ class _Bad:
 
 
 _BAD = _Bad()
+_RAW = object()  # Input Dims given as strings
 
 
 @dataclass(eq=False)
@@ -177,9 +199,17 @@ class _Rows:
         self.names_in, self.dims_in, self.types_in, self.conc_in = names, dims, types, concrete
         self.pp_in = perf_params
         self.names = names if set(map(type, names)) <= {str} else [str(name) for name in names]
-        self.dims = list(dims)
-        self.types = list(types)
-        self.conc = list(concrete)
+        self.dims = dims  # copied before the first write (see writable)
+        self.part = np.zeros(0, dtype=np.int64)  # per row: its identity group (rows sharing cell objects)
+        self.part_concrete: list[Any] = []  # per identity group: Concrete Inputs as a tuple / None / _BAD
+
+    def writable(self) -> None:
+        """An own copy of Input Dims, so normalizing a cell never changes the caller's list."""
+        if self.dims is self.dims_in:
+            self.dims = list(self.dims)
+
+    def concrete(self, i: int) -> Any:
+        return self.part_concrete[self.part[i]]
 
     def parse(self, i: int) -> ParsedOp:
         params = None if self.pp_in is None else self.pp_in[i]
@@ -198,9 +228,18 @@ class _Rows:
 class _NameInfo:
     name: str
     spec: OpSpec | None
-    free: dict[int, str]  # per-call scalar slot -> "int" / "float"
-    keep: tuple[bool, ...] | None  # compress() selector dropping the free slots from the group key
     by_name: bool  # unknown op or autograd node: the name alone decides the outcome
+    free_by_arity: dict[int, tuple[dict[int, str], tuple[bool, ...] | None]]
+
+    def free(self, arity: int) -> tuple[dict[int, str], tuple[bool, ...] | None]:
+        """The per-call scalar slots of rows with `arity` arguments, and the compress() selector that
+        drops them from the group key (None when there are none)."""
+        if arity not in self.free_by_arity:
+            assert self.spec is not None
+            free = _free_slots(self.spec, arity)
+            keep = tuple(s not in free for s in range(_KEEP_LEN)) if free else None
+            self.free_by_arity[arity] = free, keep
+        return self.free_by_arity[arity]
 
 
 @dataclass
@@ -209,28 +248,40 @@ class _Group:
     types: Any  # normalized Input type cell (tuple / None / _BAD)
     concrete_ok: bool  # Concrete Inputs cell normalized (tuple / None), not _BAD
     concrete_none: bool
-    dims_kind: Any  # 1: a sequence; None: missing; _BAD
+    dims_kind: Any  # 1: a sequence; None: missing; _BAD; _RAW: strings, read by _raw_dims_blocks
     rows: NDArray[np.intp]
+    free: dict[int, str]  # the per-call slots left out of this group's key (for rows of `arity` arguments)
+    arity: int
 
 
 def _name_info(name: str) -> _NameInfo:
     spec = lookup(name)
-    free = _free_slots(spec) if spec is not None else {}
-    keep = tuple(s not in free for s in range(_KEEP_LEN)) if free else None
-    return _NameInfo(name, spec, free, keep, spec is None or spec.is_autograd_node)
+    return _NameInfo(name, spec, spec is None or spec.is_autograd_node, {})
 
 
-def _free_slots(spec: OpSpec) -> dict[int, str]:
-    """Concrete slots read only as softmax_scale ("float") or only as max_seqlen ("int") by every signature.
+def _free_slots(spec: OpSpec, arity: int) -> dict[int, str]:
+    """Concrete slots whose value can change how a row is read only through its kind (empty / valid /
+    invalid): read as softmax_scale ("float") or max_seqlen ("int") by the signatures that read them, or
+    read by none ("any": only whether it is empty counts, for the all-empty check of signature choice).
 
-    Their values change from call to call, but only their kind (empty / valid / invalid) can change how
-    a row is read, except for varlen max_seqlen, whose values the varlen reader takes per row.
+    Such values change from call to call (max_q of aten flash ops, the scale), so they are left out of
+    the group key; varlen rows take their max_seqlen values per row. Only the signatures that accept
+    `arity` arguments count: the others are never chosen for such a row.
     """
-    roles: dict[int, set[str]] = {}
-    for sig in spec.signatures:
+    sigs = [sig for sig in spec.signatures if sig.n_args[0] <= arity <= sig.n_args[1]]
+    if not sigs:
+        return {}
+    roles: dict[int, set[str]] = {slot: set() for slot in range(_KEEP_LEN)}
+    for sig in sigs:
         for slot, role in _concrete_roles(sig):
             roles.setdefault(slot, set()).add(role)
-    return {slot: next(iter(r)) for slot, r in roles.items() if len(r) == 1 and _OTHER not in r}
+    free = {}
+    for slot, r in roles.items():
+        if not r:
+            free[slot] = _ANY
+        elif len(r) == 1 and _OTHER not in r:
+            free[slot] = next(iter(r))
+    return free
 
 
 def _concrete_roles(sig: Signature) -> list[tuple[int, str]]:
@@ -253,93 +304,132 @@ def _group_rows(rows: _Rows) -> list[_Group]:
     once, so repeated cells are one object; the objects stay alive in `rows` while ids are compared),
     then the few identity groups are normalized and merged by value.
     """
-    names, dims, types, conc = rows.names, rows.dims, rows.types, rows.conc
+    names, dims, types, conc = rows.names, rows.dims, rows.types_in, rows.conc_in
     n = len(names)
-    ids: dict[Any, int] = {}
-    try:
-        id_code = [ids.setdefault((x, id(t), id(c)), len(ids)) for x, t, c in zip(names, types, conc, strict=True)]
-    except TypeError:  # an unhashable op name
-        id_code = [ids.setdefault((str(x), id(t), id(c)), len(ids)) for x, t, c in zip(names, types, conc, strict=True)]
-    dims_kind = np.ones(n, dtype=np.int64)  # 1 a sequence, 2 missing, 3 refused
+    t_keys = _identity_keys(types)
+    codes = [_factorize(names), _factorize(t_keys), _factorize(_identity_keys(conc))]
     kinds = list(map(type, dims))
-    if kinds.count(list) + kinds.count(tuple) < n:
+    # 1 a sequence, 2 missing, 3 refused, 4 a string (read later, in bulk); 0 to be read now
+    dims_kind = np.fromiter(map(_DIMS_KIND.get, kinds, repeat(0)), dtype=np.int64, count=n)
+    if kinds.count(list) + kinds.count(tuple) + kinds.count(str) < n:
         cells: dict[str, Any] = {}
-        for i, kind in enumerate(kinds):
-            if kind is not list and kind is not tuple:
-                d = dims[i] = _dims_cell(dims[i], cells)
-                dims_kind[i] = 2 if d is None else 3 if d is _BAD else 1
-    by_identity = np.asarray(id_code, dtype=np.int64) * 4 + dims_kind
+        for i in np.flatnonzero(dims_kind == 0).tolist():
+            rows.writable()
+            d = rows.dims[i] = _dims_cell(dims[i], cells)
+            dims_kind[i] = 2 if d is None else 3 if d is _BAD else 1
+    combined = dims_kind.copy()
+    for code, count in codes:
+        combined = combined * count + code  # < 8 n^3: fits int64 for any n < 10^6
+    _, first_rows, inverse = np.unique(combined, return_index=True, return_inverse=True)
     infos: dict[str, _NameInfo] = {}
     cells = {}
     merged: dict[Any, int] = {}
-    parts = _split_values(by_identity)
-    code_of_part = np.empty(len(parts), dtype=np.int64)
-    described: list[tuple[_NameInfo, Any, Any, Any]] = []
-    for p, members in enumerate(parts):
-        i = int(members[0])
-        name = rows.names[i] if type(rows.names[i]) is str else str(rows.names[i])
+    type_codes: dict[Any, int] = {}  # identity key of an Input type cell -> code of its value
+    type_values: dict[Any, int] = {}
+    part_code: list[int] = []
+    described: list[tuple[_NameInfo, Any, Any, Any, dict[int, str]]] = []
+    dims_of_kind = {1: 1, 2: None, 3: _BAD, 4: _RAW}
+    for p, (i, kind) in enumerate(zip(first_rows.tolist(), dims_kind[first_rows].tolist(), strict=True)):
+        name = names[i] if type(names[i]) is str else str(names[i])
         info = infos.get(name)
         if info is None:
             info = infos[name] = _name_info(name)
-        dk = {1: 1, 2: None, 3: _BAD}[int(dims_kind[i])]
+        dk = dims_of_kind[kind]
         t = c = None
+        free: dict[int, str] = {}
         if info.by_name:
             key: Any = (name,)
         else:
-            t, c = _seq_cell(types[i], cells, "Input type"), _seq_cell(conc[i], cells, "Concrete Inputs")
-            if c is not conc[i]:
-                for j in members.tolist():
-                    conc[j] = c
-            if info.keep is not None and type(c) is tuple and len(c) <= _KEEP_LEN:
-                key = (name, t, len(c), tuple(compress(c, info.keep)), dk)
+            t, c = types[i], conc[i]
+            if type(t) is not tuple:
+                t = _seq_cell(t, cells, "Input type")
+            tk = type_codes.get(t_keys[i])
+            if tk is None:  # hash each distinct Input type cell once
+                try:
+                    tk = type_values.setdefault(t, len(type_values))
+                except TypeError:
+                    tk = -1 - p
+                type_codes[t_keys[i]] = tk
+            if type(c) is not tuple:
+                c = _seq_cell(c, cells, "Concrete Inputs")
+            keep = None
+            if type(c) is tuple and len(c) <= _KEEP_LEN:
+                free, keep = info.free(len(c))
+            if keep is not None:
+                key = (name, tk, len(c), tuple(compress(c, keep)), dk)
             else:
-                key = (name, t, -1, c, dk)
+                free, key = {}, (name, tk, -1, c, dk)
         try:
             code = merged.setdefault(key, len(merged))
         except TypeError:  # an unhashable value inside a cell: its own group
             code = merged.setdefault(("#part", p), len(merged))
         if code == len(described):
-            described.append((info, t, c, dk))
-        code_of_part[p] = code
-    row_code = np.empty(n, dtype=np.int64)
-    for p, members in enumerate(parts):
-        row_code[members] = code_of_part[p]
+            described.append((info, t, c, dk, free))
+        part_code.append(code)
+        rows.part_concrete.append(c)
+    rows.part = inverse.astype(np.int64)
+    row_code = np.asarray(part_code, dtype=np.int64)[inverse]
     groups = []
     for members in _split_values(row_code):
-        info, t, c, dk = described[int(row_code[members[0]])]
-        groups.append(_Group(info, t, c is not _BAD, c is None, dk, members))
+        info, t, c, dk, free = described[int(row_code[members[0]])]
+        arity = len(c) if type(c) is tuple else -1
+        groups.append(_Group(info, t, c is not _BAD, c is None, dk, members, free, arity))
     return groups
+
+
+def _identity_keys(column: Sequence[Any]) -> Sequence[Any]:
+    """A cheap grouping key per cell: strings by value (their hash is cached), other cells by identity."""
+    kinds = set(map(type, column))
+    if kinds == {str}:
+        return column
+    if str not in kinds:
+        return list(map(id, column))
+    return [x if type(x) is str else id(x) for x in column]
+
+
+def _factorize(column: Sequence[Any]) -> tuple[NDArray[np.int64], int]:
+    """A code per cell (equal hashable values share one) and the number of codes."""
+    seen: dict[Any, int] = {}
+    try:
+        codes = [seen.setdefault(x, len(seen)) for x in column]
+    except TypeError:  # an unhashable cell: by identity
+        codes = [seen.setdefault(id(x), len(seen)) for x in column]
+    return np.asarray(codes, dtype=np.int64), max(len(seen), 1)
 
 
 def _seq_cell(value: Any, cache: dict[str, Any], field_name: str) -> Any:
     """An Input type / Concrete Inputs cell as Row.parse reads it: a tuple, None (missing) or _BAD."""
     if isinstance(value, str):
-        key = field_name + value
-        if key not in cache:
+        seen = cache.setdefault(field_name, {})
+        if value not in seen:
+            quoted = _QUOTED_TUPLE.fullmatch(value) if "np." not in value else None
             try:
-                cache[key] = _container(parse_literal(value, field_name), tuple)
+                parsed = tuple(_QUOTED.findall(value)) if quoted else parse_literal(value, field_name)
+                seen[value] = _container(parsed, tuple)
             except LiteralParseError:
-                cache[key] = _BAD
-        return cache[key]
+                seen[value] = _BAD
+        return seen[value]
     return _container(value, tuple)
 
 
 def _dims_cell(value: Any, cache: dict[str, Any]) -> Any:
     """An Input Dims cell: a list/tuple of entries, None (missing) or _BAD."""
     if isinstance(value, str):
-        key = "Input Dims" + value
-        if key not in cache:
+        seen = cache.setdefault("Input Dims", {})
+        if value not in seen:
             try:
-                cache[key] = _container(parse_literal(value, "Input Dims"), None)
+                seen[value] = _container(parse_literal(value, "Input Dims"), None)
             except LiteralParseError:
-                cache[key] = _BAD
-        return cache[key]
+                seen[value] = _BAD
+        return seen[value]
     return _container(value, None)
 
 
 def _container(parsed: Any, convert: Any) -> Any:
     """Row.parse's reading of a parsed cell (`_as_tuple`): None/NaN/float is missing, a non-string
     sequence is the cell, anything else is refused. `convert` makes the sequence hashable."""
+    if type(parsed) is tuple:
+        return parsed
     if parsed is None or isinstance(parsed, float):
         return None
     if isinstance(parsed, str) or not isinstance(parsed, Sequence):
@@ -375,10 +465,35 @@ def _parse_group(g: _Group, rows: _Rows, res: _Results) -> None:
     if g.dims_kind is None:  # "missing Input Dims": nothing else about the row matters
         _broadcast_unless_params(g.rows, rows, res, expect="missing Input Dims")
         return
-    for sub, mat, lens in _dims_blocks(g.rows, rows, res):
-        kinds, ints = _free_slot_kinds(sub, g.info.free, rows)
+    if g.dims_kind is _RAW:
+        blocks, rest = _raw_dims_blocks(g.rows, rows)
+        blocks += _parsed_rest(rest, rows, res)
+    else:
+        blocks = _dims_blocks(g.rows, rows, res)
+    for sub, mat, lens in blocks:
+        if g.free and len(lens) != g.arity:  # Input Dims sets the argument count: other signatures apply
+            res.one_by_one(sub, rows)
+            continue
+        kinds, ints = _free_slot_kinds(sub, g.free, rows)
         for part in _split_values(kinds):
             _parse_block(g, sub[part], mat[part], lens, {s: v[part] for s, v in ints.items()}, rows, res)
+
+
+def _parsed_rest(
+    members: NDArray[np.intp], rows: _Rows, res: _Results
+) -> list[tuple[NDArray[np.intp], NDArray[np.int64], tuple[int, ...]]]:
+    """Input Dims strings the fast reader left: parsed one by one, then read as parsed cells."""
+    if not len(members):
+        return []
+    rows.writable()
+    cells: dict[str, Any] = {}
+    kind = np.empty(len(members), dtype=np.int64)
+    for j, i in enumerate(members.tolist()):
+        d = rows.dims[i] = _dims_cell(rows.dims[i], cells)
+        kind[j] = 0 if d is None else 1 if d is _BAD else 2
+    _broadcast_unless_params(members[kind == 0], rows, res, expect="missing Input Dims")
+    res.one_by_one(members[kind == 1], rows)
+    return _dims_blocks(members[kind == 2], rows, res) if (kind == 2).any() else []
 
 
 def _broadcast_unless_params(
@@ -402,65 +517,163 @@ def _dims_blocks(
 ) -> list[tuple[NDArray[np.intp], NDArray[np.int64], tuple[int, ...]]]:
     """Split rows by the length of every Input Dims entry; each block's numbers as one (m, L) matrix.
 
-    Rows with an entry that is not a flat tuple of Python ints >= 0 (Tensor[] lists, None entries,
-    bools, floats, negative or huge numbers) are parsed one by one: Row.parse rejects or reshapes them.
+    Rows with an entry that is not a flat list/tuple of Python ints >= 0 (Tensor[] lists, None or ''
+    entries, bools, floats, negative or huge numbers) are parsed one by one: Row.parse refuses or
+    reshapes them. Rows are read in chunks so that the several passes over a chunk's cell objects hit
+    the CPU cache (the cells of 10^5 rows are tens of MB of scattered objects).
     """
-    dims = rows.dims
-    cells = [dims[i] for i in members]
+    by_pattern: dict[tuple[int, ...], list[tuple[NDArray[np.intp], NDArray[np.int64]]]] = {}
+    for start in range(0, len(members), _CHUNK):
+        for sub, mat, pattern in _dims_chunk(members[start : start + _CHUNK], rows, res):
+            by_pattern.setdefault(pattern, []).append((sub, mat))
+    return [
+        (np.concatenate([s for s, _ in parts]), np.concatenate([m for _, m in parts]), pattern)
+        for pattern, parts in by_pattern.items()
+    ]
+
+
+def _dims_chunk(
+    members: NDArray[np.intp], rows: _Rows, res: _Results
+) -> list[tuple[NDArray[np.intp], NDArray[np.int64], tuple[int, ...]]]:
+    cells = [rows.dims[i] for i in members.tolist()]
     n_entries = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
     blocks = []
     for e_rows in _split_values(n_entries):
-        e = int(n_entries[e_rows[0]])
-        sub_cells = [cells[j] for j in e_rows] if len(e_rows) < len(cells) else cells
-        entries = list(chain.from_iterable(sub_cells))
-        ok = np.ones(len(e_rows), dtype=bool)
-        if not set(map(type, entries)) <= {list, tuple}:
-            flags = [type(x) is list or type(x) is tuple for x in entries]
-            ok = np.asarray(flags, dtype=bool).reshape(len(e_rows), e).all(axis=1)
-            entries = [x if f else () for x, f in zip(entries, flags, strict=True)]
-        lens = np.fromiter(map(len, entries), dtype=np.int64, count=len(entries)).reshape(len(e_rows), e)
+        width = int(n_entries[e_rows[0]])
+        sub = cells if len(e_rows) == len(cells) else [cells[j] for j in e_rows.tolist()]
+        entries: list[Any] = reduce(iadd, sub, [])  # list += list: the fastest flattening in CPython
+        cols = [entries[j::width] for j in range(width)]  # entry j of every row
+        ok, lens = _entry_lengths(cols, len(sub))
         res.one_by_one(members[e_rows[~ok]], rows)
-        e_rows, lens, entries = e_rows[ok], lens[ok], _rows_of(entries, ok, e)
-        for part in _split_rows(lens):
+        for part in _split_rows(lens, ok):
             pattern = tuple(int(x) for x in lens[part[0]])
-            part_entries = entries if len(part) == len(e_rows) else _rows_of(entries, _mask(part, len(e_rows)), e)
-            mat, good = _int_matrix(part_entries, len(part), sum(pattern))
+            picked = None if len(part) == len(sub) else part.tolist()
+            mat, good = _int_matrix(cols, pattern, picked, len(part))
             res.one_by_one(members[e_rows[part[~good]]], rows)
             if good.any():
                 blocks.append((members[e_rows[part[good]]], mat[good], pattern))
     return blocks
 
 
-def _rows_of(entries: list[Any], keep: NDArray[np.bool_], width: int) -> list[Any]:
-    if keep.all():
-        return entries
-    return [x for j in np.flatnonzero(keep) for x in entries[j * width : (j + 1) * width]]
+def _raw_dims_blocks(
+    members: NDArray[np.intp], rows: _Rows
+) -> tuple[list[tuple[NDArray[np.intp], NDArray[np.int64], tuple[int, ...]]], NDArray[np.intp]]:
+    """Input Dims strings read as bytes with numpy: no Python object per number.
+
+    Every digit run becomes one '0' in a row's template; rows with the same template parse alike (the
+    literal reader's plain int-nest path depends only on the brackets, commas and spaces), so one row's
+    parse_literal gives every row's entry lengths, and the numbers of all rows come from one
+    np.fromstring. Rows whose template holds anything else (signs, letters, tabs, non-ASCII), a number
+    of more than 18 digits, or a structure that is not flat shapes are returned for the literal reader.
+    """
+    texts = [rows.dims[i] for i in members.tolist()]
+    m = len(texts)
+    joined = "\n".join(texts)
+    if joined.count("\n") != m - 1 or not joined.isascii():
+        return [], members
+    data = joined.encode("ascii")
+    zeros = np.frombuffer(data.translate(_DIGITS_TO_ZERO), dtype=np.uint8) == 48
+    keep = np.ones(len(zeros), dtype=bool)
+    keep[1:] = ~(zeros[1:] & zeros[:-1])  # the first digit of each run
+    marked = np.frombuffer(data.translate(_DIGITS_TO_ZERO), dtype=np.uint8)[keep].tobytes()  # number -> "0"
+    first = marked.split(b"\n", 1)[0]
+    if marked == b"\n".join([first] * m):
+        template_of, templates = np.zeros(m, dtype=np.int64), [first]
+    else:
+        codes: dict[bytes, int] = {}
+        template_of = np.fromiter((codes.setdefault(t, len(codes)) for t in marked.split(b"\n")), np.int64, m)
+        templates = list(codes)
+    runs = np.asarray([t.count(b"0") for t in templates], dtype=np.int64)[template_of]
+    offsets = np.concatenate([[0], np.cumsum(runs)])
+    numbers = np.fromstring(data.translate(_DIGITS_ONLY), dtype=np.int64, sep=" ") if offsets[-1] else None
+    if numbers is not None and len(numbers) != offsets[-1]:
+        return [], members
+    odd = np.zeros(m, dtype=bool)  # a number of 19+ digits may not fit int64 (fromstring saturates)
+    if numbers is not None:
+        suspect = np.flatnonzero((numbers >= 10**18) | (numbers < 0))
+        odd[np.searchsorted(offsets, suspect, side="right") - 1] = True
+    blocks, rest = [], [np.flatnonzero(odd)]
+    for code in _split_values(template_of):
+        code = code[~odd[code]]
+        if not len(code):
+            continue
+        lens = _template_lengths(templates[int(template_of[code[0]])], texts[int(code[0])])
+        if lens is None:
+            rest.append(code)
+            continue
+        width = sum(lens)
+        if numbers is None or not width:
+            mat = np.zeros((len(code), width), dtype=np.int64)
+        else:
+            mat = numbers[offsets[code][:, None] + np.arange(width)]
+        blocks.append((members[code], mat, lens))
+    return blocks, members[np.sort(np.concatenate(rest))]
 
 
-def _mask(idx: NDArray[np.intp], n: int) -> NDArray[np.bool_]:
-    out = np.zeros(n, dtype=bool)
-    out[idx] = True
-    return out
-
-
-def _int_matrix(entries: list[Any], m: int, width: int) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
-    """The numbers of m rows (each `width` ints) as an (m, width) matrix, and which rows are clean."""
-    flat = list(chain.from_iterable(entries))
-    good = np.ones(m, dtype=bool)
-    if width == 0:
-        return np.zeros((m, 0), dtype=np.int64), good
-    kinds = list(map(type, flat))
-    if kinds.count(int) != len(flat):
-        bad = [k for k, t in enumerate(kinds) if t is not int]
-        good[np.asarray(bad) // width] = False
-        flat = [x if t is int else 0 for x, t in zip(flat, kinds, strict=True)]
+def _template_lengths(template: bytes, text: str) -> tuple[int, ...] | None:
+    """Entry lengths of every Input Dims string with this template, from one of them; None when the
+    strings are not plain flat shapes (a Tensor[] entry, a bare number, a path the plain reader refuses)."""
+    if not set(template) <= _TEMPLATE_BYTES or not _PLAIN_INT_NEST.fullmatch(text.strip()):
+        return None
     try:
-        mat = np.asarray(flat, dtype=np.int64).reshape(m, width)
-    except OverflowError:
-        huge = [not -(2**63) <= x < 2**63 for x in flat]
-        good &= ~np.asarray(huge, dtype=bool).reshape(m, width).any(axis=1)
-        mat = np.asarray([0 if h else x for x, h in zip(flat, huge, strict=True)], dtype=np.int64)
-        mat = mat.reshape(m, width)
+        parsed = _parse_plain_int_nest(text.strip())
+    except ValueError:
+        return None
+    if not isinstance(parsed, tuple) or parse_literal(text) != parsed:
+        return None
+    lens = []
+    for entry in parsed:
+        if not isinstance(entry, tuple) or not all(type(x) is int for x in entry):
+            return None
+        lens.append(len(entry))
+    if sum(lens) != template.count(b"0"):
+        return None
+    return tuple(lens)
+
+
+def _entry_lengths(cols: list[list[Any]], m: int) -> tuple[NDArray[np.bool_], NDArray[np.int64]]:
+    """Per row: are all entries lists/tuples, and the length of each."""
+    ok = np.ones(m, dtype=bool)
+    lens = np.zeros((m, len(cols)), dtype=np.int64)
+    for j, col in enumerate(cols):
+        try:
+            if col[0] in ([], ()) and (col.count([]) == m or col.count([]) + col.count(()) == m):
+                continue  # an argument that is never a tensor
+        except (TypeError, ValueError):  # an entry with an odd __eq__ (an array): checked below
+            pass
+        if not set(map(type, col)) <= {list, tuple}:
+            flags = np.fromiter((type(x) is list or type(x) is tuple for x in col), dtype=bool, count=m)
+            ok &= flags
+            col = cols[j] = [x if f else () for x, f in zip(col, flags.tolist(), strict=True)]
+        lens[:, j] = np.fromiter(map(len, col), dtype=np.int64, count=m)
+    return ok, lens
+
+
+def _int_matrix(
+    cols: list[list[Any]], pattern: tuple[int, ...], picked: list[int] | None, m: int
+) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """The numbers of m rows as an (m, sum(pattern)) matrix, and which rows hold only ints >= 0."""
+    good = np.ones(m, dtype=bool)
+    parts = []
+    for col, width in zip(cols, pattern, strict=True):
+        if not width:
+            continue
+        if picked is not None:
+            col = [col[r] for r in picked]
+        flat: list[Any] = reduce(iadd, col, [])
+        kinds = list(map(type, flat))
+        if kinds.count(int) != len(flat):
+            bad = [k for k, t in enumerate(kinds) if t is not int]
+            good[np.asarray(bad) // width] = False
+            flat = [x if t is int else 0 for x, t in zip(flat, kinds, strict=True)]
+        try:
+            values = np.fromiter(flat, dtype=np.int64, count=len(flat))
+        except OverflowError:
+            huge = np.fromiter((not -(2**63) <= x < 2**63 for x in flat), dtype=bool, count=len(flat))
+            good &= ~huge.reshape(m, width).any(axis=1)
+            values = np.fromiter((0 if h else x for x, h in zip(flat, huge, strict=True)), np.int64, len(flat))
+        parts.append(values.reshape(m, width))
+    mat = np.hstack(parts) if parts else np.zeros((m, 0), dtype=np.int64)
     good &= ~(mat < 0).any(axis=1)
     return mat, good
 
@@ -468,40 +681,50 @@ def _int_matrix(entries: list[Any], m: int, width: int) -> tuple[NDArray[np.int6
 def _free_slot_kinds(
     members: NDArray[np.intp], free: dict[int, str], rows: _Rows
 ) -> tuple[NDArray[np.int64], dict[int, NDArray[np.int64]]]:
-    """Per row, one code combining the kind of every per-call scalar; the max_seqlen values by slot."""
+    """Per row, one code combining the kind of every per-call scalar; the max_seqlen values by slot.
+
+    Each Concrete Inputs object is read once (rows of one identity group share it).
+    """
     code = np.zeros(len(members), dtype=np.int64)
     ints: dict[int, NDArray[np.int64]] = {}
     if not free or not len(members):
         return code, ints
-    conc = rows.conc
-    width = len(conc[members[0]]) if conc[members[0]] is not None else 0  # one length per group
+    _, first, back = np.unique(rows.part[members], return_index=True, return_inverse=True)
+    cells = [rows.concrete(i) for i in members[first].tolist()]
+    if cells[0] is None:
+        return code, ints
+    columns = list(zip(*cells, strict=True))  # one length per structural group
     for slot, role in sorted(free.items()):
-        if slot >= width:
+        if slot >= len(columns):
             continue
-        values = [conc[i][slot] for i in members]
-        kinds, numbers = _kinds_of(values, role)
-        code = code * 3 + kinds
+        kinds, numbers = _kinds_of(columns[slot], role)
+        code = code * 3 + kinds[back]
         if numbers is not None:
-            ints[slot] = numbers
+            ints[slot] = numbers[back]
     return code, ints
 
 
-def _kinds_of(values: list[Any], role: str) -> tuple[NDArray[np.int64], NDArray[np.int64] | None]:
+def _kinds_of(values: tuple[Any, ...], role: str) -> tuple[NDArray[np.int64], NDArray[np.int64] | None]:
     """Kind of each value for its slot's parser (blank / valid / invalid), and the ints of an int slot."""
     m = len(values)
+    parser = {_INT: parse_int_str, _FLOAT: parse_float_str}.get(role)
+    if values.count(values[0]) == m:  # the usual case: one value in every row
+        kind, number = _kind_of(values[0], parser)
+        return np.full(m, kind, dtype=np.int64), (np.full(m, number, dtype=np.int64) if role == _INT else None)
     kinds = np.empty(m, dtype=np.int64)
     numbers = np.full(m, _NO_INT, dtype=np.int64) if role == _INT else None
     todo = np.arange(m)
-    if role == _INT and m and set(map(type, values)) == {str}:
+    if role != _FLOAT and set(map(type, values)) == {str}:
         text = np.asarray(values, dtype=str)
+        if role == _ANY:  # only emptiness counts
+            return np.where(np.strings.str_len(np.strings.strip(text)) > 0, _VALID, _BLANK).astype(np.int64), None
         fast = np.strings.isdecimal(text) & (np.strings.str_len(text) <= 18)
         assert numbers is not None
         numbers[fast] = text[fast].astype(np.int64)  # numpy reads Unicode digits as int() does
         kinds[fast] = _VALID
         todo = np.flatnonzero(~fast)
     memo: dict[Any, tuple[int, int]] = {}
-    parser = parse_int_str if role == _INT else parse_float_str
-    for j in todo:
+    for j in todo.tolist():
         value = values[j]
         try:
             hit = memo.get(value)
@@ -524,6 +747,8 @@ def _kind_of(value: Any, parser: Any) -> tuple[int, int]:
         isinstance(value, float) and value != value
     ):
         return _BLANK, _NO_INT
+    if parser is None:
+        return _VALID, _NO_INT
     try:
         parsed = parser(value)
     except LiteralParseError:
@@ -535,20 +760,24 @@ def _kind_of(value: Any, parser: Any) -> tuple[int, int]:
 
 def _split_values(values: NDArray[np.int64]) -> list[NDArray[np.intp]]:
     """Row indices grouped by value (ascending row order inside each group)."""
-    if len(values) and (values == values[0]).all():
+    if not len(values):
+        return []
+    if (values == values[0]).all():
         return [np.arange(len(values))]
     order = np.argsort(values, kind="stable")
     return np.split(order, np.flatnonzero(np.diff(values[order])) + 1)
 
 
-def _split_rows(mat: NDArray[np.int64]) -> list[NDArray[np.intp]]:
-    """Row indices grouped by identical matrix rows."""
-    if not len(mat):
+def _split_rows(mat: NDArray[np.int64], keep: NDArray[np.bool_]) -> list[NDArray[np.intp]]:
+    """Indices of the `keep` rows grouped by identical matrix rows."""
+    rows = np.flatnonzero(keep)
+    if not len(rows):
         return []
-    if (mat == mat[0]).all():
-        return [np.arange(len(mat))]
-    _, inverse = np.unique(mat, axis=0, return_inverse=True)
-    return _split_values(inverse.reshape(-1).astype(np.int64))
+    sub = mat[rows]
+    if (sub == sub[0]).all():
+        return [rows]
+    _, inverse = np.unique(sub, axis=0, return_inverse=True)
+    return [rows[part] for part in _split_values(inverse.reshape(-1).astype(np.int64))]
 
 
 # --- one block: same structure, same entry lengths, same scalar kinds ---------------------------------
@@ -567,14 +796,14 @@ def _parse_block(
     assert spec is not None
     rep = int(members[0])
     try:
-        plan = plan_row(spec, Row.parse(rows.dims[rep], g.types, rows.conc[rep]))
+        plan = plan_row(spec, Row.parse(rows.dims[rep], g.types, rows.concrete(rep)))
     except RowError:
         res.one_by_one(members, rows)
         return
     if plan.error is not None and not plan.error_after_shapes:
         _broadcast_unless_params(members, rows, res, expect=plan.error)
         return
-    shapes = _shapes(plan, mat, lens, ints, rows.conc[rep], g.types)
+    shapes = _shapes(plan, mat, lens, ints, rows.concrete(rep), g.types)
     if shapes is None:
         res.one_by_one(members, rows)
         return
@@ -884,6 +1113,18 @@ def _columns_of_configs(configs: list[AttentionConfig]) -> dict[str, NDArray[Any
     return {name: np.asarray(values, dtype=_column_dtype(name)) for name, values in out.items()}
 
 
+def _outside_int64(cfg: AttentionConfig) -> str | None:
+    """Why a config cannot be a ConfigTable row (an int64 overflow), or None."""
+    values = {name: getattr(cfg, name) for name in _SHAPES}
+    for part in (cfg.varlen, cfg.paged):
+        if part is not None:
+            values.update((f.name, getattr(part, f.name)) for f in fields(part) if f.name != "context_lens")
+    for name, value in values.items():
+        if isinstance(value, int) and not -(2**63) <= value < 2**63:
+            return f"{name}={value} does not fit a 64-bit integer: the row's shapes are not plausible"
+    return None
+
+
 def _column_dtype(name: str) -> Any:
     if name.startswith("elem_"):
         return np.float64
@@ -901,14 +1142,14 @@ class _Results:
         self.names = np.empty(n, dtype=object)
         self.names[:] = names
         obj = ("family", "layout", "attention_type", "direction", "source", "reason", "mask_label", "dtype_q")
-        self.cols: dict[str, NDArray[np.object_]] = {name: np.full(n, None, dtype=object) for name in obj}
+        self.cols: dict[str, NDArray[np.object_]] = {name: np.empty(n, dtype=object) for name in obj}  # None
         self.modeled = np.zeros(n, dtype=bool)
         self.per_row = np.zeros(n, dtype=bool)
         self.warnings: list[tuple[str, ...]] = [()] * n
         self.configs: dict[int, AttentionConfig] = {}
         self.plan_of = np.full(n, -1, dtype=np.int32)
         self.plans: list[_GroupPlan] = []
-        self.masks = np.full(n, None, dtype=object)
+        self.masks = np.empty(n, dtype=object)
         self.pieces: list[tuple[NDArray[np.intp], dict[str, NDArray[Any]]]] = []
 
     @classmethod
@@ -943,7 +1184,12 @@ class _Results:
             self.set_op(i, source.parse(i))
 
     def set_op(self, i: int, op: ParsedOp) -> None:
+        if op.config is not None:
+            too_big = _outside_int64(op.config)
+            if too_big is not None:
+                op = replace(op, config=None, reason=too_big, source=None)
         self._fields(i, op)
+        self.names[i] = op.name
         self.warnings[i] = op.warnings
         self.per_row[i] = True
         self.plan_of[i] = -1
@@ -1005,10 +1251,15 @@ class _Results:
 
 
 def _assemble(pieces: list[tuple[NDArray[np.intp], dict[str, NDArray[Any]]]]) -> ConfigTable:
-    """One ConfigTable from per-group column pieces, rows in ascending row order."""
-    if not pieces:
-        return ConfigTable.from_arrays(**{name: np.zeros(0, dtype=_column_dtype(name)) for name in _TABLE_FIELDS})
-    rows = np.concatenate([r for r, _ in pieces])
-    order = np.argsort(rows, kind="stable")
-    cols = {name: np.concatenate([c[name] for _, c in pieces])[order] for name in _TABLE_FIELDS}
+    """One ConfigTable from per-group column pieces (disjoint row sets), rows in ascending row order."""
+    rows = np.concatenate([r for r, _ in pieces]) if pieces else np.zeros(0, dtype=np.intp)
+    at = np.empty(len(rows), dtype=np.intp)  # the table position of each piece row
+    at[np.argsort(rows, kind="stable")] = np.arange(len(rows))
+    cols = {name: np.empty(len(rows), dtype=_column_dtype(name)) for name in _TABLE_FIELDS}
+    start = 0
+    for piece_rows, piece in pieces:
+        where = at[start : start + len(piece_rows)]
+        for name in _TABLE_FIELDS:
+            cols[name][where] = piece[name]
+        start += len(piece_rows)
     return ConfigTable.from_arrays(**cols)

@@ -15,7 +15,7 @@ Conventions of the returned `AttentionConfig`:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -69,13 +69,42 @@ def _canonical(name: str) -> str:
     return name
 
 
+# Unfused attention rows that server.trace writes (matmul -> softmax -> matmul found in one scope):
+# `unfused_attention (aten::bmm+aten::softmax+aten::bmm)` carries the argument layout of
+# aten::scaled_dot_product_attention; `unfused_attention_backward (...)` has no arguments of its own and
+# takes its config from the forward's perf_params, like an autograd node.
+UNFUSED_PREFIX = "unfused_attention"
+UNFUSED_BWD_PREFIX = "unfused_attention_backward"
+_UNFUSED_FWD = replace(
+    SPEC_BY_NAME["aten::scaled_dot_product_attention"],
+    name=UNFUSED_PREFIX,
+    family="unfused",
+    attention_type=AttentionType.MATH,
+    note="unfused attention detected in a trace: GEMM + softmax + GEMM, modeled like the fused op",
+)
+_UNFUSED_BWD = OpSpec(
+    name=UNFUSED_BWD_PREFIX,
+    family="unfused",
+    direction=Direction.BWD,
+    layout=_UNFUSED_FWD.layout,
+    attention_type=AttentionType.MATH,
+    causal_rule=_UNFUSED_FWD.causal_rule,
+    signatures=(),
+    note="backward of unfused attention: shapes come from the forward's perf_params",
+)
+
+
 def lookup(name: str) -> OpSpec | None:
     """The OpSpec of an attention op name, or None.
 
     `autograd::engine::evaluate_function: FlashAttnFuncBackward` is deliberately not an attention op: it
     wraps the `FlashAttnFuncBackward` node, and counting both would count the backward twice.
     """
-    return SPEC_BY_NAME.get(_canonical(name))
+    canon = _canonical(name)
+    spec = SPEC_BY_NAME.get(canon)
+    if spec is None and canon.startswith(UNFUSED_PREFIX):
+        return _UNFUSED_BWD if canon.startswith(UNFUSED_BWD_PREFIX) else _UNFUSED_FWD
+    return spec
 
 
 def is_attention_op(name: str) -> bool:

@@ -121,9 +121,10 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
     anomaly = (np.isfinite(eff_used) & (np.nan_to_num(eff_used) > 100.0)) & (not comparative)
     att = r["attention_type"].tolist()
     library = [x if x != "Unknown" else None for x in r["library"]]
+    # only paged rows need their full config (token counts); building configs for every row would be slow
     workloads = [
-        workload_profile(row, table.config(i) if row["has_model"] else None)
-        for i, row in _lazy_rows(r, ("has_model", "heads_q", "heads_kv", "seq_q"))
+        workload_profile(row, table.config(i) if row["has_model"] and row["attention_type"] == "paged" else None)
+        for i, row in _lazy_rows(r, ("has_model", "heads_q", "heads_kv", "seq_q", "seq_kv", "attention_type"))
     ]
     col = {
         "time": _rounded(time_ms, 3),

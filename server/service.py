@@ -189,7 +189,7 @@ def _row_model(r: pd.Series) -> RooflineRow:
 def write_roofline_table(data: CategoryData, table: RooflineTable) -> Path:
     path = data.output_dir / "category_data" / f"{data.category}_roofline.csv"
     df = table.records.copy()
-    for col in ("warnings", "module_chain", "call_chain", "workload", "kernel_breakdown"):
+    for col in ("warnings", "module_chain", "call_chain"):
         df[col] = df[col].map(repr)
     write_bytes_atomic(path, df.to_csv(index=False).encode("utf-8"))
     return path

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from perf_models.errors import UnknownArchError
 
+from ..atomic import write_json_atomic
 from . import models
 from .attention import find_fused_calls, find_graph_calls
 from .calls import CATEGORIES, Call
@@ -158,8 +159,6 @@ def analyze_trace(
     totals = {cat: category_totals(rs) for cat, rs in rows.items()}
     written = write_folder(output_dir, tables, totals, common_meta, manifest_extra)
     if ctx2 is not None:
-        from ..atomic import write_json_atomic
-
         written.append(
             write_json_atomic(output_dir / "metadata" / "trace2_gpu_utilization.json", ctx2.baseline.gpu_utilization())
         )
