@@ -182,6 +182,12 @@ def parse_ops_table(
     for label, col in columns.items():
         if len(col) != n:
             raise ValueError(f"parse_ops_table: {label} has {len(col)} rows, names has {n}: pass equal lengths")
+    # positional access everywhere (a pandas Series would index by label)
+    names, input_dims, input_types, concrete_inputs = (
+        c if isinstance(c, list | tuple) else list(c) for c in (names, input_dims, input_types, concrete_inputs)
+    )
+    if perf_params is not None and not isinstance(perf_params, list | tuple):
+        perf_params = list(perf_params)
     rows = _Rows(names, input_dims, input_types, concrete_inputs, perf_params)
     res = _Results(n, rows.names)
     for group in _group_rows(rows):
@@ -247,7 +253,6 @@ class _Group:
     info: _NameInfo
     types: Any  # normalized Input type cell (tuple / None / _BAD)
     concrete_ok: bool  # Concrete Inputs cell normalized (tuple / None), not _BAD
-    concrete_none: bool
     dims_kind: Any  # 1: a sequence; None: missing; _BAD; _RAW: strings, read by _raw_dims_blocks
     rows: NDArray[np.intp]
     free: dict[int, str]  # the per-call slots left out of this group's key (for rows of `arity` arguments)
@@ -317,9 +322,12 @@ def _group_rows(rows: _Rows) -> list[_Group]:
             rows.writable()
             d = rows.dims[i] = _dims_cell(dims[i], cells)
             dims_kind[i] = 2 if d is None else 3 if d is _BAD else 1
-    combined = dims_kind.copy()
+    combined, distinct = dims_kind, 8
     for code, count in codes:
-        combined = combined * count + code  # < 8 n^3: fits int64 for any n < 10^6
+        if distinct * count >= 2**62:  # renumber densely first, so the product fits int64
+            _, combined = np.unique(combined, return_inverse=True)
+            distinct = int(combined.max()) + 1
+        combined, distinct = combined * count + code, distinct * count
     _, first_rows, inverse = np.unique(combined, return_index=True, return_inverse=True)
     infos: dict[str, _NameInfo] = {}
     cells = {}
@@ -346,7 +354,7 @@ def _group_rows(rows: _Rows) -> list[_Group]:
             tk = type_codes.get(t_keys[i])
             if tk is None:  # hash each distinct Input type cell once
                 try:
-                    tk = type_values.setdefault(t, len(type_values))
+                    tk = type_values.setdefault((t, _types_of(t)), len(type_values))
                 except TypeError:
                     tk = -1 - p
                 type_codes[t_keys[i]] = tk
@@ -356,9 +364,10 @@ def _group_rows(rows: _Rows) -> list[_Group]:
             if type(c) is tuple and len(c) <= _KEEP_LEN:
                 free, keep = info.free(len(c))
             if keep is not None:
-                key = (name, tk, len(c), tuple(compress(c, keep)), dk)
+                kept = tuple(compress(c, keep))
+                key = (name, tk, len(c), kept, _types_of(kept), dk)
             else:
-                free, key = {}, (name, tk, -1, c, dk)
+                free, key = {}, (name, tk, -1, c, _types_of(c), dk)
         try:
             code = merged.setdefault(key, len(merged))
         except TypeError:  # an unhashable value inside a cell: its own group
@@ -373,7 +382,7 @@ def _group_rows(rows: _Rows) -> list[_Group]:
     for members in _split_values(row_code):
         info, t, c, dk, free = described[int(row_code[members[0]])]
         arity = len(c) if type(c) is tuple else -1
-        groups.append(_Group(info, t, c is not _BAD, c is None, dk, members, free, arity))
+        groups.append(_Group(info, t, c is not _BAD, dk, members, free, arity))
     return groups
 
 
@@ -387,14 +396,20 @@ def _identity_keys(column: Sequence[Any]) -> Sequence[Any]:
     return [x if type(x) is str else id(x) for x in column]
 
 
+def _types_of(cell: Any) -> Any:
+    """The types of a cell's items: equal values of different types (1, 1.0, True) read differently."""
+    return tuple(map(type, cell)) if type(cell) is tuple else type(cell)
+
+
 def _factorize(column: Sequence[Any]) -> tuple[NDArray[np.int64], int]:
     """A code per cell (equal hashable values share one) and the number of codes."""
-    seen: dict[Any, int] = {}
     try:
-        codes = [seen.setdefault(x, len(seen)) for x in column]
+        codes = dict.fromkeys(column)
+        for code, key in enumerate(codes):
+            codes[key] = code
+        return np.fromiter(map(codes.__getitem__, column), dtype=np.int64, count=len(column)), max(len(codes), 1)
     except TypeError:  # an unhashable cell: by identity
-        codes = [seen.setdefault(id(x), len(seen)) for x in column]
-    return np.asarray(codes, dtype=np.int64), max(len(seen), 1)
+        return _factorize([id(x) for x in column])
 
 
 def _seq_cell(value: Any, cache: dict[str, Any], field_name: str) -> Any:
@@ -572,10 +587,11 @@ def _raw_dims_blocks(
     if joined.count("\n") != m - 1 or not joined.isascii():
         return [], members
     data = joined.encode("ascii")
-    zeros = np.frombuffer(data.translate(_DIGITS_TO_ZERO), dtype=np.uint8) == 48
+    zeroed = np.frombuffer(data.translate(_DIGITS_TO_ZERO), dtype=np.uint8)
+    zeros = zeroed == 48
     keep = np.ones(len(zeros), dtype=bool)
     keep[1:] = ~(zeros[1:] & zeros[:-1])  # the first digit of each run
-    marked = np.frombuffer(data.translate(_DIGITS_TO_ZERO), dtype=np.uint8)[keep].tobytes()  # number -> "0"
+    marked = zeroed[keep].tobytes()  # each number -> "0"
     first = marked.split(b"\n", 1)[0]
     if marked == b"\n".join([first] * m):
         template_of, templates = np.zeros(m, dtype=np.int64), [first]
@@ -694,11 +710,15 @@ def _free_slot_kinds(
     if cells[0] is None:
         return code, ints
     columns = list(zip(*cells, strict=True))  # one length per structural group
+    distinct = 1
     for slot, role in sorted(free.items()):
         if slot >= len(columns):
             continue
         kinds, numbers = _kinds_of(columns[slot], role)
-        code = code * 3 + kinds[back]
+        if distinct >= 2**60:  # renumber densely, so the code stays an int64
+            _, code = np.unique(code, return_inverse=True)
+            distinct = int(code.max()) + 1
+        code, distinct = code * 3 + kinds[back], distinct * 3
         if numbers is not None:
             ints[slot] = numbers[back]
     return code, ints
@@ -708,7 +728,7 @@ def _kinds_of(values: tuple[Any, ...], role: str) -> tuple[NDArray[np.int64], ND
     """Kind of each value for its slot's parser (blank / valid / invalid), and the ints of an int slot."""
     m = len(values)
     parser = {_INT: parse_int_str, _FLOAT: parse_float_str}.get(role)
-    if values.count(values[0]) == m:  # the usual case: one value in every row
+    if type(values[0]) is str and values.count(values[0]) == m:  # the usual case: one string everywhere
         kind, number = _kind_of(values[0], parser)
         return np.full(m, kind, dtype=np.int64), (np.full(m, number, dtype=np.int64) if role == _INT else None)
     kinds = np.empty(m, dtype=np.int64)
@@ -723,17 +743,17 @@ def _kinds_of(values: tuple[Any, ...], role: str) -> tuple[NDArray[np.int64], ND
         numbers[fast] = text[fast].astype(np.int64)  # numpy reads Unicode digits as int() does
         kinds[fast] = _VALID
         todo = np.flatnonzero(~fast)
-    memo: dict[Any, tuple[int, int]] = {}
+    memo: dict[Any, tuple[int, int]] = {}  # by (type, value): 1 == True, but only one is an integer
     for j in todo.tolist():
         value = values[j]
         try:
-            hit = memo.get(value)
+            hit = memo.get((type(value), value))
         except TypeError:
             hit = None
         if hit is None:
             hit = _kind_of(value, parser)
             try:
-                memo[value] = hit
+                memo[type(value), value] = hit
             except TypeError:
                 pass
         kinds[j] = hit[0]

@@ -108,7 +108,9 @@ class PagedInfo:
             if len(lens) != self.num_requests:
                 raise ConfigError("paged.context_lens", len(lens), f"{self.num_requests} entries (num_requests)")
             if sum(lens) != self.sum_context_tokens:
-                raise ConfigError("paged.context_lens", sum(lens), f"a sum equal to sum_context_tokens ({self.sum_context_tokens})")
+                raise ConfigError(
+                    "paged.context_lens", sum(lens), f"a sum equal to sum_context_tokens ({self.sum_context_tokens})"
+                )
             if any(x <= 0 for x in lens):
                 raise ConfigError("paged.context_lens", lens, "positive lengths")
 
@@ -149,7 +151,11 @@ class AttentionConfig:
             set_(self, name, self.dtype_q if v is None else normalize_dtype(v, name))
         if self.dtype_kv_cache is not None:
             set_(self, "dtype_kv_cache", normalize_dtype(self.dtype_kv_cache, "dtype_kv_cache"))
-        set_(self, "direction", Direction(self.direction) if self.direction in ("fwd", "bwd") else _bad_direction(self.direction))
+        set_(
+            self,
+            "direction",
+            Direction(self.direction) if self.direction in ("fwd", "bwd") else _bad_direction(self.direction),
+        )
         if not isinstance(self.mask, Mask):
             raise ConfigError("mask", self.mask, "a Mask")
         if not (0.0 <= float(self.dropout_p) < 1.0):

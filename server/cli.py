@@ -90,6 +90,14 @@ def human_load(r: Any) -> str:
     )
 
 
+def _short_op(name: str) -> str:
+    """`aten::_scaled_dot_product_flash_attention` -> `_scaled_dot_product_flash_attention`; unfused rows keep
+    their first word (their names hold `::` inside the parenthesised op list)."""
+    if name.startswith("unfused_attention"):
+        return name.split(" ")[0]
+    return name.split("::")[-1]
+
+
 def human_roofline(r: Any) -> str:
     if r.status != "OK":
         return f"{r.category}: NO_DATA"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from .cli import human_rank, human_roofline
-from .findings_service import render_findings_template
 from .paths import DataRoots
 from .plot_service import write_report
 from .service import compute_roofline, rank_findings
@@ -29,8 +28,11 @@ def run_demo(out: Path) -> int:
         print(human_roofline(compute_roofline(roots, str(analysis), cat, limit=10)))
         print(f"\n== {cat}: rank_findings")
         print(human_rank(rank_findings(roots, str(analysis), cat)))
-        tpl = render_findings_template(roots, str(analysis), cat)
-        print(f"findings skeleton: {tpl.findings_file} ({tpl.p_items} P-items, {tpl.slots} prose slots)\n")
+        print()
     report = write_report(roots, str(analysis))
     print(f"3. HTML report: {report}")
+    print(
+        "next: render_findings_template (or `sdpa-analyzer template OUT CATEGORY`) writes the findings skeleton "
+        "that the agent in agent.md fills; validate_findings checks it"
+    )
     return 0

@@ -141,10 +141,24 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
         _raw_cells(df, c) for c in ("Input Dims", "Input type", "perf_params", "kernel_details_summary")
     )
     roof_blocks = _roofline_blocks(r, table)
+    L = {
+        c: r[c].tolist()
+        for c in (
+            "name",
+            "args",
+            "op_attention_type",
+            "kernel_attention_type",
+            "launcher_path",
+            "kernel_name",
+            "kernel_name_trunc",
+            "module_chain",
+            "call_chain",
+        )
+    }  # plain lists: per-row pandas access is ~50x slower
     operations = []
     for i in range(n):
         op: dict[str, Any] = {
-            "name": r["name"].iat[i],
+            "name": L["name"][i],
             "count": int(counts[i]),
             "time_ms": col["time"][i],
             "percent_of_category": col["pct_cat"][i],
@@ -166,7 +180,7 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
             "has_perf_model": bool(has_model[i]),
             "perf_params": pp[i],
             "kernel_details_summary": kd[i],
-            "args": r["args"].iat[i],
+            "args": L["args"][i],
             "cov": col["cov"][i],
             "high_variance": bool(high_var[i]),
             "classification": {
@@ -174,16 +188,16 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
                 "is_paged_attention": att[i] == "paged",
                 "has_perf_model": bool(has_model[i]),
                 "attention_type": att[i],
-                "op_attention_type": r["op_attention_type"].iat[i],
-                "kernel_attention_type": r["kernel_attention_type"].iat[i],
+                "op_attention_type": L["op_attention_type"][i],
+                "kernel_attention_type": L["kernel_attention_type"][i],
                 "workload_profile": workloads[i],
             },
             "library": library[i],
-            "launcher_path": r["launcher_path"].iat[i],
-            "kernel_name": r["kernel_name"].iat[i],
-            "kernel_name_trunc": r["kernel_name_trunc"].iat[i],
-            "module_chain": r["module_chain"].iat[i],
-            "call_chain": r["call_chain"].iat[i],
+            "launcher_path": L["launcher_path"][i],
+            "kernel_name": L["kernel_name"][i],
+            "kernel_name_trunc": L["kernel_name_trunc"][i],
+            "module_chain": L["module_chain"][i],
+            "call_chain": L["call_chain"][i],
             "roofline": roof_blocks[i],
         }
         if comparative:

@@ -329,7 +329,7 @@ class Gen:
         nkv = self.r.choice([nq, self.seq()])
         bias = T(b, hq, nq, nkv) if with_bias else NA
         self.add("aten::_scaled_dot_product_efficient_attention",
-                 [T(b, hq, nq, d, dtype=FP16), T(b, hq, nkv, d, dtype=FP16), T(b, hq, nkv, d, dtype=FP16), bias,
+                 [T(b, hq, nq, d, dtype=FP16), T(b, hkv, nkv, d, dtype=FP16), T(b, hkv, nkv, d, dtype=FP16), bias,
                   S("True"), S("0."), S(self.causal()), S("0.125")])  # fmt: skip
 
     def sdpa_dispatcher(self, rank: int) -> None:
@@ -591,3 +591,74 @@ def test_same_structure_with_varying_numbers_stays_one_plan():
     pt = check_table(g.rows)
     assert pt.modeled.all() and not pt.per_row.any()
     assert len(pt._plans) <= 2  # causal True / False
+
+
+# --- raw CSV strings -----------------------------------------------------------------------------------
+
+_SDPA_TYPES = "('c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16', 'Scalar', 'Scalar', 'Scalar', 'Scalar')"
+
+
+def _sdpa_raw(dims: str, conc: str = "('', '', '', '0.', 'True', 'False', '0.125')") -> Row:
+    return "aten::_scaled_dot_product_flash_attention", dims, _SDPA_TYPES, conc, None
+
+
+def test_raw_dims_strings_of_every_shape_of_text():
+    good = "(({b}, 8, {n}, 64), ({b}, 2, {n}, 64), ({b}, 2, {n}, 64), (), (), (), ())"
+    rows = [_sdpa_raw(good.format(b=b, n=n)) for b in (1, 3, 17) for n in (5, 128, 4097)]
+    rows += [
+        _sdpa_raw("[[2, 8, 64, 64], [2, 8, 64, 64], [2, 8, 64, 64], [], [], [], []]"),  # list brackets
+        _sdpa_raw("((2,8,64,64),(2,8,64,64),(2,8,64,64),(),(),(),())"),  # no spaces: another template
+        _sdpa_raw("((002, 8, 064, 64), (2, 8, 64, 64), (2, 8, 64, 64), (), (), (), ())"),  # leading zeros
+        _sdpa_raw("((2, 8, 64, 64,), (2, 8, 64, 64), (2, 8, 64, 64), (), (), (), (),)"),  # trailing commas
+        _sdpa_raw(good.format(b=10**19, n=64)),  # 20 digits: beyond int64, parse_op keeps Python ints
+        _sdpa_raw(good.format(b=999999999999999999, n=64)),  # 18 digits: still an int64
+        _sdpa_raw(good.format(b=-2, n=64)),  # a sign
+        _sdpa_raw(good.format(b=2, n=0)),  # an empty dimension
+        _sdpa_raw("((2, 8, 64, 64), (2, 8, 64, 64), (2, 8, 64, 64), ((1, 2), (3,)), (), (), ())"),  # Tensor[]
+        _sdpa_raw("(2, 8, 64, 64)"),  # not a list of shapes
+        _sdpa_raw("((2, 8, 64, 64), (2, 8, 64, 64)\n, (2, 8, 64, 64), (), (), (), ())"),  # a line break
+        _sdpa_raw("((2, 8, 64, 64), (2, 8, 64, 64), (2, 8, 64, 64), (), (), (), ())  "),  # trailing space
+        _sdpa_raw("((2, 8, 64, 64), (2, 8, 64, 64), (2, 8, 64, 64), (), (), (), (\u0661,))"),  # Arabic digit
+        _sdpa_raw("((2, 8, 64, 64), (2, 8, 64, 64), (2, 8, 64, 64), (), (), (), ()"),  # unbalanced
+        _sdpa_raw("nan"),
+        _sdpa_raw(""),
+        _sdpa_raw("(5)"),
+        _sdpa_raw("((2, 8, 64, 64), (2, 8, 64, 64), (2, 8, 64, 64), (), (), (), ())", conc="nan"),
+    ]
+    pt = check_table(rows)
+    assert not pt.per_row[:9].any()  # the plain rows are read in bulk
+    # (002, 8, 064, 64) reads as (2, 8, 64, 64), like parse_literal's int nest reader
+    assert pt.config(11).batch == 2 and pt.config(11).seq_q == 64
+
+
+def test_quoted_concrete_inputs_fast_reader_agrees_with_parse_literal():
+    from perf_models import batch_parse
+    from perf_models.literals import parse_literal
+
+    rng = random.Random(5)
+    alphabet = "ab0.e-+ \t\u2003é()[],{}\"#'\\\n"
+    seen = 0
+    for _ in range(20000):
+        items = ["'" + "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 4))) + "'"
+                 for _ in range(rng.randint(0, 4))]  # fmt: skip
+        text = "(" + rng.choice(["", " "]) + rng.choice([",", ", ", " , "]).join(items) + rng.choice(["", ","]) + ")"
+        if batch_parse._QUOTED_TUPLE.fullmatch(text) is None:
+            continue
+        seen += 1
+        try:
+            want = parse_literal(text)
+        except Exception as exc:  # the fast reader must never accept what literal_eval refuses
+            want = exc
+        assert tuple(batch_parse._QUOTED.findall(text)) == want, text
+    assert seen > 3000
+
+
+def test_equal_values_of_different_types_are_not_one_structure():
+    # 1 == True == 1.0 in Python, but parse_op reads a causal flag True and refuses 1 / 1.0
+    q = T(2, 8, 64, 64)
+    rows = [
+        make_row("aten::_scaled_dot_product_flash_attention", [q, q, q, S("0."), S(flag), S("False"), S("0.125")])
+        for flag in (True, 1, 1.0, "True", True, 1)
+    ]
+    pt = check_table(rows)
+    assert pt.modeled.tolist() == [True, False, False, True, True, False]

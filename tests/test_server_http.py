@@ -1,0 +1,64 @@
+"""`sdpa-analyzer serve --http`: streamable HTTP on loopback, with DNS-rebinding protection on."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def http_server(tmp_path: Path) -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server.cli", "serve", "--http", "--port", str(port), "--root", str(tmp_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        if proc.poll() is not None:
+            raise RuntimeError(proc.stderr.read().decode() if proc.stderr else "server exited")
+        time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.anyio
+async def test_http_client_lists_tools(http_server: str) -> None:
+    async with Client(http_server) as c:
+        names = {t.name for t in (await c.list_tools()).tools}
+        archs = await c.call_tool("list_architectures", {})
+    assert "compute_roofline" in names and archs.structured_content["count"] >= 9
+
+
+def test_dns_rebinding_host_is_refused(http_server: str) -> None:
+    req = urllib.request.Request(
+        http_server,
+        data=b'{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        headers={"Host": "evil.example.com", "Content-Type": "application/json", "Accept": "application/json"},
+        method="POST",
+    )
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(req, timeout=10)
+    assert err.value.code == 421
