@@ -55,6 +55,7 @@ from .table import ConfigTable
 __all__ = ["ParsedTable", "parse_ops_table"]
 
 _TABLE_FIELDS = tuple(f.name for f in fields(ConfigTable))
+_SHAPES = ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v")
 _INT, _FLOAT, _ANY, _OTHER = "int", "float", "any", "other"
 _BLANK, _VALID, _INVALID = 0, 1, 2  # kinds of a per-call scalar value
 _NO_INT = np.iinfo(np.int64).min  # "no integer" in a column of max_seqlen values
@@ -1048,9 +1049,6 @@ def _table_columns(
         out[name] = np.zeros(m, dtype=np.int64)
     out["compute_spec"] = np.full(m, _compute_spec(dq), dtype=object)
     return out
-
-
-_SHAPES = ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v")
 
 
 def _window_of(mask: Mask) -> tuple[int, int]:

@@ -60,7 +60,9 @@ def test_trace_to_valid_findings(trace: str, tmp_path: Path) -> None:
         path.write_text("\n".join([*lines[: header + 2], " | ".join(row), *lines[header + 3 :]]) + "\n")
         assert "R6-args" in {e.rule for e in validate_findings(roots, str(path)).errors}
         dropped = [
-            "|".join(c for j, c in enumerate(line.split("|")) if j != 3) if i in (header, header + 1, header + 2) else line
+            "|".join(c for j, c in enumerate(line.split("|")) if j != 3)
+            if i in (header, header + 1, header + 2)
+            else line
             for i, line in enumerate(lines)
         ]
         path.write_text("\n".join(dropped) + "\n")

@@ -178,8 +178,8 @@ def plan_row(spec: OpSpec, row: Row) -> RowPlan:
         layout = _layout(spec, sig, row, family)
     except RowError as exc:
         return RowPlan(sig, family, spec.layout, False, error=str(exc))
-    varlen = len(row.tensor_dims(sig.cu_seqlens_q)) == 1
-    if layout not in (Layout.BHND, Layout.SBHD) and not varlen and layout is not Layout.BNHD:
+    varlen = len(row.tensor_dims(sig.cu_seqlens_q)) == 1  # as _shapes decides (BHND / SBHD stay dense)
+    if layout is Layout.THD and not varlen:  # _shapes' error quotes the shape found instead
         raise RowError(f"{spec.name}: varlen op without cu_seqlens_q (slot {sig.cu_seqlens_q})")
     try:
         _refuse_paged(sig, row)
