@@ -1,13 +1,17 @@
 """Benchmark: parse_ops_table over 100,000 op rows vs parse_op row by row.
 
-The rows are a category CSV's mix (every shape different): SDPA flash forward (56%) and backward (20%),
-flash_attn forward with GQA (10%), aten _efficient_attention_forward and flash_attn varlen forward,
-whose max_seqlen Concrete Inputs differ per row (4% + 4%), autograd backward nodes (3%), unknown ops
-(3%). Cells are what server/category_io.py passes: Input type / Concrete Inputs parsed once per
-distinct string (shared objects), Input Dims as one list per row (orjson-style), no perf_params.
+Two category CSVs, every shape different:
+- sdpa_fwd: SDPA flash forward (82%, causal / scale variants), flash_attn forward with GQA (8%),
+  aten _efficient_attention_forward and flash_attn varlen forward, whose max_seqlen Concrete Inputs differ
+  per row (4% + 4%), and unknown ops (2%);
+- sdpa_bwd: SDPA flash backward (75%, max_q / max_k differ per row), flash_attn backward (15%), autograd
+  backward nodes without Input Dims (7%), unknown ops (3%).
+Cells are given two ways: as server/category_io.py passes them today (Input type / Concrete Inputs parsed
+once per distinct string, so shared objects; Input Dims as one list per row, orjson-style) and as the raw
+CSV strings. Every timed call gets freshly built cells; no perf_params (the server retries unmodeled rows).
 
-Target (2-core machine): parse_ops_table on 100,000 rows < 0.3 s.
-Run: .venv/bin/python bench/bench_batch_parse.py [--rows 100000] [--strings]
+Target (2-core machine): parse_ops_table on the 100,000-row sdpa_fwd table < 0.3 s.
+Run: .venv/bin/python bench/bench_batch_parse.py [--rows 100000] [--repeats 3]
 """
 
 from __future__ import annotations

@@ -4,25 +4,31 @@
 share op name, `Input type`, `Concrete Inputs` and the number and rank of their `Input Dims` entries;
 only the shape numbers differ. `parse_ops_table` therefore
 
-1. groups rows by that structure. Scalar slots that carry per-call numbers (softmax_scale, max_seqlen)
-   are compared by kind only (empty / valid / invalid for the slot's parser), so aten flash rows whose
-   max_q differs still share a group;
+1. groups rows by that structure. Concrete Inputs slots that carry per-call numbers (softmax_scale,
+   max_seqlen, arguments no signature reads) are compared by kind only (empty / valid / invalid for the
+   slot's parser), so aten flash rows whose max_q differs still share a group;
 2. takes the group's plan from one row (`ops.build.plan_row`: signature, layout, dtypes, mask inputs,
-   dropout) and reads the shape columns of every row as one int64 matrix;
+   dropout) and reads the shape numbers of every row as one int64 matrix: from Python lists, or, for
+   raw CSV strings, straight from the text's bytes (no Python object per number);
 3. runs every check that depends on the numbers vectorized (negative or zero dims, q/k/v agreement,
-   GQA divisibility, varlen totals, dout vs q, the seq_kv a window is clipped to).
+   GQA divisibility, varlen totals, dout vs q, the seq_kv a window is clipped to), and checks the plan
+   against parse_op on one row of the group.
 
 A row whose numbers would change a decision, fail a check or add a warning that quotes them is parsed
 by `parse_op` itself, as are rows of structures that need more than their arguments (vLLM, perf_params
 fallbacks, unparseable cells). Every field therefore equals what `parse_op` gives for that row
-(tests/test_batch_parse.py checks this field by field on real and generated rows).
+(tests/test_batch_parse.py checks this field by field on real and generated rows). One deliberate
+difference: a config with a number beyond int64 (no real shape) cannot be a ConfigTable row, so that row
+is reported unmodeled with a reason instead.
 """
 
 from __future__ import annotations
 
+import gc
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from functools import reduce
 from itertools import compress, repeat
@@ -190,10 +196,24 @@ def parse_ops_table(
     if perf_params is not None and not isinstance(perf_params, list | tuple):
         perf_params = list(perf_params)
     rows = _Rows(names, input_dims, input_types, concrete_inputs, perf_params)
-    res = _Results(n, rows.names)
-    for group in _group_rows(rows):
-        _parse_group(group, rows, res)
-    return res.finish()
+    with _gc_paused():
+        res = _Results(n, rows.names)
+        for group in _group_rows(rows):
+            _parse_group(group, rows, res)
+        return res.finish()
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: its collections would rescan the caller's ~10^6 freshly
+    parsed cell objects over and over while this creates many small containers (and no cycles)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # --- input rows and their structural groups ----------------------------------------------------------
@@ -1163,7 +1183,8 @@ class _Results:
         self.cols: dict[str, NDArray[np.object_]] = {name: np.empty(n, dtype=object) for name in obj}  # None
         self.modeled = np.zeros(n, dtype=bool)
         self.per_row = np.zeros(n, dtype=bool)
-        self.warnings: list[tuple[str, ...]] = [()] * n
+        self.warnings = np.empty(n, dtype=object)  # tuples; a list when finished
+        self.warnings.fill(())
         self.configs: dict[int, AttentionConfig] = {}
         self.plan_of = np.full(n, -1, dtype=np.int32)
         self.plans: list[_GroupPlan] = []
@@ -1176,7 +1197,7 @@ class _Results:
         for name in res.cols:
             res.cols[name] = getattr(t, name).copy()
         res.modeled, res.per_row = t.modeled.copy(), t.per_row.copy()
-        res.warnings = list(t.warnings)
+        res.warnings = np.fromiter(t.warnings, dtype=object, count=t.n)
         res.configs = {i: c for i, c in t._configs.items() if t.per_row[i]}
         res.plan_of, res.plans, res.masks = t._plan_of.copy(), list(t._plans), t._masks.copy()
         return res
@@ -1194,8 +1215,7 @@ class _Results:
         """Rows with the outcome of one parse_op that is known to fail the same way for all of them."""
         assert op.config is None
         self._fields(rows, op)
-        for i in rows.tolist():
-            self.warnings[i] = op.warnings
+        self.warnings[rows] = _filled(len(rows), op.warnings)
 
     def one_by_one(self, rows: NDArray[np.intp], source: _Rows) -> None:
         for i in rows.tolist():
@@ -1234,11 +1254,9 @@ class _Results:
         self.plan_of[rows] = len(self.plans)
         self.plans.append(gplan)
         if isinstance(warnings, tuple):
-            for i in rows.tolist():
-                self.warnings[i] = warnings
+            self.warnings[rows] = _filled(len(rows), warnings)
         else:
-            for i, w in zip(rows.tolist(), warnings, strict=True):
-                self.warnings[i] = w
+            self.warnings[rows] = np.fromiter(warnings, dtype=object, count=len(rows))
         self.pieces.append((rows, table_cols))
 
     def finish(self) -> ParsedTable:
@@ -1256,7 +1274,7 @@ class _Results:
             n=self.n,
             modeled=self.modeled,
             table=table,
-            warnings=self.warnings,
+            warnings=self.warnings.tolist(),
             per_row=self.per_row,
             name=self.names,
             _configs=configs,
@@ -1266,6 +1284,13 @@ class _Results:
             _pos=pos,
             **self.cols,
         )
+
+
+def _filled(m: int, value: Any) -> NDArray[np.object_]:
+    """An object array of m references to `value` (a tuple stays one element, not a row of them)."""
+    out = np.empty(m, dtype=object)
+    out.fill(value)
+    return out
 
 
 def _assemble(pieces: list[tuple[NDArray[np.intp], dict[str, NDArray[Any]]]]) -> ConfigTable:
