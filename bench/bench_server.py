@@ -2,6 +2,9 @@
 
 Targets (2-core machine): under 2 s and under 500 MB peak memory for roofline + rank.
 Run: .venv/bin/python bench/bench_server.py [--rows 100000]
+
+Also prints where the time went (the service's steps, timed by wrapping them; "rest" is everything else:
+arch resolution, result models, the fsync and rename of the metrics file).
 """
 
 from __future__ import annotations
@@ -12,13 +15,23 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from server import ranking, service
 from server.paths import DataRoots
 from server.service import compute_roofline, rank_findings
+
+STAGES = {
+    "cached_load": "load + parse the CSV",
+    "cached_records": "model the rows (records)",
+    "write_roofline_table": "write <cat>_roofline.csv",
+    "build_metrics": "build the metrics document",
+}
 
 KERNEL = "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<{d}, 128, 64, 4, false, false> >(Params)"
 
@@ -41,7 +54,8 @@ def make_folder(root: Path, rows: int, seed: int = 0) -> Path:
     types = "('c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16', 'Scalar', 'Scalar', 'Scalar', 'Scalar')"
     conc = [f"('', '', '', '0.', '{c}', 'False', '0.125')" for c in causal]
     kd = [
-        f"[{{'name': '{KERNEL.format(d=di)}', 'stream': 7, 'count': {ci}, 'total_duration_us': np.float64({m * ci:.3f})}}]"
+        f"[{{'name': '{KERNEL.format(d=di)}', 'stream': 7, 'count': {ci}, "
+        f"'total_duration_us': np.float64({m * ci:.3f})}}]"
         for di, ci, m in zip(d, count, mean_us, strict=True)
     ]
     df = pd.DataFrame({
@@ -60,10 +74,30 @@ def make_folder(root: Path, rows: int, seed: int = 0) -> Path:
     return out
 
 
+def _timed(seconds: dict[str, float], label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def run(*args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            seconds[label] = seconds.get(label, 0.0) + time.perf_counter() - t
+
+    return run
+
+
+def _instrument() -> dict[str, float]:
+    seconds: dict[str, float] = {}
+    for name, label in STAGES.items():
+        setattr(service, name, _timed(seconds, label, getattr(service, name)))
+    ranking.Metrics.write = _timed(seconds, "write <cat>_metrics.json", ranking.Metrics.write)  # type: ignore[method-assign]
+    return seconds
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=100_000)
     args = ap.parse_args()
+    seconds = _instrument()
     with tempfile.TemporaryDirectory() as tmp:
         folder = make_folder(Path(tmp), args.rows)
         roots = DataRoots([Path(tmp)])
@@ -77,6 +111,8 @@ def main() -> int:
     print(f"rows: {args.rows:,} ({roof.modeled_rows:,} modeled), findings: {len(ranked.findings)}")
     print(f"compute_roofline: {t1 - t0:.2f} s; rank_findings: {t2 - t1:.2f} s; both: {t2 - t0:.2f} s (target < 2 s)")
     print(f"peak RSS: {rss:.0f} MB (before the tools: {rss0:.0f} MB; target < 500 MB)")
+    split = ", ".join(f"{label} {s:.2f}" for label, s in seconds.items())
+    print(f"stages (s): {split}, rest {t2 - t0 - sum(seconds.values()):.2f}")
     return 0
 
 

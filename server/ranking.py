@@ -3,11 +3,16 @@
 The impact rules are the orchestrator's contract (formats.md "Impact rules"): the same arithmetic
 for every category, so findings can be ranked across categories. Scores are rounded to 2 decimals
 once, at the very end, and those exact values are written and returned.
+
+The per-op list is described column by column (server.json_columns) and rendered straight into the file:
+no dict per op is ever built, and the bytes are those the dicts would have given.
 """
 
 from __future__ import annotations
 
+import io
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -16,6 +21,21 @@ import pandas as pd
 from perf_models.kernels import KernelRole, classify_kernel
 
 from .category_io import KERNEL_MEAN, CategoryData
+from .factorize import factorize
+from .json_columns import (
+    Bools,
+    Const,
+    Field,
+    Ints,
+    Numbers,
+    Obj,
+    Pair,
+    Sink,
+    Sparse,
+    Texts,
+    Values,
+    write_document,
+)
 from .roofline_records import RooflineTable, workload_profile
 
 HEURISTIC_MID, HEURISTIC_LOW, HEURISTIC_HIGH = 0.30, 0.15, 0.45
@@ -77,13 +97,49 @@ def _rounded(values: np.ndarray, nd: int) -> list[float | None]:
 
 
 def _raw_cells(df: pd.DataFrame, col: str) -> list[Any]:
-    if col not in df:
-        return [None] * len(df)
-    vals = df[col].astype(object)
-    return vals.where(vals.notna(), None).tolist()
+    """A CSV column's cells as they are (missing cells, NaN, become null when encoded)."""
+    return df[col].tolist() if col in df else [None] * len(df)
 
 
-def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: str) -> dict[str, Any]:
+def _texts(values: Any) -> Texts:
+    """A column of strings (None/NaN → null), each distinct value encoded once."""
+    codes, uniques = factorize(values)
+    return Texts(codes, uniques)
+
+
+def _text_fields(table: RooflineTable, *columns: str) -> list[Field]:
+    """Fields that are records text columns as they are (None/NaN → null), encoded once per distinct value."""
+    return [Field(c, Texts(*table.column_codes(c))) for c in columns]
+
+
+def _python_rounded(values: np.ndarray, nd: int) -> Numbers:
+    """_num (Python's round, which can differ from np.round in the last digit) of each value."""
+    rounded = [_num(x, nd) for x in np.asarray(values, dtype=float).tolist()]
+    return Numbers(np.array([np.nan if v is None else v for v in rounded], dtype=float))
+
+
+@dataclass
+class Metrics:
+    """The metrics document: `document` holds every field but the per-op list, which `operations` renders
+    column-wise (one object per op row) when the document is written."""
+
+    document: dict[str, Any]
+    operations: Obj
+    rows: int
+
+    def __getitem__(self, key: str) -> Any:
+        return self.document[key]
+
+    def write(self, fh: Sink) -> None:
+        write_document(fh, self.document, "operations", self.operations, self.rows)
+
+    def to_bytes(self) -> bytes:
+        buf = io.BytesIO()
+        self.write(buf)
+        return buf.getvalue()
+
+
+def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: str) -> Metrics:
     """The full metrics document (TraceLens-compatible fields plus ours under `sdpa_analyzer`)."""
     df = data.df
     assert df is not None and data.e2e_ms
@@ -110,101 +166,67 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
     counts = r["count"].to_numpy()
     high_var = np.isfinite(cov) & (np.nan_to_num(cov) > HIGH_VARIANCE_COV) & (counts > 10) & (pct_total >= 5)
     has_model = r["has_model"].to_numpy(dtype=bool)
-    bound = [b if h and isinstance(b, str) else None for b, h in zip(r["bound"], has_model, strict=True)]
+    bound = [b if h and isinstance(b, str) else None for b, h in zip(r["bound"].tolist(), has_model, strict=True)]
     spec = r["compute_spec"].tolist()
     default_peak = _default_peak(table)
     peak_t = np.where(
         np.array([isinstance(x, str) for x in spec]), r["peak_tflops"].to_numpy(dtype=float), default_peak
     )
     peak_bw = table.gpu.peak_tbs()[0]
-    warn = ["; ".join(w) or None for w in r["warnings"]]
+    warn = ["; ".join(w) or None for w in r["warnings"].tolist()]
     anomaly = (np.isfinite(eff_used) & (np.nan_to_num(eff_used) > 100.0)) & (not comparative)
     att = r["attention_type"].tolist()
-    library = [x if x != "Unknown" else None for x in r["library"]]
-    # only paged rows need their full config (token counts); building configs for every row would be slow
-    workloads = [
-        workload_profile(row, table.config(i) if row["has_model"] and row["attention_type"] == "paged" else None)
-        for i, row in _lazy_rows(r, ("has_model", "heads_q", "heads_kv", "seq_q", "seq_kv", "attention_type"))
+    att_arr = np.fromiter(att, dtype=object, count=n)
+    library = [x if x != "Unknown" else None for x in r["library"].tolist()]
+    workload, ctx, gen = _workload_profiles(r, table, att_arr)
+
+    efficiency = Obj([
+        Field("tflops_achieved", Numbers(r["achieved_tflops"].to_numpy(), 2)),
+        Field("tb_s_achieved", Numbers(r["achieved_tbs"].to_numpy(), 2)),
+        Field("efficiency_percent", Numbers(eff_used, 2)),
+        Field("bound_type", _texts(bound)),
+        Field("flops_per_byte", Numbers(r["intensity"].to_numpy(), 2)),
+        *_text_fields(table, "compute_spec"),
+        Field("resolved_peak_maf", Numbers(peak_t, 2)),
+        Field("resolved_peak_hbm_bw", Const(peak_bw, n)),
+        Field("warning", _texts(warn)),
+        Field("is_anomaly", Bools(anomaly)),
+    ])  # fmt: skip
+    paged_rows = np.flatnonzero(att_arr == "paged").tolist()
+    parts = [paged_breakdown(data.kernels[i]) for i in paged_rows]
+    classification = Obj([
+        Field("is_flash_attention", Bools(att_arr == "flash")),
+        Field("is_paged_attention", Bools(att_arr == "paged")),
+        Field("has_perf_model", Bools(has_model)),
+        *_text_fields(table, "attention_type", "op_attention_type", "kernel_attention_type"),
+        Field("workload_profile", workload),
+        Field("kernel_breakdown", Sparse(dict(zip(paged_rows, parts, strict=True))), optional=True),
+    ])  # fmt: skip
+    fields = [
+        *_text_fields(table, "name"),
+        Field("count", Ints(counts)),
+        Field("time_ms", Numbers(time_ms, 3)),
+        Field("percent_of_category", Numbers(100.0 * time_ms / total_ms if total_ms > 0 else np.zeros(n), 2)),
+        Field("percent_of_total", Numbers(pct_total, 2)),
+        Field("efficiency", efficiency),
+        *(Field(c, _texts(_raw_cells(df, c))) for c in ("Input Dims", "Input type")),
+        Field("has_perf_model", Bools(has_model)),
+        *(Field(c, _texts(_raw_cells(df, c))) for c in ("perf_params", "kernel_details_summary")),
+        *_text_fields(table, "args"),
+        Field("cov", Numbers(cov, 3)),
+        Field("high_variance", Bools(high_var)),
+        Field("classification", classification),
+        Field("library", _texts(library)),
+        *_text_fields(table, "launcher_path", "kernel_name", "kernel_name_trunc"),
+        *(Field(c, Values(r[c].tolist())) for c in ("module_chain", "call_chain")),
+        Field("roofline", _roofline_block(r, table)),
     ]
-    col = {
-        "time": _rounded(time_ms, 3),
-        "pct_cat": _rounded(100.0 * time_ms / total_ms if total_ms > 0 else np.zeros(n), 2),
-        "pct_total": _rounded(pct_total, 2),
-        "tflops": _rounded(r["achieved_tflops"].to_numpy(), 2),
-        "tbs": _rounded(r["achieved_tbs"].to_numpy(), 2),
-        "eff": _rounded(eff_used, 2),
-        "fpb": _rounded(r["intensity"].to_numpy(), 2),
-        "peak": _rounded(peak_t, 2),
-        "cov": _rounded(cov, 3),
-    }
-    dims, types, pp, kd = (
-        _raw_cells(df, c) for c in ("Input Dims", "Input type", "perf_params", "kernel_details_summary")
-    )
-    roof_blocks = _roofline_blocks(r, table)
-    L = {
-        c: r[c].tolist()
-        for c in (
-            "name",
-            "args",
-            "op_attention_type",
-            "kernel_attention_type",
-            "launcher_path",
-            "kernel_name",
-            "kernel_name_trunc",
-            "module_chain",
-            "call_chain",
-        )
-    }  # plain lists: per-row pandas access is ~50x slower
-    operations = []
-    for i in range(n):
-        op: dict[str, Any] = {
-            "name": L["name"][i],
-            "count": int(counts[i]),
-            "time_ms": col["time"][i],
-            "percent_of_category": col["pct_cat"][i],
-            "percent_of_total": col["pct_total"][i],
-            "efficiency": {
-                "tflops_achieved": col["tflops"][i],
-                "tb_s_achieved": col["tbs"][i],
-                "efficiency_percent": col["eff"][i],
-                "bound_type": bound[i],
-                "flops_per_byte": col["fpb"][i],
-                "compute_spec": spec[i],
-                "resolved_peak_maf": col["peak"][i],
-                "resolved_peak_hbm_bw": peak_bw,
-                "warning": warn[i],
-                "is_anomaly": bool(anomaly[i]),
-            },
-            "Input Dims": dims[i],
-            "Input type": types[i],
-            "has_perf_model": bool(has_model[i]),
-            "perf_params": pp[i],
-            "kernel_details_summary": kd[i],
-            "args": L["args"][i],
-            "cov": col["cov"][i],
-            "high_variance": bool(high_var[i]),
-            "classification": {
-                "is_flash_attention": att[i] == "flash",
-                "is_paged_attention": att[i] == "paged",
-                "has_perf_model": bool(has_model[i]),
-                "attention_type": att[i],
-                "op_attention_type": L["op_attention_type"][i],
-                "kernel_attention_type": L["kernel_attention_type"][i],
-                "workload_profile": workloads[i],
-            },
-            "library": library[i],
-            "launcher_path": L["launcher_path"][i],
-            "kernel_name": L["kernel_name"][i],
-            "kernel_name_trunc": L["kernel_name_trunc"][i],
-            "module_chain": L["module_chain"][i],
-            "call_chain": L["call_chain"][i],
-            "roofline": roof_blocks[i],
-        }
-        if comparative:
-            op["t2_time_ms"] = _num(t2[i], 3)
-            op["count_trace2"] = int(c2[i]) if np.isfinite(c2[i]) else None
-            op["difference_ms"] = _num(t2[i] - time_ms[i], 3)
-        operations.append(op)
+    if comparative:
+        fields += [
+            Field("t2_time_ms", _python_rounded(t2, 3)),
+            Field("count_trace2", Ints(c2)),
+            Field("difference_ms", _python_rounded(t2 - time_ms, 3)),
+        ]
 
     estimates = _impact_estimates(data.category, r, eff_used, time_ms, e2e, comparative)
     findings = _group(estimates, comparative)
@@ -222,21 +244,13 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
         "cudnn_attention_detected": "cudnn" in att,
         "unfused_attention_count": att.count("unfused"),
         "unfused_attention_detected": "unfused" in att,
-        "instances_by_attention_type": {
-            t: int(counts[np.array([x == t for x in att])].sum()) for t in sorted(set(att))
-        },
+        "instances_by_attention_type": {t: int(counts[att_arr == t].sum()) for t in sorted(set(att))},
     }
-    paged_rows = [i for i, t in enumerate(att) if t == "paged"]
     if paged_rows:
-        parts = [paged_breakdown(data.kernels[i]) for i in paged_rows]
-        for i, part in zip(paged_rows, parts, strict=True):
-            operations[i]["classification"]["kernel_breakdown"] = part
         specific["kernel_breakdown_avg"] = {
             f"avg_{k}_percent": round(sum(p[f"{k}_percent"] for p in parts) / len(parts), 2)
             for k in ("reshape_cache", "fwd_kernel", "paged_attention")
         }
-    ctx = sum(int(w.get("sum_ctx_tokens") or 0) for w in workloads)
-    gen = sum(int(w.get("sum_gen_tokens") or 0) for w in workloads)
     if ctx + gen > 0:
         ratio = ctx / (ctx + gen)
         specific["workload_profile"] = {
@@ -245,14 +259,14 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
             "ctx_ratio": round(ratio, 4),
             "profile_type": "prefill_heavy" if ratio > 0.8 else ("decode_heavy" if ratio < 0.2 else "mixed"),
         }
-    return {
+    document = {
         "category": data.category,
         "status": "OK",
         "comparison_scope": comparison_scope,
         "total_time_ms": _num(total_ms, 3),
         "percent_of_compute": _num(100.0 * total_ms / e2e),
         "operation_count": int(counts.sum()),
-        "operations": operations,
+        "operations": None,  # written from Metrics.operations
         "category_specific": specific,
         "impact_estimates": estimates,
         "category_findings": findings,
@@ -265,89 +279,99 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
             "notes": table.peak_notes,
         },
     }
+    return Metrics(document, Obj(fields), n)
 
 
-def _lazy_rows(r: pd.DataFrame, cols: tuple[str, ...]) -> Any:
-    """(index, row-like dict) pairs over a few columns, without pandas' slow per-row access."""
-    lists = {c: r[c].tolist() for c in cols}
-    for i in range(len(r)):
-        yield i, {c: lists[c][i] for c in cols}
+def _workload_profiles(r: pd.DataFrame, table: RooflineTable, att: np.ndarray) -> tuple[Obj, int, int]:
+    """TraceLens' per-op workload_profile as columns (see roofline_records.workload_profile), and the summed
+    context / generated tokens. Paged rows need their config's token counts: those are profiled one by one."""
+    n = len(r)
+    has = r["has_model"].to_numpy(dtype=bool)
+    ints = {
+        c: np.where(has, np.nan_to_num(r[c].to_numpy(dtype=float)), 0).astype(np.int64)
+        for c in ("heads_q", "heads_kv", "seq_q", "seq_kv")
+    }
+    hq, hk, nq = ints["heads_q"], ints["heads_kv"], ints["seq_q"]
+    ratio = np.where(has, hq // np.where(hk != 0, hk, 1), 0)
+    pattern = np.where(ratio == 1, "MHA", np.where(hk == 1, "MQA", "GQA")).astype(object)
+    pattern[~has] = None
+    wtype = np.where(nq > 1, "prefill", "decode").astype(object)
+    wtype[~has] = "unknown"
+    sum_ctx = np.zeros(n, dtype=np.int64)
+    sum_gen = np.zeros(n, dtype=np.int64)
+    ctx_ratio = np.full(n, np.nan)
+    for i in np.flatnonzero(has & (att == "paged")).tolist():
+        row = {c: r[c].iat[i] for c in ("has_model", "heads_q", "heads_kv", "seq_q", "seq_kv")}
+        w = workload_profile(row, table.config(i))
+        sum_ctx[i], sum_gen[i], wtype[i] = w["sum_ctx_tokens"], w["sum_gen_tokens"], w["workload_type"]
+        ctx_ratio[i] = np.nan if w["ctx_ratio"] is None else w["ctx_ratio"]
+    obj = Obj([
+        Field("n_q", Ints(nq, valid=has)),
+        Field("n_kv", Ints(ints["seq_kv"], valid=has)),
+        Field("h_q", Ints(hq, valid=has)),
+        Field("h_kv", Ints(hk, valid=has)),
+        Field("sum_ctx_tokens", Ints(sum_ctx, valid=has)),
+        Field("sum_gen_tokens", Ints(sum_gen, valid=has)),
+        Field("ctx_ratio", Numbers(ctx_ratio)),
+        Field("workload_type", _texts(wtype)),
+        Field("attention_pattern", _texts(pattern)),
+        Field("gqa_ratio", Ints(ratio, valid=has & (ratio > 1))),
+    ])  # fmt: skip
+    return obj, int(sum_ctx[has].sum()), int(sum_gen[has].sum())
+
+
+def most_common_spec(table: RooflineTable) -> str | None:
+    """The compute spec most rows are scored against (the first seen among equally common ones)."""
+    codes, uniques = table.column_codes("compute_spec")
+    if len(uniques) >= len(codes) > 1:  # not factorized (mostly distinct values): count them exactly
+        codes, uniques = factorize(uniques)
+    known = [isinstance(u, str) for u in uniques]
+    counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
+    best = [(int(c), u) for c, u, k in zip(counts.tolist(), uniques, known, strict=True) if k]
+    return max(best, key=lambda cu: cu[0])[1] if best else None
 
 
 def _default_peak(table: RooflineTable) -> float:
-    specs = [s for s in table.records["compute_spec"] if isinstance(s, str)]
-    spec = max(set(specs), key=specs.count) if specs else "matrix_bf16"
+    spec = most_common_spec(table) or "matrix_bf16"
     try:
         return table.gpu.peak_tflops(spec)[0]
     except ValueError:
         return float("nan")
 
 
-def _roofline_blocks(r: pd.DataFrame, table: RooflineTable) -> list[dict[str, Any]]:
+def _roofline_block(r: pd.DataFrame, table: RooflineTable) -> Obj:
     """Our per-op roofline block (beside TraceLens' `efficiency`), built column-wise."""
     flops = r["flops_useful"].to_numpy(dtype=float)
     bc = r["bytes_compulsory"].to_numpy(dtype=float)
     bt = r["bytes_tiled"].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         ic, it = flops / bc, flops / bt
-    c = {
-        "flops_useful": _rounded(flops, 0), "flops_executed": _rounded(r["flops_executed"].to_numpy(), 0),
-        "flops_upper": _rounded(r["flops_upper"].to_numpy(), 0), "bytes_compulsory": _rounded(bc, 0),
-        "bytes_tiled": _rounded(bt, 0), "intensity_compulsory": _rounded(ic, 2), "intensity_tiled": _rounded(it, 2),
-        "ideal_us": _rounded(r["ideal_us"].to_numpy(), 3), "mean_us": _rounded(r["mean_us"].to_numpy(), 3),
-        "ridge": _rounded(r["ridge"].to_numpy(), 2), "band_low": _rounded(r["band_low"].to_numpy(), 1),
-        "band_high": _rounded(r["band_high"].to_numpy(), 1),
-        "upstream_efficiency_pct": _rounded(r["upstream_efficiency_pct"].to_numpy(), 2),
-        "copy_overhead_us": _rounded(r["copy_overhead_us"].to_numpy(), 3),
-        "gqa_ratio": _rounded(r["gqa_ratio"].to_numpy(), 0),
-    }  # fmt: skip
-    lists = {
-        k: r[k].tolist()
-        for k in (
-            "has_model",
-            "no_model_reason",
-            "direction",
-            "shape_label",
-            "mask",
-            "dtype",
-            "in_expected_band",
-            "anomaly_flag",
-            "peak_tflops_kind",
-            "peak_tbs_kind",
-        )
-    }
-    out = []
-    for i in range(len(r)):
-        out.append(
-            {
-                "has_model": bool(lists["has_model"][i]),
-                "no_model_reason": lists["no_model_reason"][i],
-                "direction": lists["direction"][i],
-                "shape_label": lists["shape_label"][i],
-                "mask": lists["mask"][i],
-                "dtype": lists["dtype"][i],
-                "gqa_ratio": int(c["gqa_ratio"][i]) if c["gqa_ratio"][i] is not None else None,
-                "flops_useful": c["flops_useful"][i],
-                "flops_executed": c["flops_executed"][i],
-                "flops_upper": c["flops_upper"][i],
-                "bytes_compulsory": c["bytes_compulsory"][i],
-                "bytes_tiled": c["bytes_tiled"][i],
-                "intensity_compulsory": c["intensity_compulsory"][i],
-                "intensity_tiled": c["intensity_tiled"][i],
-                "ideal_us": c["ideal_us"][i],
-                "mean_us": c["mean_us"][i],
-                "ridge": c["ridge"][i],
-                "expected_band_pct": [c["band_low"][i], c["band_high"][i]],
-                "in_expected_band": bool(lists["in_expected_band"][i]),
-                "anomaly_over_110": bool(lists["anomaly_flag"][i]),
-                "peak_tflops_kind": lists["peak_tflops_kind"][i],
-                "peak_tbs_kind": lists["peak_tbs_kind"][i],
-                "upstream_efficiency_pct": c["upstream_efficiency_pct"][i],
-                "copy_overhead_us": c["copy_overhead_us"][i],
-                "bytes_model": table.bytes_model,
-            }
-        )
-    return out
+    def num(col: str, nd: int) -> Numbers:
+        return Numbers(r[col].to_numpy(), nd)
+
+    gqa = np.round(r["gqa_ratio"].to_numpy(dtype=float), 0)
+    return Obj([
+        Field("has_model", Bools(r["has_model"].to_numpy(dtype=bool))),
+        *_text_fields(table, "no_model_reason", "direction", "shape_label", "mask", "dtype"),
+        Field("gqa_ratio", Ints(gqa)),
+        Field("flops_useful", Numbers(flops, 0)),
+        Field("flops_executed", num("flops_executed", 0)),
+        Field("flops_upper", num("flops_upper", 0)),
+        Field("bytes_compulsory", Numbers(bc, 0)),
+        Field("bytes_tiled", Numbers(bt, 0)),
+        Field("intensity_compulsory", Numbers(ic, 2)),
+        Field("intensity_tiled", Numbers(it, 2)),
+        Field("ideal_us", num("ideal_us", 3)),
+        Field("mean_us", num("mean_us", 3)),
+        Field("ridge", num("ridge", 2)),
+        Field("expected_band_pct", Pair(Numbers(r["band_low"].to_numpy(), 1), Numbers(r["band_high"].to_numpy(), 1))),
+        Field("in_expected_band", Bools(r["in_expected_band"].to_numpy(dtype=bool))),
+        Field("anomaly_over_110", Bools(r["anomaly_flag"].to_numpy(dtype=bool))),
+        *_text_fields(table, "peak_tflops_kind", "peak_tbs_kind"),
+        Field("upstream_efficiency_pct", num("upstream_efficiency_pct", 2)),
+        Field("copy_overhead_us", num("copy_overhead_us", 3)),
+        Field("bytes_model", Const(table.bytes_model, len(r))),
+    ])  # fmt: skip
 
 
 def paged_breakdown(kernels: list[dict[str, Any]]) -> dict[str, Any]:
@@ -385,27 +409,29 @@ def _impact_estimates(
     quantified = finite & ((np.nan_to_num(eff) <= ANOMALY_PCT) | comparative) & (e2e > 0)
     high = np.maximum(0.0, 1.0 - np.nan_to_num(eff) / 100.0) * time_ms / e2e * 100.0
     names = r["name"].tolist()
-    libs = [x if x != "Unknown" else None for x in r["library"]]
-    bounds = [b if isinstance(b, str) else None for b in r["bound"]]
+    libs = [x if x != "Unknown" else None for x in r["library"].tolist()]
+    bounds = [b if isinstance(b, str) else None for b in r["bound"].tolist()]
     eff_r = _rounded(eff, 2)
     t_r = _rounded(time_ms, 3)
     out: list[dict[str, Any]] = []
-    for i in np.flatnonzero(quantified & (high >= MIN_HIGH)):
+    # scores stay numpy float64 scalars (iterating an array yields them): sums and rounding depend on it
+    q = np.flatnonzero(quantified & (high >= MIN_HIGH))
+    for i, mid, low, hi in zip(q.tolist(), MID_FACTOR * high[q], LOW_FACTOR * high[q], high[q], strict=True):
         out.append({
             "operation": names[i], "category": category, "type": "kernel_tuning", "estimate_method": "quantified",
-            "impact_score": MID_FACTOR * high[i], "impact_score_low": LOW_FACTOR * high[i],
-            "impact_score_high": high[i], "efficiency_pct": eff_r[i], "bound_type": bounds[i],
-            "library": libs[i], "time_ms": t_r[i],
+            "impact_score": mid, "impact_score_low": low, "impact_score_high": hi, "efficiency_pct": eff_r[i],
+            "bound_type": bounds[i], "library": libs[i], "time_ms": t_r[i],
         })  # fmt: skip
     if not comparative:
-        for i in np.flatnonzero(~quantified):
-            p = pct_total[i]
+        h = np.flatnonzero(~quantified)
+        p = pct_total[h]
+        scores = zip(h.tolist(), HEURISTIC_MID * p, HEURISTIC_LOW * p, HEURISTIC_HIGH * p, p, strict=True)
+        for i, mid, low, hi, pct in scores:
             out.append({
                 "operation": names[i], "category": category, "type": "unmodeled_significant",
-                "estimate_method": "heuristic", "impact_score": HEURISTIC_MID * p,
-                "impact_score_low": HEURISTIC_LOW * p, "impact_score_high": HEURISTIC_HIGH * p,
-                "efficiency_pct": eff_r[i], "bound_type": None, "library": libs[i],
-                "time_ms": t_r[i], "percent_of_total": p,
+                "estimate_method": "heuristic", "impact_score": mid, "impact_score_low": low, "impact_score_high": hi,
+                "efficiency_pct": eff_r[i], "bound_type": None, "library": libs[i], "time_ms": t_r[i],
+                "percent_of_total": pct,
             })  # fmt: skip
     return out
 
@@ -450,16 +476,26 @@ def _group(estimates: list[dict[str, Any]], comparative: bool) -> list[dict[str,
         findings.append(f)
     findings.sort(key=lambda f: -f["impact_score"])
     # round once, at the end, the exact values written and validated against
-    for est in estimates:
-        for k in ("impact_score", "impact_score_low", "impact_score_high", "percent_of_total"):
-            if k in est:
-                est[k] = round(est[k], 2)
+    _round_scores(estimates)
+    _round_scores(findings)
     for rank, f in enumerate(findings, start=1):
-        for k in ("impact_score", "impact_score_low", "impact_score_high", "percent_of_total"):
-            if k in f:
-                f[k] = round(f[k], 2)
         f["rank"] = rank
     return findings
+
+
+def _round_scores(items: list[dict[str, Any]]) -> None:
+    """round(x, 2) of each score, as one np.round per key (the same values as numpy's scalar round)."""
+    for k in ("impact_score", "impact_score_low", "impact_score_high", "percent_of_total"):
+        holders = [d for d in items if k in d]
+        if not holders:
+            continue
+        values = [d[k] for d in holders]
+        if not all(type(v) is np.float64 for v in values):  # Python floats round their own way
+            for d in holders:
+                d[k] = round(d[k], 2)
+            continue
+        for d, v in zip(holders, np.round(np.array(values, dtype=np.float64), 2), strict=True):
+            d[k] = v
 
 
 def error_metrics(category: str, error: str, comparison_scope: str) -> dict[str, Any]:

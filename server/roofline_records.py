@@ -24,13 +24,17 @@ from perf_models.kernels import classify_kernels
 from perf_models.registry import parse_op
 from perf_models.roofline import expected_band, roofline
 
-from .category_io import KERNEL_SUM, CategoryData
+from .category_io import _SEP, KERNEL_SUM, CategoryData
+from .factorize import factorize
 
 BYTES_MODELS = ("compulsory", "tiled")
 TRUNC_KERNEL = 75
 MODULE_PREFIX = "nn.Module: "
 SPECIFIC_TYPES = ("flash", "memory_efficient", "cudnn", "math", "unfused", "paged")
 _QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
+# an integer nest as compact JSON (brackets, no whitespace; trailing commas go after) and without its numbers
+_COMPACT_NEST = str.maketrans("()", "[]", " \t\n\r\x0b\x0c")
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 _SPEC_BY_DTYPE = {
     "bf16": "matrix_bf16",
     "fp16": "matrix_fp16",
@@ -49,9 +53,20 @@ class RooflineTable:
     bytes_model: str
     parsed: ParsedTable
     peak_notes: list[str] = field(default_factory=list)
+    source: CategoryData | None = field(default=None, repr=False)  # the loaded data these records came from
+    _codes: dict[str, tuple[np.ndarray, list[Any]]] = field(default_factory=dict, repr=False)
 
     def config(self, row: int) -> AttentionConfig | None:
         return self.parsed.config(row)
+
+    def column_codes(self, column: str) -> tuple[np.ndarray, list[Any]]:
+        """Codes and values of a records column (factorize(..., exact=False): mostly distinct columns are not
+        hashed), computed once: the CSV and the metrics JSON both encode text columns once per distinct
+        value. Columns built from codes come with them (see compute_records). Values may be None/NaN only
+        where the code is -1."""
+        if column not in self._codes:
+            self._codes[column] = factorize(self.records[column].to_numpy(dtype=object), exact=False)
+        return self._codes[column]
 
 
 # ---------------------------------------------------------------- cell formatting (once per distinct value)
@@ -122,7 +137,8 @@ def _parse(data: CategoryData) -> ParsedTable:
     df = data.df
     assert df is not None
     names = df["name"].astype(str).tolist()
-    dims, types, conc = (data.parsed[c] for c in ("Input Dims", "Input type", "Concrete Inputs"))
+    dims = data.input_dims_cells()
+    types, conc = (data.parsed[c] for c in ("Input type", "Concrete Inputs"))
     pt = parse_ops_table(names, dims, types, conc, [None] * len(names))
     raw_pp = df["perf_params"].tolist() if "perf_params" in df else [None] * len(names)
     retry = [i for i in np.flatnonzero(~pt.modeled) if isinstance(raw_pp[i], str) and raw_pp[i].strip()]
@@ -131,22 +147,55 @@ def _parse(data: CategoryData) -> ParsedTable:
     return pt
 
 
-def _classify_rows(data: CategoryData) -> list[Any]:
-    """Kernel classification per row, cached by (kernel names, index of the longest kernel).
+def _classify_rows(data: CategoryData) -> tuple[list[Any], np.ndarray]:
+    """Kernel classification per distinct (kernel names, index of the longest kernel), and each row's index
+    into that list.
 
     Attention type and library depend only on the names and on which kernel dominates, so rows that
-    differ only in durations share one classification.
+    differ only in durations share one classification (made from the first such row's durations).
     """
-    cache: dict[tuple[Any, ...], Any] = {}
-    out = []
-    for kernels in data.kernels:
-        names = tuple(k["name"] for k in kernels)
+    kd = data.kernels
+    key = kd.codes * (int(kd.dominant.max(initial=-1)) + 2) + (kd.dominant + 1)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    classes = []
+    for i in first.tolist():
+        kernels = kd[i]
         durs = [float(k["total_duration_us"] or 0.0) for k in kernels]
-        key = (names, int(np.argmax(durs)) if durs else -1)
-        if key not in cache:
-            cache[key] = classify_kernels(list(names), durs)
-        out.append(cache[key])
-    return out
+        classes.append(classify_kernels([k["name"] for k in kernels], durs))
+    return classes, inverse.reshape(-1)
+
+
+def _distinct(values: Any) -> tuple[np.ndarray, list[Any]]:
+    """Codes and distinct values of an object column, keeping missing values as they are: pandas would turn
+    None into NaN, and `None or ""` is not `nan or ""`. Missing values are told apart by type."""
+    arr = np.fromiter(values, dtype=object, count=len(values))
+    codes, out = factorize(arr)
+    na = np.flatnonzero(codes < 0)
+    if len(na):
+        by_type: dict[type, int] = {}
+        for i in na.tolist():
+            v = arr[i]
+            if type(v) not in by_type:
+                by_type[type(v)] = len(out)
+                out.append(v)
+            codes[i] = by_type[type(v)]
+    return codes, out
+
+
+def _as_codes(values: list[Any], codes: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+    """(codes, values) of a column built as values[codes], in column_codes' form (missing values: -1)."""
+    missing = [k for k, v in enumerate(values) if v is None or (isinstance(v, float) and v != v)]
+    if missing:
+        codes = np.where(np.isin(codes, missing), -1, codes)
+    return codes, values
+
+
+def _per_row(values: list[Any], codes: np.ndarray) -> np.ndarray:
+    """values[codes] as an object array (values may be sequences, which np.array would unpack)."""
+    table = np.empty(len(values), dtype=object)
+    for k, v in enumerate(values):
+        table[k] = v
+    return table[codes]
 
 
 def _final_type(op_type: str, kc: Any) -> str:
@@ -162,7 +211,8 @@ def _final_type(op_type: str, kc: Any) -> str:
 def _compute_specs(dtypes: np.ndarray, att_types: np.ndarray, gpu: GpuSpec) -> np.ndarray:
     """The peak each modeled row is scored against. fp32 memory-efficient attention on NVIDIA runs CUTLASS
     3xTF32 on the tensor cores (not the CUDA cores), so its roof is matrix_fp32_3xtf32 when the table has it."""
-    specs = np.array([_SPEC_BY_DTYPE.get(str(d), "matrix_bf16") for d in dtypes], dtype=object)
+    codes, distinct = _distinct(dtypes)
+    specs = _per_row([_SPEC_BY_DTYPE.get(str(d), "matrix_bf16") for d in distinct], codes)
     if gpu.vendor == "nvidia" and "matrix_fp32_3xtf32" in gpu.specs():
         specs[(specs == "matrix_fp32") & (att_types == "memory_efficient")] = "matrix_fp32_3xtf32"
     return specs
@@ -198,8 +248,16 @@ def compute_records(
     counts = df["operation_count"].to_numpy(dtype=float)
     ksum = df[KERNEL_SUM].to_numpy(dtype=float)
     mean_us = ksum / np.maximum(counts, 1)
-    kclasses = _classify_rows(data)
-    att_types = np.array([_final_type(t, k) for t, k in zip(pt.attention_type, kclasses, strict=True)], dtype=object)
+    classes, class_of = _classify_rows(data)
+    op_codes, op_types = _distinct(pt.attention_type)
+    pair_codes, pairs = pd.factorize(op_codes * len(classes) + class_of)
+    final = [_final_type(op_types[int(p) // len(classes)], classes[int(p) % len(classes)]) for p in pairs]
+    att_types = _per_row(final, pair_codes)
+    kernel_att = [getattr(k, "attention_type", None) for k in classes]
+    known: dict[str, tuple[np.ndarray, list[Any]]] = {
+        "attention_type": _as_codes(final, pair_codes),
+        "kernel_attention_type": _as_codes(kernel_att, class_of),
+    }
     idx = np.flatnonzero(pt.modeled)
 
     rec: dict[str, Any] = {
@@ -212,7 +270,7 @@ def compute_records(
         "direction": pt.direction,
         "attention_type": att_types,
         "op_attention_type": pt.attention_type,
-        "kernel_attention_type": np.array([getattr(k, "attention_type", None) for k in kclasses], dtype=object),
+        "kernel_attention_type": _per_row(kernel_att, class_of),
         "family": pt.family,
         "layout": pt.layout,
         "config_source": pt.source,
@@ -277,14 +335,17 @@ def compute_records(
     rec["in_expected_band"] = (
         finite & (np.nan_to_num(eff) >= rec["band_low"]) & (np.nan_to_num(eff) <= rec["band_high"])
     )
-    for i in np.flatnonzero(rec["anomaly_flag"]):
-        warnings[i].append(
-            f"efficiency {eff[i]:.1f}% exceeds the roofline by more than 10%: check the shapes, the peaks "
-            "or whether the measured time misses kernels — an anomaly, not an excellent kernel"
-        )
+    flagged = np.flatnonzero(rec["anomaly_flag"])
+    messages = map(
+        "efficiency {:.1f}% exceeds the roofline by more than 10%: check the shapes, the peaks or whether the "
+        "measured time misses kernels — an anomaly, not an excellent kernel".format,
+        eff[flagged].tolist(),
+    )
+    for i, message in zip(flagged.tolist(), messages, strict=True):
+        warnings[i].append(message)
     rec["warnings"] = warnings
     rec["no_model_reason"] = pt.reason
-    _add_descriptive_columns(rec, data, kclasses)
+    _add_descriptive_columns(rec, data, classes, class_of, known)
     records = pd.DataFrame(rec)
     notes = []
     if bytes_model == "tiled" and gpu.vendor == "nvidia":
@@ -294,83 +355,225 @@ def compute_records(
             "compulsory bytes assume perfect reuse; on MI300-class parts (4 MB L2 per XCD) the tiled estimate "
             "is the better guess of HBM traffic (bytes_model='tiled')"
         )
-    return RooflineTable(records=records, gpu=gpu, bytes_model=bytes_model, parsed=pt, peak_notes=notes)
+    return RooflineTable(
+        records=records, gpu=gpu, bytes_model=bytes_model, parsed=pt, peak_notes=notes, source=data, _codes=known
+    )
 
 
 def _map_unique(values: list[Any], fn: Any) -> list[Any]:
     """fn over each distinct value once (cells repeat across rows), results mapped back onto the rows."""
-    cache: dict[Any, Any] = {}
-    out = []
-    for v in values:
-        key = v if isinstance(v, str | int | float | type(None)) else repr(v)
-        if key not in cache:
-            cache[key] = fn(v)
-        out.append(cache[key])
-    return out
+    codes, results = _unique_map(values, fn)
+    return _per_row(results, codes).tolist()
 
 
-def _add_descriptive_columns(rec: dict[str, Any], data: CategoryData, kclasses: list[Any]) -> None:
+def _unique_map(values: list[Any], fn: Any) -> tuple[np.ndarray, list[Any]]:
+    """fn of each distinct value, once, and each row's index into those results."""
+    if not set(map(type, values)) <= {str, float, type(None)}:  # parsed cells (lists): by their repr
+        codes = factorize([v if isinstance(v, str) else repr(v) for v in values])[0]
+        firsts = np.unique(codes, return_index=True)[1]
+        return codes, [fn(values[i]) for i in firsts.tolist()]
+    codes, uniques = factorize(values)
+    results = [fn(u) for u in uniques]
+    missing = np.flatnonzero(codes < 0)
+    if len(missing):  # empty cells (None/NaN) share one result, the last
+        results.append(fn(values[int(missing[0])]))
+        codes = np.where(codes < 0, len(results) - 1, codes)
+    return codes, results
+
+
+def _add_descriptive_columns(
+    rec: dict[str, Any],
+    data: CategoryData,
+    classes: list[Any],
+    class_of: np.ndarray,
+    known: dict[str, tuple[np.ndarray, list[Any]]],
+) -> None:
+    """Text columns; those built from a few distinct values record their codes in `known`."""
     df = data.df
     assert df is not None
     n = len(df)
-    dims_raw = df["Input Dims"].tolist() if "Input Dims" in df else [None] * n
-    types_raw = df["Input type"].tolist() if "Input type" in df else [None] * n
-    dims, types = data.parsed["Input Dims"], data.parsed["Input type"]
-    arg_cache: dict[tuple[Any, Any], str] = {}
-    args = []
-    for i in range(n):
-        key = (dims_raw[i] if isinstance(dims_raw[i], str) else repr(dims[i]), types_raw[i])
-        if key not in arg_cache:
-            arg_cache[key] = short_args(dims[i], types[i])
-        args.append(arg_cache[key])
+    args = _args_column(data)
     rec["args"] = args
     rec["shape_label"] = _shape_labels(rec)
-    missing = [i for i, a in enumerate(args) if not a and rec["has_model"][i]]
-    for i in missing:  # autograd nodes have no Input Dims: show the linked forward's shapes
-        args[i] = _args_from_record(rec, i)
+    missing = np.flatnonzero((np.asarray([not a for a in args], dtype=bool)) & rec["has_model"])
+    if len(missing):  # autograd nodes have no Input Dims: show the linked forward's shapes
+        for i, a in zip(missing.tolist(), _args_from_records(rec, missing), strict=True):
+            args[i] = a
 
-    names_cells = _map_unique(
-        [tuple(k["name"] for k in ks) for ks in data.kernels], lambda t: kernel_name_cells(list(t))
-    )
-    rec["kernel_name"] = [c[0] for c in names_cells]
-    rec["kernel_name_trunc"] = [c[1] for c in names_cells]
-    rec["library"] = [getattr(k, "library", None) or "Unknown" for k in kclasses]
-    rec["dominant_kernel"] = [getattr(k, "dominant_kernel", None) for k in kclasses]
+    kd = data.kernels
+    names_cells = [kernel_name_cells(list(names)) for names in kd.name_sets]
     stacks = df["call_stack_full"].tolist() if "call_stack_full" in df else [None] * n
-    ch = _map_unique(stacks, chains)
-    rec["module_chain"] = [c[0] for c in ch]
-    rec["call_chain"] = [c[1] for c in ch]
+    chain_codes, chain_pairs = _unique_map(stacks, chains)
+    by_codes = {
+        "kernel_name": ([c[0] for c in names_cells], kd.codes),
+        "kernel_name_trunc": ([c[1] for c in names_cells], kd.codes),
+        "library": ([getattr(k, "library", None) or "Unknown" for k in classes], class_of),
+        "dominant_kernel": ([getattr(k, "dominant_kernel", None) for k in classes], class_of),
+        "module_chain": ([c[0] for c in chain_pairs], chain_codes),
+        "call_chain": ([c[1] for c in chain_pairs], chain_codes),
+    }
+    for col, (values, codes) in by_codes.items():
+        rec[col] = _per_row(values, codes).tolist()
+        known[col] = _as_codes(values, codes)
     entry = df["entry_point"].tolist() if "entry_point" in df else [None] * n
     rec["launcher_path"] = [e if isinstance(e, str) and e else "Not found" for e in entry]
     for col, src in (("upstream_efficiency_pct", "Pct Roofline_mean"), ("copy_overhead_us", "copy_overhead_us_sum")):
         rec[col] = pd.to_numeric(df[src], errors="coerce").to_numpy() if src in df else np.full(n, np.nan)
 
 
-def _shape_labels(rec: dict[str, Any]) -> list[str]:
-    out = []
-    cols = [rec[c] for c in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v")]
-    for i, (has, direction, mask, family) in enumerate(
-        zip(rec["has_model"], rec["direction"], rec["mask"], rec["family"], strict=True)
-    ):
-        if not has:
-            out.append(str(family or ""))
-            continue
-        b, hq, hk, nq, nk, dq, dv = (int(c[i]) for c in cols)
-        heads = f"H{hq}" if hq == hk else f"H{hq}/{hk}"
-        seq = f"N{nq}" if nq == nk else f"N{nq}x{nk}"
-        d = f"d{dq}" if dq == dv else f"d{dq}/{dv}"
-        m = "" if mask in (None, "none") else (" causal" if str(mask).startswith("causal") else " window")
-        out.append(f"{direction} B{b} {heads} {seq} {d}{m}")
+def _args_column(data: CategoryData) -> list[str]:
+    """short_args of every row. Plain Input Dims cells (integer nests) are rewritten as compact JSON for
+    the whole column at once and grouped by structure (the JSON without its numbers) and Input type; in a
+    group of flat entries, each entry's numbers are the text between `],[`, and one format template per
+    group assembles the rows. Other rows take short_args itself, once per distinct cell pair."""
+    df = data.df
+    assert df is not None
+    n = len(df)
+    types = data.parsed["Input type"]
+    out: list[str] = [""] * n
+    plain = np.flatnonzero(data.dims_plain) if len(data.dims_plain) == n else np.zeros(0, dtype=np.int64)
+    done = np.zeros(n, dtype=bool)
+    if len(plain):
+        raw = df["Input Dims"].tolist()
+        compact = _SEP.join([raw[i] for i in plain.tolist()]).translate(_COMPACT_NEST).replace(",]", "]")
+        structure = compact.translate(_NO_DIGITS)
+        type_cells = df["Input type"].to_numpy(dtype=object)[plain] if "Input type" in df else np.full(len(plain), "")
+        type_codes, _ = _distinct(type_cells)
+        one = structure[: structure.find(_SEP)] if len(plain) > 1 else structure
+        if type_codes.max(initial=0) == 0 and structure == _SEP.join([one] * len(plain)):
+            groups = [np.arange(len(plain))]  # one structure and one Input type (the usual case)
+            rows: list[str] | str = compact
+        else:
+            rows = compact.split(_SEP)
+            shape_codes = factorize(structure.split(_SEP))[0]
+            group_codes, _ = pd.factorize(shape_codes * (int(type_codes.max(initial=0)) + 1) + type_codes)
+            order = np.argsort(group_codes, kind="stable")
+            groups = np.split(order, np.flatnonzero(np.diff(group_codes[order])) + 1)
+        del compact, structure
+        for positions in groups:
+            members = plain[positions]
+            first = int(members[0])
+            cells = rows if isinstance(rows, str) else [rows[k] for k in positions.tolist()]
+            filled = _fill_args_template(cells, len(members), data.input_dims(first), types[first])
+            if filled is not None:
+                for i, a in zip(members.tolist(), filled, strict=True):
+                    out[i] = a
+                done[members] = True
+    rest = np.flatnonzero(~done)
+    if len(rest):
+        dims_raw = df["Input Dims"].tolist() if "Input Dims" in df else [None] * n
+        types_raw = df["Input type"].tolist() if "Input type" in df else [None] * n
+        cache: dict[tuple[Any, Any], str] = {}
+        for i in rest.tolist():
+            dims = data.input_dims(i)
+            key = (dims_raw[i] if isinstance(dims_raw[i], str) else repr(dims), types_raw[i])
+            if key not in cache:
+                cache[key] = short_args(dims, types[i])
+            out[i] = cache[key]
     return out
 
 
-def _args_from_record(rec: dict[str, Any], i: int) -> str:
-    label = SHORT_LABEL.get(str(rec["dtype"][i]), str(rec["dtype"][i]))
-    b, hq, hk, nq, nk = (int(rec[c][i]) for c in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv"))
-    dq, dv = int(rec["head_dim_qk"][i]), int(rec["head_dim_v"][i])
-    return "<br>".join(
-        (f"({b},{hq},{nq},{dq}) {label}", f"({b},{hk},{nk},{dq}) {label}", f"({b},{hk},{nk},{dv}) {label}")
+def _fill_args_template(cells: list[str] | str, n: int, first: Any, types: Any) -> list[str] | None:
+    """short_args of n cells that share one structure and Input type, given as compact JSON (`[[1,2],[],[3]]`),
+    as a list or already joined with the separator; `first`: the first cell parsed. None when the structure is
+    not a non-empty list of integer lists (short_args formats nested entries its own way)."""
+    if not isinstance(first, list) or not first or not all(
+        isinstance(d, list) and all(type(x) is int for x in d) for d in first
+    ):
+        return None
+    types = list(types) if isinstance(types, list | tuple) else []
+    pieces, used = [], []
+    for i, d in enumerate(first):
+        if len(d) == 0:
+            continue
+        t = types[i] if i < len(types) else ""
+        canon = try_normalize_dtype(str(t)) if t else None
+        label = SHORT_LABEL.get(canon, str(t)) if canon else str(t)
+        escaped = label.replace("{", "{{").replace("}", "}}")
+        pieces.append(f"({{}}) {escaped}".rstrip())
+        used.append(i)
+    template = "<br>".join(pieces)
+    if not used:
+        return [template] * n
+    width = len(first)
+    body = cells if isinstance(cells, str) else _SEP.join(cells)
+    labels = {p[4:] for p in pieces}  # each piece is "({})" and then " label" or nothing
+    label = pieces[0][4:].replace("{{", "{").replace("}}", "}")
+    if used == list(range(len(used))) and len(labels) == 1 and not any(c in label for c in "[]" + _SEP):
+        # the usual shape: tensors first, then only empty slots, one dtype. Rewrite the whole group's text
+        # at once: `[[a],[b],[],[]]` → `(a) bf16<br>(b) bf16`
+        tail = "]" + ",[]" * (width - len(used)) + "]"
+        if body.count(tail) == n and body.count("[[") == n:
+            closing = ")" + label
+            body = body.replace(tail, closing).replace(_SEP + "[[", _SEP + "(")
+            return ("(" + body[2:]).replace("],[", closing + "<br>(").split(_SEP)
+    # every row is `[[` entry `],[` entry ... `]]`: with `],[` between rows too, one split gives the entries
+    entries = body.replace("]]" + _SEP + "[[", "],[")[2:-2].split("],[")
+    if len(entries) != width * n:
+        return None
+    return list(map(template.format, *(entries[k::width] for k in used)))
+
+
+def _shape_labels(rec: dict[str, Any]) -> list[str]:
+    """`fwd B16 H16/4 N559x1024 d64 causal` for modeled rows, the op family for the others."""
+    n = len(rec["has_model"])
+    out = np.empty(n, dtype=object)
+    has = np.asarray(rec["has_model"], dtype=bool)
+    off = np.flatnonzero(~has)
+    if len(off):
+        fam_codes, fams = _distinct(np.asarray(rec["family"], dtype=object)[off])
+        out[off] = _per_row([str(f or "") for f in fams], fam_codes)
+    on = np.flatnonzero(has)
+    if len(on):
+        b, hq, hk, nq, nk, dq, dv = (
+            np.asarray(rec[c], dtype=float)[on].astype(np.int64)
+            for c in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v")
+        )
+        heads = _pair_labels("H{}", "H{}/{}", hq, hk)
+        seq = _pair_labels("N{}", "N{}x{}", nq, nk)
+        d = _pair_labels("d{}", "d{}/{}", dq, dv)
+        direction = np.asarray(rec["direction"], dtype=object)[on]
+        mask = np.asarray(rec["mask"], dtype=object)[on]
+        dm_codes, _ = pd.factorize(_distinct(direction)[0] * (len(on) + 1) + _distinct(mask)[0])
+        firsts = np.unique(dm_codes, return_index=True)[1]
+        prefixes = []
+        for j in firsts.tolist():
+            m = mask[j]
+            suffix = "" if m in (None, "none") else (" causal" if str(m).startswith("causal") else " window")
+            prefixes.append((f"{direction[j]}", suffix))
+        pre = _per_row([p[0] for p in prefixes], dm_codes).tolist()
+        suf = _per_row([p[1] for p in prefixes], dm_codes).tolist()
+        out[on] = list(map("{} B{} {} {} {}{}".format, pre, b.tolist(), heads, seq, d, suf))
+    return out.tolist()
+
+
+def _pair_labels(same: str, differ: str, a: np.ndarray, b: np.ndarray) -> list[str]:
+    """`same` with a where a == b, else `differ` with (a, b): formatted once per distinct pair."""
+    codes, _ = pd.factorize(a * (int(b.max(initial=0)) + 1) + b)
+    firsts = np.unique(codes, return_index=True)[1].tolist()
+    av, bv = a[firsts].tolist(), b[firsts].tolist()
+    labels = [same.format(x) if x == y else differ.format(x, y) for x, y in zip(av, bv, strict=True)]
+    return _per_row(labels, codes).tolist()
+
+
+def _args_from_records(rec: dict[str, Any], rows: np.ndarray) -> list[str]:
+    """short_args-style text from the modeled shapes (q, k, v), for rows without Input Dims."""
+    dtype = np.asarray(rec["dtype"], dtype=object)[rows]
+    codes, uniques = _distinct(dtype)
+    b, hq, hk, nq, nk, dq, dv = (
+        np.asarray(rec[c], dtype=float)[rows].astype(np.int64).tolist()
+        for c in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v")
     )
+    out = np.empty(len(rows), dtype=object)
+    for k, u in enumerate(uniques):
+        label = SHORT_LABEL.get(str(u), str(u)).replace("{", "{{").replace("}", "}}")
+        template = "<br>".join((f"({{}},{{}},{{}},{{}}) {label}",) * 3)
+        sel = np.flatnonzero(codes == k)
+        cols = [
+            [c[j] for j in sel.tolist()] for c in (b, hq, nq, dq, b, hk, nk, dq, b, hk, nk, dv)
+        ]
+        out[sel] = list(map(template.format, *cols))
+    return out.tolist()
 
 
 def workload_profile(rec: pd.Series, cfg: AttentionConfig | None) -> dict[str, Any]:

@@ -1,6 +1,9 @@
 """What each tool does, independent of MCP: the MCP layer and the CLI both call these functions.
 
 Every function takes resolved DataRoots and raises InputError (one line) for anything the user can fix.
+Loaded and scored categories are cached while their files are unchanged (server.cache), so the usual
+load → roofline → rank sequence parses and models a category once; the bulk steps run with the cyclic
+garbage collector paused (server.gc_pause).
 """
 
 from __future__ import annotations
@@ -18,12 +21,16 @@ from perf_models.hardware import list_gpus
 from perf_models.roofline import model_attention as pm_model_attention
 
 from .arch import ResolvedArch, gpu_by_name_or_file, resolve_arch
-from .atomic import write_bytes_atomic, write_json_atomic
-from .category_io import CategoryData, check_category, load_category
+from .atomic_stream import atomic_writer
+from .cache import FileStamp, cached_load, cached_records, file_stamp
+from .category_io import CategoryData, check_category
+from .csv_columns import frame_csv_chunks
 from .errors import InputError
+from .factorize import factorize
+from .gc_pause import gc_paused
 from .paths import DataRoots
-from .ranking import build_metrics
-from .roofline_records import BYTES_MODELS, RooflineTable, compute_records
+from .ranking import build_metrics, most_common_spec
+from .roofline_records import BYTES_MODELS, RooflineTable
 from .schemas import (
     ArchInfo,
     ArchList,
@@ -56,7 +63,8 @@ def _resolve_dir(roots: DataRoots, output_dir: str) -> Path:
 # ---------------------------------------------------------------- load_category_data
 def load_category_data(roots: DataRoots, output_dir: str, category: str, top: int = 5) -> LoadResult:
     out = _resolve_dir(roots, output_dir)
-    data = load_category(out, category)
+    with gc_paused():
+        data = cached_load(out, category)
     res = LoadResult(status=data.status, category=data.category, output_dir=str(out), warnings=list(data.warnings))
     md = data.metadata
     res.platform = md.get("platform") if md else (data.manifest or {}).get("platform")
@@ -97,7 +105,7 @@ def load_category_data(roots: DataRoots, output_dir: str, category: str, top: in
             TopOp(
                 row=int(i),
                 name=str(df["name"].iloc[i]),
-                args=short_args(data.parsed["Input Dims"][i], data.parsed["Input type"][i]),
+                args=short_args(data.input_dims(int(i)), data.parsed["Input type"][i]),
                 count=int(df["operation_count"].iloc[i]),
                 time_ms=round(float(ksum[i]), 4),
                 percent_of_total=_f(100.0 * ksum[i] / data.e2e_ms) if data.e2e_ms else None,
@@ -118,9 +126,8 @@ def _peaks_used(arch: ResolvedArch, table: RooflineTable | None) -> PeaksUsed:
     spec = None
     peak = kind = None
     if table is not None:
-        specs = [s for s in table.records["compute_spec"] if isinstance(s, str)]
-        if specs:
-            spec = max(set(specs), key=specs.count)
+        spec = most_common_spec(table)
+        if spec is not None:
             try:
                 peak, kind = arch.gpu.peak_tflops(spec)
             except PerfModelError:
@@ -140,15 +147,22 @@ def _peaks_used(arch: ResolvedArch, table: RooflineTable | None) -> PeaksUsed:
 
 def _scored(
     roots: DataRoots, output_dir: str, category: str, arch: str | None, bytes_model: str
-) -> tuple[CategoryData, ResolvedArch | None, RooflineTable | None]:
+) -> tuple[CategoryData, ResolvedArch | None, RooflineTable | None, dict[Path, FileStamp]]:
+    """The category loaded and scored (cached while its files are unchanged), and the record of output files
+    already written from this table."""
     _check_bytes_model(bytes_model)
     out = _resolve_dir(roots, output_dir)
-    data = load_category(out, category)
+    data = cached_load(out, category)
     if data.status != "OK":
-        return data, None, None
+        return data, None, None, {}
     resolved = resolve_arch(arch, data.metadata, out, roots)
-    table = compute_records(data, resolved.gpu, bytes_model=bytes_model)
-    return data, resolved, table
+    table, written = cached_records(data, resolved.gpu, bytes_model=bytes_model)
+    return data, resolved, table, written
+
+
+def _opt_str(x: Any) -> str | None:
+    """A text cell of the records, None where it is missing (pandas reads a missing text as NaN)."""
+    return x if isinstance(x, str) else None
 
 
 def _row_model(r: pd.Series) -> RooflineRow:
@@ -156,12 +170,12 @@ def _row_model(r: pd.Series) -> RooflineRow:
     return RooflineRow(
         row=int(r["row"]),
         name=str(r["name"]),
-        direction=r["direction"],
+        direction=_opt_str(r["direction"]),
         attention_type=str(r["attention_type"]),
         library=str(r["library"]),
         shape=str(r["shape_label"]),
-        mask=r["mask"],
-        dtype=r["dtype"],
+        mask=_opt_str(r["mask"]),
+        dtype=_opt_str(r["dtype"]),
         count=int(r["count"]),
         time_ms=round(float(r["time_ms"]), 4),
         mean_us=_f(r["mean_us"], 3),
@@ -186,13 +200,41 @@ def _row_model(r: pd.Series) -> RooflineRow:
     )
 
 
-def write_roofline_table(data: CategoryData, table: RooflineTable) -> Path:
+def write_roofline_table(
+    data: CategoryData, table: RooflineTable, written: dict[Path, FileStamp] | None = None
+) -> Path:
+    """`<cat>_roofline.csv`: every record, list columns as their repr. Skipped when `written` (the table's
+    record of files it wrote) shows the file is still the one written from this table."""
     path = data.output_dir / "category_data" / f"{data.category}_roofline.csv"
-    df = table.records.copy()
-    for col in ("warnings", "module_chain", "call_chain"):
-        df[col] = df[col].map(repr)
-    write_bytes_atomic(path, df.to_csv(index=False).encode("utf-8"))
+    if written is not None and path in written and written[path] == file_stamp(path):
+        return path
+    with atomic_writer(path) as fh:
+        for piece in frame_csv_chunks(table.records, codes=lambda col: _csv_codes(table, col)):
+            fh.write(piece)
+    if written is not None:
+        written[path] = file_stamp(path)
     return path
+
+
+_LIST_COLUMNS = ("warnings", "module_chain", "call_chain")
+
+
+def _csv_codes(table: RooflineTable, column: str) -> tuple[np.ndarray, list[Any]]:
+    """Distinct values of a text column for the CSV; list columns are written as their repr."""
+    if column not in _LIST_COLUMNS:
+        return table.column_codes(column)
+    try:
+        codes, uniques = table.column_codes(column)  # chains come with their codes (lists, by identity)
+        return codes, [repr(u) for u in uniques]
+    except TypeError:  # lists not known by code: by content
+        pass
+    lists = table.records[column].tolist()
+    try:
+        codes, uniques = factorize(list(map(tuple, lists)))
+    except TypeError:  # an unhashable item: repr row by row
+        codes, uniques = factorize(list(map(repr, lists)))
+        return codes, uniques
+    return codes, [repr(list(u)) for u in uniques]
 
 
 def compute_roofline(
@@ -206,7 +248,14 @@ def compute_roofline(
 ) -> RooflineResult:
     limit = max(0, min(int(limit), MAX_LIMIT))
     offset = max(0, int(offset))
-    data, resolved, table = _scored(roots, output_dir, category, arch, bytes_model)
+    with gc_paused():
+        return _compute_roofline(roots, output_dir, category, arch, bytes_model, limit, offset)
+
+
+def _compute_roofline(
+    roots: DataRoots, output_dir: str, category: str, arch: str | None, bytes_model: str, limit: int, offset: int
+) -> RooflineResult:
+    data, resolved, table, written = _scored(roots, output_dir, category, arch, bytes_model)
     if table is None or resolved is None:
         return RooflineResult(
             category=data.category,
@@ -217,7 +266,7 @@ def compute_roofline(
     r = table.records
     order = np.argsort(-r["time_ms"].to_numpy(), kind="stable")
     page = r.iloc[order[offset : offset + limit]]
-    path = write_roofline_table(data, table)
+    path = write_roofline_table(data, table, written)
     modeled = r["has_model"].to_numpy()
     ideal_total = float(np.nansum((r["ideal_us"] * r["count"]).to_numpy()[modeled]))
     meas_total = float(np.nansum((r["mean_us"] * r["count"]).to_numpy()[modeled]))
@@ -260,7 +309,14 @@ def rank_findings(
     if comparison_scope not in SCOPES:
         raise InputError(f"comparison_scope={comparison_scope!r} is invalid: expected standalone or comparative")
     cat = check_category(category)
-    data, resolved, table = _scored(roots, output_dir, cat, arch, bytes_model)
+    with gc_paused():
+        return _rank_findings(roots, output_dir, cat, comparison_scope, arch, bytes_model)
+
+
+def _rank_findings(
+    roots: DataRoots, output_dir: str, cat: str, comparison_scope: str, arch: str | None, bytes_model: str
+) -> RankResult:
+    data, resolved, table, written = _scored(roots, output_dir, cat, arch, bytes_model)
     if table is None or resolved is None:
         return RankResult(
             category=cat,
@@ -273,8 +329,9 @@ def rank_findings(
     peaks = _peaks_used(resolved, table)
     metrics["sdpa_analyzer"]["peaks"] = peaks.model_dump()
     metrics["sdpa_analyzer"]["warnings"] = resolved.warnings + data.warnings
-    write_json_atomic(metrics_path, metrics)
-    write_roofline_table(data, table)
+    with atomic_writer(metrics_path) as fh:
+        metrics.write(fh)
+    write_roofline_table(data, table, written)
     return RankResult(
         category=cat,
         status="OK",

@@ -1,0 +1,447 @@
+"""Write a JSON document whose one big list of objects is built column by column, in pieces.
+
+A metrics document holds one object per op row (10^5 rows: ~350 MB of indented JSON). Building 10^5 nested
+dicts and serializing them at once takes seconds and several GB; here each field of the per-row object is a
+column of ready JSON texts (numbers formatted by orjson from numpy arrays, repeated strings encoded once),
+and rows are assembled a chunk at a time with C-level joins. The bytes are exactly those of
+`orjson.dumps(doc, option=OPT_INDENT_2 | ...) + b"\\n"` with the list in place (tests/test_server_json_columns.py
+checks it against orjson on every kind of field).
+
+An item is an `Obj` of `Field`s; a field's value is a nested `Obj` or a `Column` that gives the JSON text of
+rows [start, stop). Multi-line values (lists, dicts) are indented for their depth by the column. Runs of
+consecutive fields whose columns have few distinct values are pre-rendered once per distinct combination,
+so a row is joined from a few dozen pieces rather than a hundred and more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import repeat
+from typing import Any, Protocol
+
+import numpy as np
+import orjson
+import pandas as pd
+
+DUMPS_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+_NUMPY = orjson.OPT_SERIALIZE_NUMPY
+_PLACEHOLDER = "\ue000sdpa-analyzer:list\ue001"  # private-use characters: never in real data
+CHUNK_ROWS = 1024
+_FEW = 1 / 16  # a column with at most this share of distinct values joins a pre-rendered run
+_RUN_LIMIT = 1 / 4  # a run stops growing before its distinct combinations pass this share of the rows
+
+
+class Sink(Protocol):
+    def write(self, data: bytes, /) -> Any: ...
+
+
+Coded = tuple[np.ndarray, Sequence[bytes]]  # every row's code (>= 0) and the text of each code
+
+
+class Column:
+    """JSON texts of a column's rows [start, stop); `indent` is the indentation of the line holding the key."""
+
+    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+        raise NotImplementedError
+
+    def coded(self, indent: bytes) -> Coded | None:
+        """Every row's code and the texts of the codes, when the column has few distinct values."""
+        return None
+
+
+@dataclass
+class Field:
+    key: str
+    value: Obj | Column
+    optional: bool = False  # the column gives None where the row has no such key; never the first field
+
+
+@dataclass
+class Obj:
+    fields: list[Field] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- columns
+def _few(distinct: int, n: int) -> bool:
+    return distinct <= max(1.0, n * _FEW)
+
+
+def _maybe_few(values: np.ndarray) -> bool:
+    """False when the first rows alone have too many distinct values (skips factorizing the column)."""
+    sample = values[:1024]
+    return len(sample) < 64 or len(np.unique(sample)) <= max(1.0, len(values) * _FEW)
+
+
+class Numbers(Column):
+    """Floats (rounded with np.round when `ndigits` is given, as the dict version did); NaN/inf → null."""
+
+    def __init__(self, values: Any, ndigits: int | None = None) -> None:
+        arr = np.asarray(values, dtype=float)
+        self.values = np.round(arr, ndigits) if ndigits is not None else arr
+
+    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+        return _split_array(self.values[start:stop])
+
+    def coded(self, indent: bytes) -> Coded | None:
+        if not _maybe_few(self.values):
+            return None
+        codes, uniques = pd.factorize(self.values, use_na_sentinel=True)
+        if not _few(len(uniques) + 1, len(codes)):
+            return None
+        return np.where(codes < 0, len(uniques), codes), [*_split_array(np.asarray(uniques)), b"null"]
+
+
+class Ints(Column):
+    """Integers; `valid` False (or a non-finite float) gives null."""
+
+    def __init__(self, values: Any, valid: Any = None) -> None:
+        arr = np.asarray(values)
+        ok = np.ones(len(arr), dtype=bool) if valid is None else np.asarray(valid, dtype=bool).copy()
+        if arr.dtype.kind == "f":
+            ok &= np.isfinite(arr)
+            arr = np.where(ok, arr, 0)
+        self.values = arr.astype(np.int64)
+        self.ok = ok
+        self.all_ok = bool(ok.all())
+
+    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+        out = _split_array(self.values[start:stop])
+        if not self.all_ok:
+            for j in np.flatnonzero(~self.ok[start:stop]).tolist():
+                out[j] = b"null"
+        return out
+
+    def coded(self, indent: bytes) -> Coded | None:
+        if not _maybe_few(self.values):
+            return None
+        codes, uniques = pd.factorize(self.values)
+        if not _few(len(uniques) + 1, len(codes)):
+            return None
+        return np.where(self.ok, codes, len(uniques)), [*_split_array(np.asarray(uniques)), b"null"]
+
+
+class Bools(Column):
+    def __init__(self, values: Any) -> None:
+        self.values = np.asarray(values, dtype=bool)
+
+    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+        return _BOOL_TEXT[self.values[start:stop].view(np.uint8)].tolist()
+
+    def coded(self, indent: bytes) -> Coded | None:
+        return self.values.astype(np.int64), [b"false", b"true"]
+
+
+_BOOL_TEXT = np.array([b"false", b"true"], dtype=object)
+
+
+class Const(Column):
+    """The same value on every row."""
+
+    def __init__(self, value: Any, rows: int) -> None:
+        self.value = value
+        self.rows = rows
+
+    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+        return [_encode(self.value, indent)] * (stop - start)
+
+    def coded(self, indent: bytes) -> Coded | None:
+        return np.zeros(self.rows, dtype=np.int64), [_encode(self.value, indent)]
+
+
+class Values(Column):
+    """Any JSON-able Python values, one per row; each distinct value is encoded once.
+
+    Values are told apart by type as well as by value (1, 1.0 and True are different JSON); unhashable
+    values (lists, dicts) are told apart by identity (rows that share one object are encoded once).
+    """
+
+    def __init__(self, values: Sequence[Any]) -> None:
+        self.values = values if isinstance(values, list) else list(values)
+        self._by_indent: dict[bytes, tuple[np.ndarray, list[bytes]]] = {}
+
+    def coded(self, indent: bytes) -> Coded:
+        if indent not in self._by_indent:
+            keys = [(id(v),) if type(v) in _UNHASHABLE or not _hashable(v) else (type(v), v) for v in self.values]
+            index: dict[Any, Any] = dict.fromkeys(keys)
+            for k, key in enumerate(index):
+                index[key] = k
+            codes = np.fromiter(map(index.__getitem__, keys), dtype=np.int64, count=len(keys))
+            firsts = np.unique(codes, return_index=True)[1] if len(codes) else np.zeros(0, dtype=np.int64)
+            texts = [_encode(self.values[i], indent) for i in firsts.tolist()]
+            self._by_indent[indent] = (codes, texts)
+        return self._by_indent[indent]
+
+    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+        codes, texts = self.coded(indent)
+        return np.array(texts, dtype=object)[codes[start:stop]].tolist() if stop > start else []
+
+
+_UNHASHABLE = (list, dict, set)
+
+
+def _hashable(v: Any) -> bool:
+    try:
+        hash(v)
+    except TypeError:
+        return False
+    return True
+
+
+class Texts(Column):
+    """Strings (or None → null) given as codes (-1: null) into a list of distinct values."""
+
+    def __init__(self, codes: np.ndarray, uniques: Sequence[Any]) -> None:
+        self.codes = np.asarray(codes, dtype=np.int64)
+        self.uniques = uniques
+        self._encoded: np.ndarray | None = None
+
+    def _table(self) -> np.ndarray:
+        if self._encoded is None:
+            self._encoded = np.empty(len(self.uniques) + 1, dtype=object)
+            self._encoded[:-1] = encode_strings(self.uniques)
+            self._encoded[-1] = b"null"  # code -1
+        return self._encoded
+
+    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+        if _few(len(self.uniques), len(self.codes)):
+            return self._table()[self.codes[start:stop]].tolist()
+        # mostly distinct values (whole cells of the CSV): encoded chunk by chunk, never all held at once
+        codes = self.codes[start:stop]
+        if codes.min(initial=0) >= 0:
+            return encode_strings(list(map(self.uniques.__getitem__, codes.tolist())))
+        return encode_strings([None if c < 0 else self.uniques[c] for c in codes.tolist()])
+
+    def coded(self, indent: bytes) -> Coded | None:
+        if not _few(len(self.uniques) + 1, len(self.codes)):
+            return None
+        table = self._table()
+        return np.where(self.codes < 0, len(table) - 1, self.codes), table.tolist()
+
+
+def encode_strings(values: Sequence[Any]) -> list[bytes]:
+    """orjson's text of each value (strings in one orjson call, anything else one by one).
+
+    The strings are dumped as one indented list and split at the `,\\n  ` between elements (a JSON string
+    cannot hold a raw newline). orjson.dumps of a single value would return a bytes object with ~4 KB of
+    spare capacity: 10^5 calls would hold 400 MB.
+    """
+    values = list(values)
+    if set(map(type, values)) == {str}:
+        strings = values
+    else:
+        strings = [i for i, v in enumerate(values) if type(v) is str]
+    out: list[bytes] = [b"null"] * len(values)
+    if strings:
+        texts = values if strings is values else [values[i] for i in strings]
+        body = orjson.dumps(texts, option=orjson.OPT_INDENT_2)
+        parts = body[4:-2].split(b",\n  ")
+        if len(parts) != len(strings):  # cannot happen for valid JSON; stay correct regardless
+            parts = [orjson.dumps([t])[1:-1] for t in texts]
+        if strings is values:
+            return parts
+        for i, text in zip(strings, parts, strict=True):
+            out[i] = text
+    for i, v in enumerate(values):
+        if type(v) is not str and v is not None:
+            out[i] = _encode(v, b"")
+    return out
+
+
+class Sparse(Column):
+    """Values on a few rows, None (the key is absent: for optional fields) everywhere else."""
+
+    def __init__(self, values: dict[int, Any]) -> None:
+        self.values = values
+
+    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+        out: list[Any] = [None] * (stop - start)
+        for i, v in self.values.items():
+            if start <= i < stop:
+                out[i - start] = _encode(v, indent)
+        return out
+
+
+class Pair(Column):
+    """A two-number list (`[lo, hi]`, written on three lines) from two columns."""
+
+    def __init__(self, first: Column, second: Column) -> None:
+        self.first, self.second = first, second
+
+    def _wrap(self, a: bytes, b: bytes, indent: bytes) -> bytes:
+        inner = b"\n" + indent + b"  "
+        return b"[" + inner + a + b"," + inner + b + b"\n" + indent + b"]"
+
+    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+        lo, hi = self.first.texts(start, stop, indent), self.second.texts(start, stop, indent)
+        return [self._wrap(a, b, indent) for a, b in zip(lo, hi, strict=True)]
+
+    def coded(self, indent: bytes) -> Coded | None:
+        a, b = self.first.coded(indent), self.second.coded(indent)
+        if a is None or b is None:
+            return None
+        joint, _ = pd.factorize(a[0] * len(b[1]) + b[0])
+        firsts = np.unique(joint, return_index=True)[1].tolist()
+        return joint, [self._wrap(a[1][a[0][i]], b[1][b[0][i]], indent) for i in firsts]
+
+
+class Apply(Column):
+    """Rows' texts from a function of (start, stop, indent): for columns with their own logic."""
+
+    def __init__(self, fn: Callable[[int, int, bytes], list[bytes]]) -> None:
+        self.fn = fn
+
+    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+        return self.fn(start, stop, indent)
+
+
+class _Combined(Column):
+    """A run of fields rendered once per distinct combination of their columns' values."""
+
+    def __init__(self, codes: np.ndarray, texts: list[bytes]) -> None:
+        self.codes = codes
+        self.table = np.array(texts, dtype=object)
+
+    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+        return self.table[self.codes[start:stop]].tolist()
+
+
+def _split_array(arr: np.ndarray) -> list[bytes]:
+    if len(arr) == 0:
+        return []
+    return orjson.dumps(np.ascontiguousarray(arr), option=_NUMPY)[1:-1].split(b",")
+
+
+def _encode(value: Any, indent: bytes) -> bytes:
+    """orjson's indented text of a value whose key sits on a line indented by `indent`.
+
+    Always a new, exactly sized bytes object: orjson's own result keeps kilobytes of spare capacity.
+    """
+    text = orjson.dumps(value, option=DUMPS_OPTIONS)
+    if b"\n" in text:
+        return text.replace(b"\n", b"\n" + indent)
+    return orjson.dumps([value], option=DUMPS_OPTIONS & ~orjson.OPT_INDENT_2)[1:-1]
+
+
+# ---------------------------------------------------------------- rendering
+Part = bytes | tuple[Column, bytes] | tuple[Column, bytes, bytes]
+
+
+def _plan(obj: Obj, indent: bytes) -> list[Part]:
+    """An object opened on a line indented by `indent`: constant bytes and (column, indent[, optional prefix])."""
+    if not obj.fields:
+        return [b"{}"]
+    inner = indent + b"  "
+    parts: list[Part] = [b"{"]
+    for k, f in enumerate(obj.fields):
+        key = orjson.dumps(f.key) + b": "
+        if f.optional:
+            if k == 0:
+                raise ValueError(f"optional field {f.key!r} cannot be an object's first field")
+            if isinstance(f.value, Obj):
+                raise ValueError(f"optional field {f.key!r} must be a Column")
+            parts.append((f.value, inner, b",\n" + inner + key))
+            continue
+        parts.append((b",\n" if k else b"\n") + inner + key)
+        if isinstance(f.value, Obj):
+            parts.extend(_plan(f.value, inner))
+        else:
+            parts.append((f.value, inner))
+    parts.append(b"\n" + indent + b"}")
+    return _merge(parts)
+
+
+def _merge(parts: list[Part]) -> list[Part]:
+    out: list[Part] = []
+    for p in parts:
+        if isinstance(p, bytes) and out and isinstance(out[-1], bytes):
+            out[-1] += p
+        else:
+            out.append(p)
+    return out
+
+
+def _combine_runs(parts: list[Part], n: int) -> list[Part]:
+    """Replace each run of constants and few-valued columns (two columns or more) by one pre-rendered column."""
+    out: list[Part] = []
+    run: list[tuple[bytes | Coded]] = []  # constants and coded columns, in order
+    joint = np.zeros(n, dtype=np.int64)
+
+    def flush() -> None:
+        nonlocal joint
+        columns = [p for p in run if not isinstance(p[0], bytes)]
+        if len(columns) >= 2:
+            firsts = np.unique(joint, return_index=True)[1].tolist()
+            texts = [b"".join(p[0] if isinstance(p[0], bytes) else p[0][1][p[0][0][i]] for p in run) for i in firsts]
+            out.append((_Combined(joint, texts), b""))
+        else:
+            for p in run:
+                out.append(p[0] if isinstance(p[0], bytes) else (_Combined(*p[0]), b""))
+        run.clear()
+        joint = np.zeros(n, dtype=np.int64)
+
+    for p in parts:
+        if isinstance(p, bytes):
+            run.append((p,))
+            continue
+        coded = p[0].coded(p[1]) if len(p) == 2 else None
+        if coded is None:
+            flush()
+            out.append(p)
+            continue
+        codes, texts = coded
+        trial, uniques = pd.factorize(joint * len(texts) + codes)
+        if len(uniques) > max(1.0, n * _RUN_LIMIT):
+            flush()
+            trial, uniques = pd.factorize(codes)
+        joint = trial
+        run.append(((codes, texts),))
+    flush()
+    return _merge(out)
+
+
+def render_rows(parts: list[Part], start: int, stop: int) -> list[bytes]:
+    """Each row's object text from a (combined) plan."""
+    if stop <= start:
+        return []
+    iterables: list[Any] = []
+    for p in parts:
+        if isinstance(p, bytes):
+            iterables.append(repeat(p))
+        elif len(p) == 2:
+            iterables.append(p[0].texts(start, stop, p[1]))
+        else:
+            raw = p[0].texts(start, stop, p[1])
+            iterables.append([b"" if t is None else p[2] + t for t in raw])
+    if all(isinstance(it, repeat) for it in iterables):  # no column: zip would never stop
+        return [b"".join(next(it) for it in iterables)] * (stop - start)
+    return list(map(b"".join, zip(*iterables, strict=False)))
+
+
+def write_document(
+    fh: Sink, doc: dict[str, Any], list_key: str, item: Obj, n: int, chunk_rows: int = CHUNK_ROWS
+) -> None:
+    """Write `doc` with doc[list_key] = the n rendered items, as orjson.dumps(doc, OPT_INDENT_2) + b"\\n"."""
+    text = orjson.dumps({**doc, list_key: _PLACEHOLDER}, option=DUMPS_OPTIONS)
+    marker = orjson.dumps(_PLACEHOLDER)
+    at = text.find(marker)
+    if at < 0 or text.find(marker, at + 1) >= 0:
+        raise RuntimeError("the list placeholder is not unique in the document")
+    view = memoryview(text)
+    line_start = text.rfind(b"\n", 0, at) + 1
+    key_indent = b" " * (len(text[line_start:at]) - len(text[line_start:at].lstrip(b" ")))
+    item_indent = key_indent + b"  "
+    fh.write(bytes(view[:at]))
+    if n == 0:
+        fh.write(b"[]")
+    else:
+        parts = _combine_runs(_plan(item, item_indent), n)
+        fh.write(b"[\n" + item_indent)
+        sep = b",\n" + item_indent
+        for start in range(0, n, chunk_rows):
+            if start:
+                fh.write(sep)
+            fh.write(sep.join(render_rows(parts, start, min(n, start + chunk_rows))))
+        fh.write(b"\n" + key_indent + b"]")
+    fh.write(view[at + len(marker) :])
+    fh.write(b"\n")
