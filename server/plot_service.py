@@ -11,12 +11,13 @@ from pydantic import BaseModel, Field
 
 from .arch import ResolvedArch, resolve_arch
 from .atomic import write_bytes_atomic, write_text_atomic
-from .category_io import KNOWN_CATEGORIES, check_category, load_category
+from .cache import cached_load, cached_records
+from .category_io import KNOWN_CATEGORIES, check_category
 from .errors import InputError
 from .paths import DataRoots
 from .plots import Ceilings, RooflinePoint, render_roofline_png
 from .report import CategorySection, FindingRow, OpRow, PeakSource, ReportContext, render_report_html
-from .roofline_records import RooflineTable, compute_records
+from .roofline_records import RooflineTable
 
 
 class PlotResult(BaseModel):
@@ -48,13 +49,13 @@ def _scored_categories(
     scored: list[tuple[str, RooflineTable | None, Any]] = []
     resolved: ResolvedArch | None = None
     for cat in _categories(out, category):
-        data = load_category(out, cat)
+        data = cached_load(out, cat)
         if data.status != "OK":
             scored.append((cat, None, data))
             continue
         if resolved is None:
             resolved = resolve_arch(arch, data.metadata, out, roots)
-        scored.append((cat, compute_records(data, resolved.gpu, bytes_model=bytes_model), data))
+        scored.append((cat, cached_records(data, resolved.gpu, bytes_model=bytes_model)[0], data))
     return out, scored, resolved
 
 

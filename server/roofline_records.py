@@ -16,7 +16,7 @@ import pandas as pd
 
 from perf_models.batch_parse import ParsedTable, parse_ops_table
 from perf_models.config import AttentionConfig, BwdConvention
-from perf_models.dtypes import SHORT_LABEL, try_normalize_dtype
+from perf_models.dtypes import SHORT_LABEL, matrix_compute_spec, try_normalize_dtype
 from perf_models.errors import PerfModelError
 from perf_models.estimate import estimate_work
 from perf_models.hardware import GpuSpec
@@ -35,15 +35,6 @@ _QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
 # an integer nest as compact JSON (brackets, no whitespace; trailing commas go after) and without its numbers
 _COMPACT_NEST = str.maketrans("()", "[]", " \t\n\r\x0b\x0c")
 _NO_DIGITS = str.maketrans("", "", "0123456789")
-_SPEC_BY_DTYPE = {
-    "bf16": "matrix_bf16",
-    "fp16": "matrix_fp16",
-    "fp32": "matrix_fp32",
-    "tf32": "matrix_tf32",
-    "fp64": "matrix_fp64",
-    "fp8_e4m3": "matrix_fp8",
-    "fp8_e5m2": "matrix_fp8",
-}
 
 
 @dataclass
@@ -208,11 +199,20 @@ def _final_type(op_type: str, kc: Any) -> str:
     return kern if kern and kern != "unknown" else (op_type or "unknown")
 
 
+def _spec_of(dtype: Any) -> str:
+    """The matrix spec of a dtype; a dtype with none (e.g. int32) gets a name no GPU has, so the row is
+    reported as 'no peak for ...' instead of being scored against a guessed peak."""
+    try:
+        return matrix_compute_spec(str(dtype))
+    except PerfModelError:
+        return f"matrix_{dtype}"
+
+
 def _compute_specs(dtypes: np.ndarray, att_types: np.ndarray, gpu: GpuSpec) -> np.ndarray:
     """The peak each modeled row is scored against. fp32 memory-efficient attention on NVIDIA runs CUTLASS
     3xTF32 on the tensor cores (not the CUDA cores), so its roof is matrix_fp32_3xtf32 when the table has it."""
     codes, distinct = _distinct(dtypes)
-    specs = _per_row([_SPEC_BY_DTYPE.get(str(d), "matrix_bf16") for d in distinct], codes)
+    specs = _per_row([_spec_of(d) for d in distinct], codes)
     if gpu.vendor == "nvidia" and "matrix_fp32_3xtf32" in gpu.specs():
         specs[(specs == "matrix_fp32") & (att_types == "memory_efficient")] = "matrix_fp32_3xtf32"
     return specs
