@@ -108,7 +108,7 @@ def human_roofline(r: Any) -> str:
     ]
     rows = [
         [
-            x.name.split("::")[-1],
+            _short_op(x.name),
             x.shape,
             x.attention_type,
             x.library,
@@ -198,7 +198,8 @@ def human_archs(r: Any) -> str:
 # ------------------------------------------------------------------ commands
 def _roots(args: argparse.Namespace) -> DataRoots:
     # the CLI runs with the user's own permissions: no root restriction unless asked for
-    return DataRoots([Path(r) for r in args.root] if getattr(args, "root", None) else [Path("/")])
+    # relative paths are taken against the first root: the working directory, as a shell user expects
+    return DataRoots([Path(r) for r in args.root] if getattr(args, "root", None) else [Path.cwd(), Path("/")])
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

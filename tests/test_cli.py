@@ -67,3 +67,13 @@ def test_archs_and_model(capsys: pytest.CaptureFixture[str]) -> None:
     data = json.loads(out)
     # seed PR numbers: causal bwd, B=1, H=32, N=1024, d=128, 5 GEMMs: 2·32·(1024·1025/2)·(3·128+2·128)
     assert rc == 0 and data["flops_useful"] == 2 * 32 * (1024 * 1025 // 2) * 640
+
+
+def test_relative_paths_are_taken_from_the_working_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_folder(tmp_path, [FLASH_ROW], name="rel")
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(capsys, "roofline", "rel", "sdpa_fwd", "--arch", "h100-sxm", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["roofline_file"] == str(tmp_path / "rel" / "category_data" / "sdpa_fwd_roofline.csv")
