@@ -111,7 +111,7 @@ class FindingSummary(BaseModel):
     impact_score_high: float
     percent_of_total: float | None = None
     member_count: int
-    members: list[str]
+    members: list[str] = Field(description="distinct member op names (at most 20; member_count has the total)")
 
 
 class RankResult(BaseModel):

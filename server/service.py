@@ -45,6 +45,7 @@ from .schemas import (
 )
 
 MAX_LIMIT = 200
+MAX_MEMBERS_SHOWN = 20
 SCOPES = ("standalone", "comparative")
 
 
@@ -353,7 +354,8 @@ def _rank_findings(
                 impact_score_high=f["impact_score_high"],
                 percent_of_total=f.get("percent_of_total"),
                 member_count=f["member_count"],
-                members=[m["operation"] for m in f["members"]],
+                # distinct member op names, capped: a group can hold thousands of rows (all in the metrics file)
+                members=list(dict.fromkeys(m["operation"] for m in f["members"]))[:MAX_MEMBERS_SHOWN],
             )
             for f in metrics["category_findings"]
         ],

@@ -180,6 +180,11 @@ async def test_paging_keeps_results_small(tmp_path: Path) -> None:
     times = [r["time_ms"] for r in first["rows"] + second["rows"]]
     assert times == sorted(times, reverse=True)
     assert {r["row"] for r in first["rows"]}.isdisjoint({r["row"] for r in second["rows"]})
+    async with Client(create_server([tmp_path]), raise_exceptions=True) as c:
+        ranked = await call(c, "rank_findings", {"output_dir": str(folder), "category": "sdpa_fwd", "arch": "h100-sxm"})
+    # 30 rows of one op in one group: the result names the op once and counts every row
+    f = ranked["findings"][0]
+    assert f["members"] == ["aten::_scaled_dot_product_flash_attention"] and f["member_count"] == 30
 
 
 async def test_model_attention_and_prompt_and_resources(tmp_path: Path) -> None:
