@@ -14,6 +14,7 @@ from .atomic import write_bytes_atomic, write_text_atomic
 from .cache import cached_load, cached_records
 from .category_io import KNOWN_CATEGORIES, check_category
 from .errors import InputError
+from .numbers import finite as _f
 from .paths import DataRoots
 from .plots import Ceilings, RooflinePoint, render_roofline_png
 from .report import CategorySection, FindingRow, OpRow, PeakSource, ReportContext, render_report_html
@@ -147,14 +148,6 @@ def _metrics_findings(out: Path, cat: str) -> list[FindingRow]:
         except (KeyError, TypeError, ValueError):
             continue
     return rows
-
-
-def _f(x: Any) -> float | None:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return v if math.isfinite(v) else None
 
 
 def write_report(

@@ -11,7 +11,6 @@ no dict per op is ever built, and the bytes are those the dicts would have given
 from __future__ import annotations
 
 import io
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +35,7 @@ from .json_columns import (
     Values,
     write_document,
 )
+from .numbers import finite
 from .roofline_records import RooflineTable, workload_profile
 
 HEURISTIC_MID, HEURISTIC_LOW, HEURISTIC_HIGH = 0.30, 0.15, 0.45
@@ -48,13 +48,7 @@ HIGH_VARIANCE_COV = 0.1
 
 def _num(x: Any, nd: int = 2) -> float | None:
     """A JSON-safe rounded float, or None for missing values (never NaN in the output)."""
-    if x is None:
-        return None
-    try:
-        f = float(x)
-    except (TypeError, ValueError):
-        return None
-    return round(f, nd) if math.isfinite(f) else None
+    return finite(x, nd)
 
 
 def eff_bucket(eff: float) -> str:

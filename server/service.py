@@ -18,6 +18,7 @@ import pandas as pd
 from perf_models.config import AttentionConfig, BwdConvention, Mask, PagedInfo, VarlenInfo
 from perf_models.errors import PerfModelError
 from perf_models.hardware import list_gpus
+from perf_models.registry import lookup
 from perf_models.roofline import model_attention as pm_model_attention
 
 from .arch import ResolvedArch, gpu_by_name_or_file, resolve_arch
@@ -28,9 +29,10 @@ from .csv_columns import frame_csv_chunks
 from .errors import InputError
 from .factorize import factorize
 from .gc_pause import gc_paused
+from .numbers import finite
 from .paths import DataRoots
 from .ranking import build_metrics, most_common_spec
-from .roofline_records import BYTES_MODELS, RooflineTable
+from .roofline_records import BYTES_MODELS, RooflineTable, short_args
 from .schemas import (
     ArchInfo,
     ArchList,
@@ -50,11 +52,7 @@ SCOPES = ("standalone", "comparative")
 
 
 def _f(x: Any, nd: int = 4) -> float | None:
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return None
-    return round(v, nd) if math.isfinite(v) else None
+    return finite(x, nd)
 
 
 def _resolve_dir(roots: DataRoots, output_dir: str) -> Path:
@@ -90,7 +88,6 @@ def load_category_data(roots: DataRoots, output_dir: str, category: str, top: in
     res.total_kernel_time_ms = round(float(ksum.sum()), 4)
     res.e2e_baseline_ms = _f(data.e2e_ms)
     res.percent_of_e2e = _f(100.0 * ksum.sum() / data.e2e_ms) if data.e2e_ms else None
-    from perf_models.registry import lookup  # registry lookups only; no parsing needed for the summary
 
     impl: dict[str, int] = {}
     for name, cnt in zip(df["name"].astype(str), df["operation_count"].astype(int), strict=True):
@@ -99,7 +96,6 @@ def load_category_data(roots: DataRoots, output_dir: str, category: str, top: in
         impl[str(kind)] = impl.get(str(kind), 0) + int(cnt)
     res.implementations = impl
     order = np.argsort(-ksum, kind="stable")[:top]
-    from .roofline_records import short_args
 
     for i in order:
         res.top_ops.append(

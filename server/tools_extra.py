@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, ImageContent, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ImageContent, TextContent
 from pydantic import Field
 
 from prompts.render import load_findings_format, render_analysis_prompt
@@ -17,14 +17,9 @@ from .plot_service import PlotResult, plot_roofline
 from .schemas import ArchList
 from .trace.analyze import AnalyzeResult
 
-WRITES_OUTPUT = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-)
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-
 
 def register(mcp: MCPServer, roots: DataRoots, guarded: Callable[[str, Callable[[], Any]], Any]) -> None:
-    from .app import run_in_thread_with_progress
+    from .app import WRITES_OUTPUT, run_in_thread_with_progress  # app is loaded: it calls register()
 
     @mcp.tool(title="Analyze a raw PyTorch profiler trace", annotations=WRITES_OUTPUT)
     async def analyze_trace(
