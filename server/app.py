@@ -23,7 +23,7 @@ from pydantic import Field
 from perf_models.errors import PerfModelError
 
 from . import findings_service, service
-from .errors import InputError
+from .errors import InputError, os_error_message
 from .findings.validate import ValidationReport
 from .paths import DataRoots
 from .schemas import ArchList, LoadResult, ModelResult, RankResult, RooflineResult
@@ -60,6 +60,8 @@ def guarded(name: str, fn: Callable[[], T]) -> T:
         return fn()
     except (InputError, PerfModelError, FileNotFoundError) as exc:
         raise ToolError(" ".join(str(exc).split())) from None
+    except OSError as exc:
+        raise ToolError(os_error_message(exc)) from None
     except ToolError:
         raise
     except Exception as exc:  # an internal bug: log it for us, give the caller one clear line

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from perf_models.errors import PerfModelError
 
-from .errors import InputError
+from .errors import InputError, os_error_message
 from .paths import DataRoots
 
 EXIT_OK, EXIT_INVALID, EXIT_INPUT = 0, 1, 2
@@ -436,6 +436,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.fn(args))
     except (InputError, PerfModelError, FileNotFoundError) as exc:
         print(f"sdpa-analyzer: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as exc:  # e.g. an output folder under a file, a full disk: one line, no traceback
+        print(f"sdpa-analyzer: error: {os_error_message(exc)}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         return 130

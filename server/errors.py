@@ -10,5 +10,11 @@ class InputError(ValueError):
         super().__init__(" ".join(str(message).split()))
 
 
+def os_error_message(exc: OSError) -> str:
+    """One line for a file-system failure: which path, what went wrong, what to do."""
+    where = exc.filename if exc.filename is not None else "a file"
+    return f"{where}: {exc.strerror or type(exc).__name__} — check the path and that its folder is writable"
+
+
 class PathOutsideRootsError(InputError):
     """A path resolves outside every configured data root."""

@@ -77,3 +77,11 @@ def test_relative_paths_are_taken_from_the_working_directory(
     rc, out, err = run(capsys, "roofline", "rel", "sdpa_fwd", "--arch", "h100-sxm", "--json")
     assert rc == 0, err
     assert json.loads(out)["roofline_file"] == str(tmp_path / "rel" / "category_data" / "sdpa_fwd_roofline.csv")
+
+
+def test_os_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = make_folder(tmp_path, [FLASH_ROW])
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    rc, _, err = run(capsys, "report", str(folder), "-o", str(blocker / "report.html"))
+    assert rc == 2 and err.count("\n") == 1 and "a_file" in err and "Traceback" not in err
