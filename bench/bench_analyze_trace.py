@@ -226,7 +226,7 @@ import gc, json, resource, sys, time, tracemalloc
 from pathlib import Path
 mode, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
 import orjson
-from server.trace.analyze import analyze_trace
+from server.ingest.analyze import analyze_trace
 
 
 def rss_kb(field):
@@ -270,8 +270,8 @@ def qwen_end_to_end(tmp: Path) -> dict | None:
     """analyze_trace on the Qwen H100 trace, then compute_roofline + rank_findings on its folder (5 runs)."""
     if not QWEN.exists():
         return None
-    from server.paths import DataRoots
-    from server.trace.analyze import analyze_trace
+    from server.ingest.analyze import analyze_trace
+    from server.roots import DataRoots
 
     roots = DataRoots([Path("/"), tmp])
     times, e2e, note = [], [], None
@@ -283,7 +283,7 @@ def qwen_end_to_end(tmp: Path) -> dict | None:
         times.append(t1 - t)
         if note is None:
             try:
-                from server.service import compute_roofline, rank_findings
+                from server.tools.service import compute_roofline, rank_findings
 
                 compute_roofline(roots, str(out), "sdpa_fwd")
                 rank_findings(roots, str(out), "sdpa_fwd")
@@ -313,7 +313,7 @@ def _print_qwen(q: dict | None) -> None:
 def _generate(kind: str, events: int, path: Path) -> int:
     if kind == "synthetic":
         try:
-            from server.trace.synthetic import generate_large_trace
+            from server.synthetic.generator import generate_large_trace
         except ImportError:
             kind = "own"
         else:
@@ -332,7 +332,7 @@ def main() -> None:
         "--generator",
         choices=("synthetic", "own"),
         default="synthetic",
-        help="server.trace.synthetic.generate_large_trace (default) or this script's generator",
+        help="server.synthetic.generator.generate_large_trace (default) or this script's generator",
     )
     ap.add_argument("--qwen-only", action="store_true", help="skip the generated trace")
     ap.add_argument("--generate-to", type=Path, help=argparse.SUPPRESS)  # internal: generate in a child

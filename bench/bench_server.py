@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from server import ranking, service
-from server.paths import DataRoots
-from server.service import compute_roofline, rank_findings
+from server.roots import DataRoots
+from server.scoring import ranking
+from server.tools import service
+from server.tools.service import compute_roofline, rank_findings
 
 STAGES = {
     "cached_load": "load + parse the CSV",

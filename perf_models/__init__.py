@@ -3,7 +3,7 @@
 No MCP, no file I/O beyond the packaged GPU data files. Usable as a plain library.
 """
 
-from .config import (
+from perf_models.config import (
     CAUSAL_BOTTOM_RIGHT,
     CAUSAL_TOP_LEFT,
     NO_MASK,
@@ -16,7 +16,7 @@ from .config import (
     PagedInfo,
     VarlenInfo,
 )
-from .errors import ConfigError, PerfModelError, UnknownArchError
+from perf_models.errors import ConfigError, PerfModelError, UnknownArchError
 
 __all__ = [
     "CAUSAL_BOTTOM_RIGHT",

@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .config import AttentionConfig, Direction, Mask, MaskKind, VarlenInfo
-from .dtypes import element_size, matrix_compute_spec
-from .errors import ConfigError
-from .literals import (
+from perf_models.config import AttentionConfig, Direction, Mask, MaskKind, VarlenInfo
+from perf_models.dtypes import element_size, matrix_compute_spec
+from perf_models.errors import ConfigError
+from perf_models.literals import (
     _PLAIN_INT_NEST,
     LiteralParseError,
     _parse_plain_int_nest,
@@ -49,14 +49,14 @@ from .literals import (
     parse_int_str,
     parse_literal,
 )
-from .masks import mask_code
-from .ops import perf_params as pp
-from .ops.build import RowPlan, attn_mask_warning, plan_row
-from .ops.row import Row
-from .ops.specs import OpSpec, Signature
-from .ops.types import Layout, RowError
-from .registry import ParsedOp, lookup, parse_op
-from .table import ConfigTable
+from perf_models.masks import mask_code
+from perf_models.ops import perf_params as pp
+from perf_models.ops.build import RowPlan, attn_mask_warning, plan_row
+from perf_models.ops.row import Row
+from perf_models.ops.specs import OpSpec, Signature
+from perf_models.ops.types import Layout, RowError
+from perf_models.registry import ParsedOp, lookup, parse_op
+from perf_models.table import ConfigTable
 
 __all__ = ["ParsedTable", "parse_ops_table"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from .dtypes import normalize_dtype
-from .errors import ConfigError
+from perf_models.dtypes import normalize_dtype
+from perf_models.errors import ConfigError
 
 
 class Direction(StrEnum):

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .config import BwdConvention
-from .errors import ConfigError
-from .flops import SeqGroup, flops_per_pair, paged_pairs, varlen_sequences
-from .masks import MASK_NONE, TileSums, kept_and_tiles
-from .table import ConfigTable
-from .tiles import default_blocks, normalize_family
-from .traffic import TILED_BWD_MODELS, compulsory_bytes, compulsory_terms, tiled_bytes
+from perf_models.config import BwdConvention
+from perf_models.errors import ConfigError
+from perf_models.flops import SeqGroup, flops_per_pair, paged_pairs, varlen_sequences
+from perf_models.masks import MASK_NONE, TileSums, kept_and_tiles
+from perf_models.table import ConfigTable
+from perf_models.tiles import default_blocks, normalize_family
+from perf_models.traffic import TILED_BWD_MODELS, compulsory_bytes, compulsory_terms, tiled_bytes
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]

@@ -40,9 +40,9 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .config import BwdConvention
-from .errors import ConfigError
-from .table import ConfigTable
+from perf_models.config import BwdConvention
+from perf_models.errors import ConfigError
+from perf_models.table import ConfigTable
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]

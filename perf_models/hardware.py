@@ -31,7 +31,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-from .errors import ConfigError, PerfModelError, UnknownArchError
+from perf_models.errors import ConfigError, PerfModelError, UnknownArchError
 
 PREFER_CHOICES = ("achievable", "datasheet")
 ORIGINS = ("builtin", "arch_json", "metadata")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from .ops.types import AttentionType
+from perf_models.ops.types import AttentionType
 
 __all__ = [
     "KernelClass",

@@ -16,7 +16,7 @@ import re
 import tokenize
 from typing import Any
 
-from .errors import PerfModelError
+from perf_models.errors import PerfModelError
 
 __all__ = [
     "LiteralParseError",

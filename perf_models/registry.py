@@ -19,12 +19,12 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from .config import AttentionConfig, Direction
-from .ops.build import Built, build_from_perf_params, build_from_row
-from .ops.perf_params import as_mapping
-from .ops.row import Row
-from .ops.specs import SPEC_BY_NAME, OpSpec, Signature
-from .ops.types import AttentionType, CausalRule, Layout, RowError, Source
+from perf_models.config import AttentionConfig, Direction
+from perf_models.ops.build import Built, build_from_perf_params, build_from_row
+from perf_models.ops.perf_params import as_mapping
+from perf_models.ops.row import Row
+from perf_models.ops.specs import SPEC_BY_NAME, OpSpec, Signature
+from perf_models.ops.types import AttentionType, CausalRule, Layout, RowError, Source
 
 __all__ = [
     "ATTENTION_OP_NAMES",
@@ -69,7 +69,7 @@ def _canonical(name: str) -> str:
     return name
 
 
-# Unfused attention rows that server.trace writes (matmul -> softmax -> matmul found in one scope):
+# Unfused attention rows that server.ingest writes (matmul -> softmax -> matmul found in one scope):
 # `unfused_attention (aten::bmm+aten::softmax+aten::bmm)` carries the argument layout of
 # aten::scaled_dot_product_attention; `unfused_attention_backward (...)` has no arguments of its own and
 # takes its config from the forward's perf_params, like an autograd node.

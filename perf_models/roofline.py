@@ -19,10 +19,10 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .config import AttentionConfig, BwdConvention, Direction
-from .errors import ConfigError, PerfModelError
-from .estimate import TILED_BYTES_NOTE, estimate_work
-from .table import ConfigTable
+from perf_models.config import AttentionConfig, BwdConvention, Direction
+from perf_models.errors import ConfigError, PerfModelError
+from perf_models.estimate import TILED_BYTES_NOTE, estimate_work
+from perf_models.table import ConfigTable
 
 F64 = NDArray[np.float64]
 BYTES_MODELS = ("compulsory", "tiled")

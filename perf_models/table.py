@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .config import AttentionConfig, Direction, MaskKind
-from .dtypes import element_size, matrix_compute_spec
-from .errors import ConfigError
-from .masks import MASK_CODES, MASK_WINDOW, mask_code
+from perf_models.config import AttentionConfig, Direction, MaskKind
+from perf_models.dtypes import element_size, matrix_compute_spec
+from perf_models.errors import ConfigError
+from perf_models.masks import MASK_CODES, MASK_WINDOW, mask_code
 
 _INT_COLUMNS = (
     "batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v",

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .errors import ConfigError
+from perf_models.errors import ConfigError
 
 HEAD_DIM_BUCKETS = (64, 96, 128, 192, 256)
 Tile = tuple[int, int]

@@ -37,9 +37,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from .errors import ConfigError
-from .masks import TileSums
-from .table import ConfigTable
+from perf_models.errors import ConfigError
+from perf_models.masks import TileSums
+from perf_models.table import ConfigTable
 
 F64 = NDArray[np.float64]
 TILED_BWD_MODELS = ("two_pass", "single_pass")

@@ -342,7 +342,7 @@ class Gen:
                   S(self.causal()), NA, S("False")])  # fmt: skip
 
     def unfused(self) -> None:
-        # server/trace writes matmul -> softmax -> matmul scopes as rows with the SDPA dispatcher's slots
+        # server/ingest writes matmul -> softmax -> matmul scopes as rows with the SDPA dispatcher's slots
         hq, nq, nkv, d = self.r.choice([4, 8]), self.seq(), self.seq(), 64
         self.add("unfused_attention (aten::bmm+aten::softmax+aten::bmm)",
                  [T(2, hq, nq, d), T(2, hq, nkv, d), T(2, hq, nkv, d), NA, S("0."), S(self.causal()), NA,

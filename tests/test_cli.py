@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from server_fixtures import FLASH_ROW, make_folder
 
-from server.cli import main
+from server.cli.main import main
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

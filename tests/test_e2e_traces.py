@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import SHARED, TRACES
 
-from server.findings_service import render_findings_template, validate_findings
-from server.paths import DataRoots
-from server.service import compute_roofline, rank_findings
-from server.trace_service import analyze
+from server.roots import DataRoots
+from server.tools.findings_service import render_findings_template, validate_findings
+from server.tools.service import compute_roofline, rank_findings
+from server.tools.trace_service import analyze
 
 ALL_TRACES = sorted(p.relative_to(TRACES).as_posix() for p in TRACES.rglob("*.json.gz")) if TRACES.exists() else []
 SLOT = re.compile(r"\{\{FILL:[^}]*\}\}")

@@ -15,7 +15,7 @@ from matplotlib import image as mpimg
 from pydantic import ValidationError
 
 from server.errors import InputError
-from server.plots import (
+from server.render.plots import (
     DIRECTION_STYLE,
     MAX_MARKER_AREA,
     MIN_MARKER_AREA,
@@ -178,7 +178,7 @@ def test_deterministic_in_process_and_in_a_fresh_process(plot) -> None:
     code = (
         "import sys\n"
         "from tests.test_plots_roofline import POINTS, CEIL\n"
-        "from server.plots import render_roofline_png\n"
+        "from server.render.plots import render_roofline_png\n"
         "sys.stdout.buffer.write(render_roofline_png(POINTS, CEIL, title='sdpa test roofline').png)\n"
     )
     out = subprocess.run(

@@ -15,7 +15,7 @@ from test_prompts_agent_md import EXPECTED_TOOLS
 
 from prompts.render import load_findings_format, render_analysis_prompt, server_launch_command
 
-server_app = pytest.importorskip("server.app")
+server_app = pytest.importorskip("server.mcp_server")
 
 pytestmark = pytest.mark.anyio
 

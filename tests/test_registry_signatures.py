@@ -1251,7 +1251,7 @@ def test_string_cells_are_cached_and_identical():
 
 
 def test_perf_params_written_by_the_trace_reader():
-    # The trace reader's perf_params (server/trace/models.py perf_params_from_config) state the alignment,
+    # The trace reader's perf_params (server/ingest/models.py perf_params_from_config) state the alignment,
     # window and varlen totals explicitly; they take precedence over the node's default rule.
     pp = {
         "B": 4,

@@ -8,8 +8,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from server.plots import Ceilings, RooflinePoint, render_roofline_png
-from server.report import (
+from server.render.plots import Ceilings, RooflinePoint, render_roofline_png
+from server.render.report import (
     NO_OPS_MESSAGE,
     CategorySection,
     FindingRow,

@@ -8,7 +8,7 @@ import pytest
 from mcp import Client
 from server_fixtures import FLASH_ROW, OPS_HEADER, make_folder
 
-from server.app import create_server
+from server.mcp_server import create_server
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""server.cache: a category is loaded and scored once while its files are unchanged, never served stale, and
+"""server.folder.cache: a category is loaded and scored once while its files are unchanged, never served stale, and
 the roofline CSV is not rewritten when it is still the one written from the cached table."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from server_fixtures import FLASH_ROW, make_folder
 
-from server import cache
-from server.paths import DataRoots
-from server.service import compute_roofline, rank_findings
+from server.folder import cache
+from server.roots import DataRoots
+from server.tools.service import compute_roofline, rank_findings
 
 
 @pytest.fixture(autouse=True)

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from server.category_io import load_category, parse_kernel_details, read_kernel_details
 from server.errors import InputError
-from server.roofline_records import _args_column, short_args
+from server.folder.read import load_category, parse_kernel_details, read_kernel_details
+from server.scoring.records import _args_column, short_args
 
 
 def _kd(*kernels: tuple[str, str]) -> str:

@@ -1,4 +1,4 @@
-"""server.csv_columns: the column-wise CSV writer gives exactly pandas' `to_csv(index=False)` bytes."""
+"""server.writers.csv_columns: the column-wise CSV writer gives exactly pandas' `to_csv(index=False)` bytes."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from server.csv_columns import frame_csv_chunks
 from server.factorize import factorize
+from server.writers.csv_columns import frame_csv_chunks
 
 
 def _csv(df: pd.DataFrame, **kw: object) -> bytes:

@@ -25,7 +25,7 @@ def _free_port() -> int:
 def http_server(tmp_path: Path) -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve", "--http", "--port", str(port), "--root", str(tmp_path)],
+        [sys.executable, "-m", "server.cli.main", "serve", "--http", "--port", str(port), "--root", str(tmp_path)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

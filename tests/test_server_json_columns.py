@@ -1,4 +1,4 @@
-"""server.json_columns: a document written column-wise is byte-for-byte orjson's indented dump of the dicts."""
+"""server.writers.json_columns: a document written column-wise is byte-for-byte orjson's indented dump of the dicts."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import orjson
 import pytest
 
-from server.json_columns import (
+from server.writers.json_columns import (
     DUMPS_OPTIONS,
     Bools,
     Const,

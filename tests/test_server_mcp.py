@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 from server_fixtures import FIXTURES_WITH_OPS, FLASH_ROW, copy_fixture, make_folder, roots_for
 
-from server.app import create_server
+from server.mcp_server import create_server
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,9 @@ pytestmark = pytest.mark.anyio
 
 async def test_every_tool_over_stdio(tmp_path: Path) -> None:
     folder = make_folder(tmp_path, [FLASH_ROW], e2e_ms=10.0)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "server.cli", "serve", "--root", str(tmp_path)])
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "server.cli.main", "serve", "--root", str(tmp_path)]
+    )
     async with Client(params) as c:
         names = {t.name for t in (await c.list_tools()).tools}
         assert "compute_roofline" in names and len(names) == 9

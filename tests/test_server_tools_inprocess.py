@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from server.app import create_server
-from server.trace.synthetic import SyntheticAttentionCall, build_trace, write_trace
+from server.mcp_server import create_server
+from server.synthetic.generator import SyntheticAttentionCall, build_trace, write_trace
 
 pytestmark = pytest.mark.anyio
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from server.errors import InputError
-from server.trace.analyze import analyze_trace
-from server.trace.errors import TraceError
+from server.ingest.analyze import analyze_trace
+from server.ingest.errors import TraceError
 
 
 def _kernel_trace(ops: list[dict], device: str | None = "NVIDIA H100 80GB HBM3") -> dict:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from server.trace import reader as R
-from server.trace.errors import TraceError
-from server.trace.reader import TraceReader
+from server.ingest import reader as R
+from server.ingest.errors import TraceError
+from server.ingest.reader import TraceReader
 
 
 def _read(path: Path) -> tuple[list, dict]:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from server.trace.analyze import analyze_trace
+from server.ingest.analyze import analyze_trace
 
-syn = pytest.importorskip("server.trace.synthetic")
+syn = pytest.importorskip("server.synthetic.generator")
 S = syn.SyntheticAttentionCall
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from server.trace.tree import build_forest, nearest_marked_ancestor
+from server.ingest.tree import build_forest, nearest_marked_ancestor
 
 
 def stack_parents(thread, start, dur) -> np.ndarray:

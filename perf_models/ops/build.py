@@ -7,13 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import Alignment, AttentionConfig, Direction, Mask, MaskKind, VarlenInfo
-from ..errors import ConfigError
-from . import perf_params as pp
-from .row import Row, select_signature
-from .specs import ATEN_EFFICIENT, TRANSFORMER_ENGINE, VLLM, OpSpec, Signature
-from .types import AttentionType, CausalRule, Layout, RowError
-from .vllm import paged_info, step_tokens
+from perf_models.config import Alignment, AttentionConfig, Direction, Mask, MaskKind, VarlenInfo
+from perf_models.errors import ConfigError
+from perf_models.ops import perf_params as pp
+from perf_models.ops.row import Row, select_signature
+from perf_models.ops.specs import ATEN_EFFICIENT, TRANSFORMER_ENGINE, VLLM, OpSpec, Signature
+from perf_models.ops.types import AttentionType, CausalRule, Layout, RowError
+from perf_models.ops.vllm import paged_info, step_tokens
 
 _ALIGN = {CausalRule.BOTTOM_RIGHT: Alignment.BOTTOM_RIGHT, CausalRule.TOP_LEFT: Alignment.TOP_LEFT}
 # aten mem-efficient custom_mask_type: 0 none, 1 causal from top-left, 2 causal from bottom-right

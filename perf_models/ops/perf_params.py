@@ -12,10 +12,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..config import Alignment, Mask, MaskKind
-from ..dtypes import try_normalize_dtype
-from ..literals import LiteralParseError, parse_literal
-from .types import RowError
+from perf_models.config import Alignment, Mask, MaskKind
+from perf_models.dtypes import try_normalize_dtype
+from perf_models.literals import LiteralParseError, parse_literal
+from perf_models.ops.types import RowError
 
 SHAPE_KEYS = ("B", "N_Q", "H_Q", "N_KV", "H_KV", "d_h_qk", "d_h_v")
 

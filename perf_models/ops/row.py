@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..dtypes import try_normalize_dtype
-from ..literals import LiteralParseError, parse_bool_str, parse_float_str, parse_int_str, parse_literal
-from .specs import OpSpec, Signature
-from .types import RowError
+from perf_models.dtypes import try_normalize_dtype
+from perf_models.literals import LiteralParseError, parse_bool_str, parse_float_str, parse_int_str, parse_literal
+from perf_models.ops.specs import OpSpec, Signature
+from perf_models.ops.types import RowError
 
 Dims = tuple[int, ...]
 

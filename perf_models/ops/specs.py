@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..config import Direction
-from .types import AttentionType, CausalRule, Layout
+from perf_models.config import Direction
+from perf_models.ops.types import AttentionType, CausalRule, Layout
 
 FWD, BWD = Direction.FWD, Direction.BWD
 

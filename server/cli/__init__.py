@@ -1,0 +1,1 @@
+"""The `sdpa-analyzer` command line."""

@@ -1,0 +1,1 @@
+"""The analysis-folder contract: layout, reading and validating, writing, the load cache."""

@@ -1,0 +1,136 @@
+"""Process-level cache of loaded and scored categories.
+
+The MCP server is long-lived and an agent calls load_category_data → compute_roofline → rank_findings on
+the same folder; reading and modeling a 10^5-row category takes seconds, so each category is loaded once
+and scored once per (GPU, bytes model) for as long as its files are unchanged. Entries are keyed by the
+(inode, mtime_ns, size) of every file that feeds them, so an edited, replaced or deleted file is never
+served stale. Few entries are kept (least recently used go first) and each is bounded in rows, so a server
+that looks at many folders holds at most a few categories.
+
+Cached objects are shared between callers: treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perf_models.config import BwdConvention
+from perf_models.hardware import GpuSpec
+from server.folder.read import CategoryData, category_input_files, load_category
+from server.scoring.records import RooflineTable, compute_records
+
+MAX_CATEGORIES = 4
+MAX_TABLES = 4
+MAX_ROWS = 250_000  # per map, all entries together (~1 KB a row each); one larger category is still cached, alone
+
+FileStamp = tuple[int, int, int] | None
+
+
+def file_stamp(path: Path) -> FileStamp:
+    """(inode, mtime_ns, size), or None when the file is missing: any rewrite changes it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+@dataclass
+class _TableEntry:
+    gpu: GpuSpec
+    table: RooflineTable
+    written: dict[Path, FileStamp] = field(default_factory=dict)  # output files this table was written to
+
+
+class _Lru:
+    """A small thread-safe LRU map; values report their row count for the row budget."""
+
+    def __init__(self, max_entries: int, rows_of: Callable[[Any], int]) -> None:
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._max = max_entries
+        self._rows_of = rows_of
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > 1 and (
+                len(self._items) > self._max or sum(map(self._rows_of, self._items.values())) > MAX_ROWS
+            ):
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+def _data_rows(data: CategoryData) -> int:
+    return len(data.df) if data.df is not None else 0
+
+
+_categories = _Lru(MAX_CATEGORIES, _data_rows)
+_tables = _Lru(MAX_TABLES, lambda e: len(e.table.records))
+
+
+def _category_key(output_dir: Path, category: str) -> tuple[Any, ...]:
+    files = category_input_files(output_dir, category)
+    return (str(output_dir), category, *(file_stamp(p) for p in files))
+
+
+def cached_load(output_dir: Path, category: str) -> CategoryData:
+    """load_category, reused while none of the category's input files changed."""
+    key = _category_key(output_dir, category)
+    data = _categories.get(key)
+    if data is None:
+        data = load_category(output_dir, category)
+        # a file replaced while it was read gives a key that no longer matches: store under the key seen
+        # before reading only when it still holds
+        if _category_key(output_dir, category) == key:
+            _categories.put(key, data)
+    return data
+
+
+def cached_records(
+    data: CategoryData,
+    gpu: GpuSpec,
+    *,
+    bytes_model: str = "compulsory",
+    bwd_convention: BwdConvention = BwdConvention.FIVE_GEMM,
+    skip_masked_tiles: bool = True,
+) -> tuple[RooflineTable, dict[Path, FileStamp]]:
+    """compute_records, reused for the same loaded data, GPU and model options.
+
+    Also returns the entry's record of output files already written from this table (path → stamp after
+    writing), so a caller can skip rewriting a file that is still exactly what it wrote.
+    """
+    key = (id(data), gpu.key, bytes_model, bwd_convention, skip_masked_tiles)
+    entry = _tables.get(key)
+    if entry is None or entry.gpu != gpu or entry.table.source is not data:
+        entry = _TableEntry(
+            gpu,
+            compute_records(
+                data, gpu, bytes_model=bytes_model, bwd_convention=bwd_convention, skip_masked_tiles=skip_masked_tiles
+            ),
+        )
+        _tables.put(key, entry)
+    return entry.table, entry.written
+
+
+def clear() -> None:
+    """Forget every entry (tests; or to free memory)."""
+    _categories.clear()
+    _tables.clear()

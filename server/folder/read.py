@@ -1,0 +1,463 @@
+"""Read and validate one category of an analysis folder: `<cat>_ops.csv`, metadata, manifest.
+
+Everything that can be wrong with the files becomes an InputError with one line naming the file,
+the field (column/row) and the fix. A missing CSV is not an error: it means the trace had no ops of
+this category (status NO_DATA).
+
+Columns are read as columns (10^5 rows in well under a second): literal cells are parsed once per
+distinct value, Input Dims cells that are plain integer nests are checked in bulk and left as text for
+perf_models' bulk reader, and kernel_details_summary is reduced to each row's kernel names and dominant
+kernel without parsing every cell (see read_kernel_details).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+import orjson
+import pandas as pd
+
+from perf_models.errors import PerfModelError
+from perf_models.literals import parse_literal
+from server.errors import InputError
+from server.factorize import factorize
+
+CATEGORY_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+KNOWN_CATEGORIES = ("sdpa_fwd", "sdpa_bwd", "inferenceattention")
+
+KERNEL_SUM = "Kernel Time (µs)_sum"
+KERNEL_MEAN = "Kernel Time (µs)_mean"
+REQUIRED_COLUMNS = ("name", "operation_count", KERNEL_SUM)
+# literal-typed columns parsed up front (perf_params and call stacks are read lazily, only where needed)
+LITERAL_COLUMNS = ("Input Dims", "Input type", "Concrete Inputs")
+_INT_NEST = re.compile(r"^[\d\s,()\[\]]*$")
+_TRAILING_COMMA = re.compile(r",\s*\]")
+_PARENS_TO_BRACKETS = str.maketrans("()", "[]")
+_PLAIN_ASCII = str.maketrans("", "", "0123456789,()[] \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x00")
+_NEST_BLOCK = 8192  # Input Dims cells checked per orjson call (bounds the transient lists)
+
+_KD_NAME_RE = re.compile(r"'name':\s*'((?:[^'\\]|\\.)*)'")
+_KD_DUR_RE = re.compile(r"'total_duration_us':\s*(?:np\.float64\()?\s*([-+0-9.eE]+|nan)\)?")
+_KD_COUNT_RE = re.compile(r"'count':\s*(?:np\.int64\()?\s*(\d+)")
+# a kernel dict's unquoted values (numbers, np.float64(...), nan), blanked to leave the names' skeleton
+_KD_VALUE_RE = re.compile(r"': (?!')[^,{}']*(?=[,}]|$)")  # replaced by "': " (anchored on the literal: fast)
+_KD_DUR_KEY = "'total_duration_us'"
+_SEP = "\x00"
+
+
+@dataclass
+class CategoryData:
+    output_dir: Path
+    category: str
+    status: str  # OK | NO_DATA
+    csv_path: Path
+    metadata_path: Path
+    df: pd.DataFrame | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    manifest: dict[str, Any] | None = None
+    e2e_ms: float | None = None
+    comparison_scope: str = "standalone"
+    trace2_e2e_ms: float | None = None
+    warnings: list[str] = field(default_factory=list)
+    # parsed Input type / Concrete Inputs, aligned with df rows (None where the cell is empty)
+    parsed: dict[str, list[Any]] = field(default_factory=dict)
+    kernels: KernelDetails = field(default_factory=lambda: KernelDetails.empty(0))
+    # Input Dims: rows whose cell is a plain integer nest (checked at load, read on demand or in bulk by
+    # perf_models); the other non-empty cells, parsed strictly at load
+    dims_plain: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    dims_other: dict[int, Any] = field(default_factory=dict)
+
+    def input_dims(self, i: int) -> Any:
+        """Row i's parsed Input Dims: a list nest for plain cells (as JSON), the literal otherwise, None if empty."""
+        if len(self.dims_plain) and self.dims_plain[i]:
+            assert self.df is not None
+            return orjson.loads(_int_nest_json(self.df["Input Dims"].iat[i]))
+        return self.dims_other.get(int(i))
+
+    def input_dims_cells(self) -> list[Any]:
+        """Every row's Input Dims as parse_op takes them: plain cells as their text (perf_models reads those
+        in bulk), the others parsed."""
+        if self.df is None or "Input Dims" not in self.df:
+            return [None] * (0 if self.df is None else len(self.df))
+        cells = self.df["Input Dims"].tolist()
+        out: list[Any] = [None] * len(cells)
+        for i in np.flatnonzero(self.dims_plain).tolist():
+            out[i] = cells[i]
+        for i, v in self.dims_other.items():
+            out[i] = v
+        return out
+
+    @property
+    def is_comparative(self) -> bool:
+        return self.comparison_scope == "comparative"
+
+
+def check_category(category: str) -> str:
+    cat = str(category).strip()
+    if not CATEGORY_RE.match(cat):
+        raise InputError(
+            f"category={category!r} is invalid: expected a lowercase name such as {', '.join(KNOWN_CATEGORIES)}"
+        )
+    return cat
+
+
+def read_json_file(path: Path, what: str) -> dict[str, Any]:
+    try:
+        data = orjson.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise InputError(f"{what} not found: {path}") from None
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON ({exc.msg} at char {exc.pos}); rewrite {what} as JSON") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read {what} ({exc.strerror})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: {what} must be a JSON object, found {type(data).__name__}")
+    return data
+
+
+def category_input_files(output_dir: Path, category: str) -> tuple[Path, Path, Path, Path]:
+    """Every file load_category reads: ops CSV, metadata, manifest, trace-2 GPU utilization."""
+    cat = check_category(category)
+    return (
+        output_dir / "category_data" / f"{cat}_ops.csv",
+        output_dir / "metadata" / f"{cat}_metadata.json",
+        output_dir / "category_data" / "category_manifest.json",
+        output_dir / "metadata" / "trace2_gpu_utilization.json",
+    )
+
+
+def load_category(output_dir: Path, category: str) -> CategoryData:
+    """Load and validate one category. `output_dir` must already be resolved under the data roots."""
+    cat = check_category(category)
+    if not output_dir.exists():
+        raise InputError(f"output_dir not found: {output_dir} — pass an analysis folder (or run analyze_trace first)")
+    if not output_dir.is_dir():
+        raise InputError(f"output_dir is not a folder: {output_dir}")
+    csv_path, meta_path, manifest_path, _ = category_input_files(output_dir, cat)
+    data = CategoryData(
+        output_dir=output_dir, category=cat, status="NO_DATA", csv_path=csv_path, metadata_path=meta_path
+    )
+
+    if manifest_path.exists():
+        data.manifest = read_json_file(manifest_path, "category manifest")
+        scope = data.manifest.get("comparison_scope")
+        if scope in ("standalone", "comparative"):
+            data.comparison_scope = scope
+    if meta_path.exists():
+        data.metadata = read_json_file(meta_path, f"{cat} metadata")
+    if not csv_path.exists():
+        return data
+
+    data.status = "OK"
+    data.df = _read_csv(csv_path)
+    _validate_columns(data.df, csv_path)
+    data.e2e_ms = _e2e_baseline(data, manifest_path)
+    _read_trace2_baseline(data)
+    has_trace2_columns = any(c in data.df.columns for c in ("speedup (trace2/trace1)", "delta_us (trace2 - trace1)"))
+    if data.manifest is None or data.manifest.get("comparison_scope") not in ("standalone", "comparative"):
+        data.comparison_scope = "comparative" if has_trace2_columns else "standalone"
+    _parse_literal_columns(data)
+    return data
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        df = pd.read_csv(path, dtype={"name": str}, keep_default_na=True, low_memory=False)
+    except pd.errors.EmptyDataError:
+        raise InputError(f"{path}: the CSV is empty — regenerate it (analyze_trace) or delete it for NO_DATA") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{path}: not a readable CSV ({first}) — regenerate it with analyze_trace") from None
+    return df
+
+
+def _validate_columns(df: pd.DataFrame, path: Path) -> None:
+    missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
+    if missing:
+        raise InputError(
+            f"{path}: missing column(s) {', '.join(repr(c) for c in missing)} — the ops CSV needs "
+            f"{', '.join(REQUIRED_COLUMNS)} (see formats.md); regenerate it with analyze_trace"
+        )
+    if df.empty:
+        return
+    if df["name"].isna().any():
+        row = int(np.flatnonzero(df["name"].isna().to_numpy())[0])
+        raise InputError(f"{path}: row {row + 2} has an empty 'name' — every row needs the op name")
+    for col in (KERNEL_SUM, "operation_count") + ((KERNEL_MEAN,) if KERNEL_MEAN in df.columns else ()):
+        values = pd.to_numeric(df[col], errors="coerce")
+        bad = values.isna().to_numpy() | (values.to_numpy() < 0) | ~np.isfinite(values.to_numpy(dtype=float))
+        if col == "operation_count":
+            bad |= values.to_numpy() == 0
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise InputError(
+                f"{path}: column {col!r} row {row + 2} is {df[col].iloc[row]!r} — expected a finite "
+                f"{'positive count' if col == 'operation_count' else 'non-negative time in µs'}; fix or drop the row"
+            )
+        df[col] = values
+
+
+def _e2e_baseline(data: CategoryData, manifest_path: Path) -> float:
+    util = data.metadata.get("gpu_utilization") if data.metadata else None
+    source = data.metadata_path
+    if not isinstance(util, dict) and data.manifest:
+        util, source = data.manifest.get("gpu_utilization"), manifest_path
+    if not isinstance(util, dict) or "total_time_ms" not in util:
+        raise InputError(
+            f"{data.metadata_path}: no gpu_utilization.total_time_ms (E2E baseline) in metadata or manifest — "
+            "add it (first-to-last GPU activity of the profiled window, ms) or rerun analyze_trace"
+        )
+    try:
+        e2e = float(util["total_time_ms"])
+    except (TypeError, ValueError):
+        e2e = float("nan")
+    if not np.isfinite(e2e) or e2e <= 0:
+        raise InputError(
+            f"{source}: gpu_utilization.total_time_ms is {util['total_time_ms']!r} — the E2E baseline must be a "
+            "positive number of ms; fix the metadata or rerun analyze_trace"
+        )
+    return e2e
+
+
+def _read_trace2_baseline(data: CategoryData) -> None:
+    p = category_input_files(data.output_dir, data.category)[3]
+    util = None
+    if p.exists():
+        util = read_json_file(p, "trace-2 GPU utilization")
+    elif data.manifest and isinstance(data.manifest.get("trace2_gpu_utilization"), dict):
+        util = data.manifest["trace2_gpu_utilization"]
+    if util and isinstance(util.get("total_time_ms"), int | float) and util["total_time_ms"] > 0:
+        data.trace2_e2e_ms = float(util["total_time_ms"])
+
+
+def _is_missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and np.isnan(v))
+
+
+def _parse_cells(values: pd.Series, col: str, path: Path, rows: list[int] | None = None) -> list[Any]:
+    """Parse each distinct cell once (rows often repeat signatures), strictly, never with eval."""
+    cells = values.tolist()
+    codes, uniques = factorize(cells)
+    valid = np.flatnonzero(codes >= 0)
+    _, first_at = np.unique(codes[valid], return_index=True)
+    first = valid[first_at]  # each distinct cell's first row (codes number cells by first appearance)
+    parsed: list[Any] = []
+    for u, j in zip(uniques, first.tolist(), strict=True):
+        try:
+            parsed.append(parse_literal(str(u)))
+        except PerfModelError as exc:
+            i = rows[j] if rows is not None else j
+            raise InputError(
+                f"{path}: column {col!r} row {i + 2} is not a Python literal ({exc}) — "
+                "fix the cell; only literal tuples/lists/dicts/numbers/strings are accepted"
+            ) from None
+    table = np.empty(len(parsed) + 1, dtype=object)  # the last slot (code -1) stays None: an empty cell
+    for k, v in enumerate(parsed):
+        table[k] = v  # one by one: numpy would unpack tuples given as a list
+    return table[codes].tolist()
+
+
+def parse_kernel_details(cell: Any) -> list[dict[str, Any]]:
+    """Kernel names, counts and total durations from a `kernel_details_summary` cell.
+
+    The cells are large dict reprs with `np.float64(...)` numbers; a regex pulls out the three fields
+    we need without evaluating anything, which is also much faster than literal_eval on 100k rows.
+    """
+    if _is_missing(cell):
+        return []
+    s = str(cell)
+    out: list[dict[str, Any]] = []
+    for chunk in s.split("{")[1:]:
+        m = _KD_NAME_RE.search(chunk)
+        if not m:
+            continue
+        d = _KD_DUR_RE.search(chunk)
+        c = _KD_COUNT_RE.search(chunk)
+        dur = float(d.group(1)) if d else float("nan")
+        out.append(
+            {
+                "name": m.group(1).replace("\\'", "'"),
+                "count": int(c.group(1)) if c else None,
+                "total_duration_us": dur if np.isfinite(dur) else None,
+            }
+        )
+    return out
+
+
+@dataclass(eq=False)
+class KernelDetails(Sequence[list[dict[str, Any]]]):
+    """The `kernel_details_summary` column, read column-wise.
+
+    Per row: which distinct list of kernel names it has (`codes` into `name_sets`) and which kernel has the
+    largest total duration (`dominant`, np.argmax over the durations with missing ones as 0; -1 for no
+    kernel). Indexing a row gives parse_kernel_details' full dicts (parsed on demand).
+    """
+
+    cells: list[Any]
+    name_sets: list[tuple[str, ...]]
+    codes: np.ndarray
+    dominant: np.ndarray
+
+    @classmethod
+    def empty(cls, n: int) -> KernelDetails:
+        return cls([None] * n, [()], np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.cells)
+
+    @overload
+    def __getitem__(self, i: int) -> list[dict[str, Any]]: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[list[dict[str, Any]]]: ...
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [parse_kernel_details(c) for c in self.cells[i]]
+        return parse_kernel_details(self.cells[i])
+
+    def __iter__(self) -> Iterator[list[dict[str, Any]]]:
+        return map(parse_kernel_details, self.cells)
+
+    def names(self, i: int) -> tuple[str, ...]:
+        return self.name_sets[int(self.codes[i])]
+
+
+def read_kernel_details(cells: list[Any]) -> KernelDetails:
+    """parse_kernel_details' names and dominant kernel for every row, without parsing every row.
+
+    Rows whose cells differ only in their numbers (durations, counts) share their kernel names: the numbers
+    are blanked from the whole column at once and the distinct skeletons are parsed once each. The dominant
+    kernel of rows with several kernels comes from one regex pass over those rows' durations. Cells with
+    quotes or backslashes inside (escaped names) are parsed one by one.
+    """
+    n = len(cells)
+    codes = np.zeros(n, dtype=np.int64)
+    dominant = np.full(n, -1, dtype=np.int64)
+    name_sets: list[tuple[str, ...]] = [()]
+    index: dict[tuple[str, ...], int] = {(): 0}
+
+    def code_of(names: tuple[str, ...]) -> int:
+        if names not in index:
+            index[names] = len(name_sets)
+            name_sets.append(names)
+        return index[names]
+
+    text_rows = [i for i, c in enumerate(cells) if type(c) is str]
+    texts = [cells[i] for i in text_rows]
+    joined = _SEP.join(texts)
+    if '"' in joined or "\\" in joined or joined.count(_SEP) != max(len(texts) - 1, 0):
+        odd = [('"' in t) or ("\\" in t) or (_SEP in t) for t in texts]
+        slow = [i for i, o in zip(text_rows, odd, strict=True) if o]
+        text_rows = [i for i, o in zip(text_rows, odd, strict=True) if not o]
+        texts = [cells[i] for i in text_rows]
+        joined = _SEP.join(texts)
+    else:
+        slow = []
+    for i in slow + [i for i, c in enumerate(cells) if type(c) is not str and not _is_missing(c)]:
+        ks = parse_kernel_details(cells[i])
+        codes[i] = code_of(tuple(k["name"] for k in ks))
+        durs = [float(k["total_duration_us"] or 0.0) for k in ks]
+        dominant[i] = int(np.argmax(durs)) if durs else -1
+    if texts:
+        rows = np.asarray(text_rows, dtype=np.int64)
+        skeletons = _KD_VALUE_RE.sub("': ", joined).split(_SEP)
+        sk_codes, sk_uniques = factorize(skeletons)
+        del skeletons
+        for u, skeleton in enumerate(sk_uniques):
+            members = rows[sk_codes == u]
+            ks = parse_kernel_details(cells[members[0]])
+            codes[members] = code_of(tuple(k["name"] for k in ks))
+            dominant[members] = _dominant(ks, skeleton, [cells[i] for i in members.tolist()])
+    return KernelDetails(list(cells), name_sets, codes, dominant)
+
+
+def _dominant(kernels: list[dict[str, Any]], skeleton: str, cells: list[str]) -> np.ndarray | int:
+    """np.argmax of each cell's kernel durations; the cells share one skeleton (`kernels` is the first's)."""
+    k = len(kernels)
+    if k <= 1:
+        return k - 1
+    chunks = skeleton.split("{")[1:]
+    named = [bool(_KD_NAME_RE.search(c)) for c in chunks]
+    one_each = all(c.count(_KD_DUR_KEY) == (1 if m else 0) for c, m in zip(chunks, named, strict=True))
+    found = _KD_DUR_RE.findall(_SEP.join(cells)) if one_each else []
+    if len(found) == k * len(cells):
+        # every kernel dict of every cell has exactly one readable duration, in order
+        durs = np.fromiter(map(float, found), dtype=float, count=len(found)).reshape(len(cells), k)
+        return np.argmax(np.where(np.isfinite(durs), durs, 0.0), axis=1)
+    out = np.empty(len(cells), dtype=np.int64)
+    for j, cell in enumerate(cells):
+        out[j] = int(np.argmax([float(x["total_duration_us"] or 0.0) for x in parse_kernel_details(cell)]))
+    return out
+
+
+def _int_nest_json(cell: str) -> str:
+    """A plain integer-nest cell as JSON: brackets for parentheses, no trailing commas."""
+    return _TRAILING_COMMA.sub("]", cell.translate(_PARENS_TO_BRACKETS))
+
+
+def _check_int_nests(values: pd.Series, col: str, path: Path) -> tuple[np.ndarray, dict[int, Any]]:
+    """Shape cells (`((16, 16, 559, 64), (), ...)`): which are plain integer nests, and the others parsed.
+
+    A cell is plain when it holds only digits, commas, whitespace and brackets (checked on the whole column
+    at once, then per cell only if some cell is not). Plain cells are checked to be well-formed nests with
+    orjson, a block of rows at a time; if any is not, every cell takes the strict per-cell literal parser,
+    which names the bad row.
+    """
+    cells = values.tolist()
+    idx = [i for i, v in enumerate(cells) if type(v) is str]
+    texts = [cells[i] for i in idx]
+    joined = _SEP.join(texts)
+    # the separator is not a plain character, so the joined text is plain exactly when every cell is; deleting
+    # the ASCII plain characters is a fast first check (Unicode whitespace is plain too: then the regex decides)
+    if joined.count(_SEP) != max(len(texts) - 1, 0) or (
+        joined.translate(_PLAIN_ASCII) and not _INT_NEST.match(joined.replace(_SEP, " "))
+    ):
+        plain = [bool(_INT_NEST.match(t)) for t in texts]
+        idx = [i for i, ok in zip(idx, plain, strict=True) if ok]
+        texts = [t for t, ok in zip(texts, plain, strict=True) if ok]
+    del joined
+    done = np.zeros(len(cells), dtype=bool)
+    ok = True
+    for start in range(0, len(texts), _NEST_BLOCK):
+        block = texts[start : start + _NEST_BLOCK]
+        # ',\s*]' never spans a separator, so one substitution over the block equals one per cell
+        body = _int_nest_json(_SEP.join(block)).replace(_SEP, ",")
+        try:
+            ok = len(orjson.loads("[" + body + "]")) == len(block)
+        except orjson.JSONDecodeError:
+            ok = False
+        if not ok:
+            break  # some cell is malformed: let the strict parser find and name it
+    if ok:
+        done[idx] = True
+    del texts
+    rest = [i for i, (v, d) in enumerate(zip(cells, done.tolist(), strict=True)) if not d and not _is_missing(v)]
+    other: dict[int, Any] = {}
+    if rest:
+        sub = _parse_cells(values.iloc[rest], col, path, rows=rest)
+        other = {i: v for i, v in zip(rest, sub, strict=True) if v is not None}
+    return done, other
+
+
+def _parse_literal_columns(data: CategoryData) -> None:
+    assert data.df is not None
+    data.dims_plain = np.zeros(len(data.df), dtype=bool)
+    for col in LITERAL_COLUMNS:
+        if col == "Input Dims":
+            if col in data.df.columns:
+                data.dims_plain, data.dims_other = _check_int_nests(data.df[col], col, data.csv_path)
+        elif col in data.df.columns:
+            data.parsed[col] = _parse_cells(data.df[col], col, data.csv_path)
+        else:
+            data.parsed[col] = [None] * len(data.df)
+    if "kernel_details_summary" in data.df.columns:
+        data.kernels = read_kernel_details(data.df["kernel_details_summary"].tolist())
+    else:
+        data.kernels = KernelDetails.empty(len(data.df))
+        data.warnings.append(
+            f"{data.csv_path.name}: no kernel_details_summary column; library and kernel names unknown"
+        )

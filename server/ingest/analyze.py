@@ -1,0 +1,352 @@
+"""analyze_trace: a raw PyTorch profiler trace (Kineto JSON, plain or .gz) -> the analysis folder.
+
+Stages (each reported to `progress(done, total, message)`): parse (streamed, once) -> tree (host
+nesting) -> link (launch -> kernel) -> attention (calls, unfused patterns, backward links, copies,
+inference workload) -> write (ops CSV, metadata, manifest per formats.md).
+
+Input errors raise TraceError (one line, nothing written): missing file, truncated gzip, not JSON,
+no `traceEvents`, a CPU-only trace, an explicit unknown arch. A trace without attention is not an
+error: status NO_DATA, and the manifest has no sdpa_* entry.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from perf_models.errors import UnknownArchError
+from server.folder.write import relative_trace_path, write_folder
+from server.ingest import models
+from server.ingest.attention import find_fused_calls, find_graph_calls
+from server.ingest.calls import CATEGORIES, Call
+from server.ingest.compare import add_comparison
+from server.ingest.context import TraceContext
+from server.ingest.copies import add_copy_overhead
+from server.ingest.errors import TraceError
+from server.ingest.load import load_trace
+from server.ingest.paged import add_workload
+from server.ingest.rows import Row, build_rows, category_totals, row_frame
+from server.ingest.unfused import find_unfused_backward, find_unfused_calls
+from server.writers.atomic import write_json_atomic
+
+Progress = Callable[[float, float, str], None]
+
+__all__ = ["AnalyzeResult", "TraceError", "analyze_trace"]
+
+
+class CategoryResult(BaseModel):
+    name: str
+    display_name: str
+    rows: int
+    instances: int
+    kernel_time_ms: float
+    percent_of_e2e: float | None = None
+    unfused_instances: int = 0
+    files: list[str] = Field(default_factory=list)
+
+
+class GpuResult(BaseModel):
+    device_name: str | None = None
+    arch: str | None = Field(None, description="GPU table key used for the peaks (None: no peaks written)")
+    name: str | None = None
+    source: str = Field("none", description="argument | trace | none")
+
+
+class E2EResult(BaseModel):
+    total_time_ms: float
+    window_source: str = Field(description="gpu_profiler_step | cpu_profiler_step | gpu_activity")
+    steps: list[str] = Field(default_factory=list)
+    computation_time_percent: float
+    exposed_comm_time_percent: float
+    exposed_memcpy_time_percent: float
+    idle_time_percent: float
+
+
+class UnlinkedResult(BaseModel):
+    kernels_without_cpu_launch: int = 0
+    time_without_cpu_launch_us: float = 0.0
+    in_window: int = 0
+    in_window_time_us: float = 0.0
+    gpu_events_outside_window: int = 0
+    outside_window_time_us: float = 0.0
+    attention_kernels_without_cpu_launch: int = 0
+    attention_time_without_cpu_launch_us: float = 0.0
+
+
+class AnalyzeResult(BaseModel):
+    status: str = Field(description="OK, or NO_DATA when the trace has no attention calls")
+    trace_path: str
+    output_dir: str
+    events: int
+    categories: list[CategoryResult] = Field(default_factory=list)
+    gpu: GpuResult
+    e2e: E2EResult
+    unlinked: UnlinkedResult
+    comparison_scope: str = "standalone"
+    trace2_path: str | None = None
+    trace2_e2e: E2EResult | None = None
+    warnings: list[str] = Field(default_factory=list)
+    files_written: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+
+
+def analyze_trace(
+    trace_path: Path,
+    output_dir: Path,
+    *,
+    arch: str = "auto",
+    trace2_path: Path | None = None,
+    progress: Progress | None = None,
+) -> AnalyzeResult:
+    t_start = time.perf_counter()
+    trace_path, output_dir = Path(trace_path), Path(output_dir)
+    report = _reporter(progress, two=trace2_path is not None)
+    explicit = _explicit_gpu(arch)
+    if output_dir.exists() and not output_dir.is_dir():
+        raise TraceError(f"output_dir {output_dir} exists and is not a folder — pass a folder path")
+
+    ctx = load_trace(trace_path, lambda f, m: report(0, f, m))
+    calls = find_calls(ctx)
+    report(0, 1.0, "attention")
+    ctx2: TraceContext | None = None
+    calls2: list[Call] = []
+    if trace2_path is not None:
+        ctx2 = load_trace(Path(trace2_path), lambda f, m: report(1, f, m))
+        calls2 = find_calls(ctx2)
+
+    warnings = list(ctx.warnings)
+    gpu_meta, gpu_result = _gpu(ctx, explicit, warnings)
+    rows = build_rows(ctx, calls)
+    if ctx2 is not None:
+        build_rows(ctx2, calls2)  # fills each trace-2 call's kernel time
+        warnings += add_comparison(ctx, rows, ctx2, calls2)
+    unlinked = _unlinked(ctx, warnings)
+    warnings += _row_warnings(rows)
+
+    report(2, 0.0, "write")
+    baseline = ctx.baseline
+    common_meta: dict[str, Any] = {
+        **gpu_meta,
+        "trace_path": relative_trace_path(trace_path.resolve(), output_dir.resolve()),
+        "output_dir": ".",
+        "gpu_utilization": baseline.gpu_utilization(),
+        "e2e_window": {
+            "source": baseline.source,
+            "steps": baseline.steps,
+            "start_us": baseline.window_start_us,
+            "end_us": baseline.window_end_us,
+            "busy_time_ms": baseline.busy_time_ms,
+            **baseline.counts,
+        },
+        "trace_loading_policy": "DO_NOT_LOAD_TRACE_use_precomputed_tree_data",
+        "generated_by": "sdpa-analyzer analyze_trace",
+    }
+    manifest_extra: dict[str, Any] = {"comparison_scope": "standalone"}
+    if ctx2 is not None:
+        manifest_extra = {
+            "comparison_scope": "comparative",
+            "trace2_path": relative_trace_path(Path(trace2_path).resolve(), output_dir.resolve()),  # type: ignore[arg-type]
+            "trace2_gpu_utilization": ctx2.baseline.gpu_utilization(),
+        }
+        common_meta["comparison_scope"] = "comparative"
+        common_meta["trace2_path"] = manifest_extra["trace2_path"]
+    tables = {cat: row_frame(rs) for cat, rs in rows.items()}
+    totals = {cat: category_totals(rs) for cat, rs in rows.items()}
+    written = write_folder(output_dir, tables, totals, common_meta, manifest_extra)
+    if ctx2 is not None:
+        written.append(
+            write_json_atomic(output_dir / "metadata" / "trace2_gpu_utilization.json", ctx2.baseline.gpu_utilization())
+        )
+    report(2, 1.0, "done")
+
+    e2e_ms = baseline.total_time_ms
+    cats = []
+    for cat in CATEGORIES:
+        if cat not in rows:
+            continue
+        t = totals[cat]
+        cats.append(
+            CategoryResult(
+                name=cat,
+                display_name=tables[cat]["op category"].iloc[0] if len(tables[cat]) else cat,
+                rows=int(t["rows"]),
+                instances=int(t["instances"]),
+                kernel_time_ms=float(t["gpu_kernel_time_ms"]),
+                percent_of_e2e=100.0 * float(t["gpu_kernel_time_ms"]) / e2e_ms if e2e_ms > 0 else None,
+                unfused_instances=sum(len(r.calls) for r in rows[cat] if r.first.kind == "unfused"),
+                files=[f"category_data/{cat}_ops.csv", f"metadata/{cat}_metadata.json"],
+            )
+        )
+    if not cats:
+        warnings.append("no attention calls in this trace: status NO_DATA (the manifest lists no sdpa_* category)")
+    return AnalyzeResult(
+        status="OK" if cats else "NO_DATA",
+        trace_path=str(trace_path),
+        output_dir=str(output_dir),
+        events=ctx.ev.n_events,
+        categories=cats,
+        gpu=gpu_result,
+        e2e=_e2e(ctx),
+        unlinked=unlinked,
+        comparison_scope=manifest_extra["comparison_scope"],
+        trace2_path=str(trace2_path) if trace2_path is not None else None,
+        trace2_e2e=_e2e(ctx2) if ctx2 is not None else None,
+        warnings=_dedupe(warnings),
+        files_written=[str(p) for p in written],
+        seconds=time.perf_counter() - t_start,
+    )
+
+
+def find_calls(ctx: TraceContext) -> list[Call]:
+    """Every attention call of one trace, with copies and inference workload attached."""
+    fused = find_fused_calls(ctx)
+    unfused = find_unfused_calls(ctx, fused)
+    unfused_bwd = find_unfused_backward(ctx, unfused)
+    graph = find_graph_calls(ctx)
+    calls = fused + unfused + unfused_bwd + graph
+    add_copy_overhead(ctx, fused + unfused)
+    add_workload(ctx, calls)
+    return calls
+
+
+# ---- GPU ---------------------------------------------------------------------------------------------
+
+
+def _explicit_gpu(arch: str | None) -> Any:
+    if arch is None or str(arch).strip().lower() in ("", "auto"):
+        return None
+    try:
+        return models.get_gpu(str(arch).strip())
+    except UnknownArchError as exc:
+        raise TraceError(str(exc)) from None
+
+
+def _device_name(ctx: TraceContext) -> str | None:
+    props = ctx.header.get("deviceProperties")
+    if isinstance(props, list):
+        for p in props:
+            if isinstance(p, dict) and isinstance(p.get("name"), str) and p["name"].strip():
+                return p["name"].strip()
+    return None
+
+
+def _gpu(ctx: TraceContext, explicit: Any, warnings: list[str]) -> tuple[dict[str, Any], GpuResult]:
+    device = _device_name(ctx)
+    if explicit is not None:
+        if device:
+            matched = models.match_device_name(device)
+            if matched is None or matched.key != explicit.key:
+                warnings.append(f"arch {explicit.key} was requested; the trace was recorded on {device!r}")
+        meta = models.gpu_metadata(explicit)
+        meta["gpu_device_name"] = device
+        meta["arch_source"] = "argument"
+        return meta, GpuResult(device_name=device, arch=explicit.key, name=explicit.name, source="argument")
+    if device is None:
+        warnings.append(
+            "the trace has no deviceProperties GPU name: metadata written without peaks; pass arch= to score it"
+        )
+        return {"platform": None, "gpu_device_name": None, "arch_source": "none"}, GpuResult()
+    gpu = models.match_device_name(device)
+    if gpu is None:
+        from perf_models.hardware import known_keys
+
+        warnings.append(
+            f"GPU {device!r} is not in the GPU table: metadata written without peaks; pass arch= one of "
+            f"{', '.join(known_keys())}"
+        )
+        return {"platform": device, "gpu_device_name": device, "arch_source": "none"}, GpuResult(device_name=device)
+    meta = models.gpu_metadata(gpu)
+    meta["gpu_device_name"] = device
+    meta["arch_source"] = "trace"
+    return meta, GpuResult(device_name=device, arch=gpu.key, name=gpu.name, source="trace")
+
+
+# ---- summaries ---------------------------------------------------------------------------------------
+
+
+def _e2e(ctx: TraceContext | None) -> E2EResult:
+    assert ctx is not None
+    b = ctx.baseline
+    return E2EResult(
+        total_time_ms=b.total_time_ms,
+        window_source=b.source,
+        steps=b.steps,
+        computation_time_percent=b.computation_time_percent,
+        exposed_comm_time_percent=b.exposed_comm_time_percent,
+        exposed_memcpy_time_percent=b.exposed_memcpy_time_percent,
+        idle_time_percent=b.idle_time_percent,
+    )
+
+
+def _unlinked(ctx: TraceContext, warnings: list[str]) -> UnlinkedResult:
+    import numpy as np
+
+    from server.ingest import names as N
+
+    c = ctx.baseline.counts
+    gpu, links = ctx.ev.gpu, ctx.links
+    no_launch = np.flatnonzero((links.launch < 0) & (links.ext_op < 0) & (gpu["kind"] == 0))
+    att = [i for i in no_launch.tolist() if N.kernel_role(ctx.ev.names[int(gpu["name"][i])]) == "attention"]
+    att_time = float(np.maximum(gpu["dur"][att], 0.0).sum()) if att else 0.0
+    res = UnlinkedResult(
+        kernels_without_cpu_launch=int(c.get("without_cpu_launch", 0)),
+        time_without_cpu_launch_us=float(c.get("without_cpu_launch_time_us", 0.0)),
+        in_window=int(c.get("without_cpu_launch_in_window", 0)),
+        in_window_time_us=float(c.get("without_cpu_launch_in_window_time_us", 0.0)),
+        gpu_events_outside_window=int(c.get("outside_window", 0)),
+        outside_window_time_us=float(c.get("outside_window_time_us", 0.0)),
+        attention_kernels_without_cpu_launch=len(att),
+        attention_time_without_cpu_launch_us=att_time,
+    )
+    if res.kernels_without_cpu_launch:
+        warnings.append(
+            f"{res.kernels_without_cpu_launch} GPU events ({res.time_without_cpu_launch_us:.1f} µs) have no CPU launch "
+            f"in the trace ({res.in_window} of them inside the E2E window); "
+            f"{len(att)} are attention kernels ({att_time:.1f} µs), not counted as calls"
+        )
+    if res.gpu_events_outside_window:
+        warnings.append(
+            f"{res.gpu_events_outside_window} GPU events ({res.outside_window_time_us:.1f} µs) lie outside the "
+            f"E2E window ({ctx.baseline.source}) and are not part of the baseline"
+        )
+    return res
+
+
+def _reporter(progress: Progress | None, two: bool) -> Callable[[int, float, str], None]:
+    """Map (phase, fraction, stage) onto one 0..100 scale: trace 1, [trace 2], write."""
+    spans = [(0.0, 45.0), (45.0, 90.0), (90.0, 100.0)] if two else [(0.0, 90.0), (90.0, 90.0), (90.0, 100.0)]
+    weights = {"parse": (0.0, 0.6), "tree": (0.6, 0.75), "link": (0.75, 0.85), "attention": (0.85, 1.0)}
+
+    def report(phase: int, frac: float, stage: str) -> None:
+        if progress is None:
+            return
+        lo, hi = spans[phase]
+        a, b = weights.get(stage, (0.0, 1.0))
+        progress(lo + (hi - lo) * (a + (b - a) * max(0.0, min(1.0, frac))), 100.0, stage)
+
+    return report
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    out: list[str] = []
+    for w in items:
+        if w not in out:
+            out.append(w)
+    return out
+
+
+def _row_warnings(rows: dict[str, list[Row]], limit: int = 20) -> list[str]:
+    out: list[str] = []
+    for cat, cat_rows in rows.items():
+        for r in cat_rows:
+            for c in r.calls:
+                out.extend(w for w in c.warnings if w not in out)
+            if r.parsed is not None and r.parsed.config is None:
+                out.append(f"{cat}: {r.first.name} has no perf model ({r.parsed.reason})")
+    if len(out) > limit:
+        out = [*out[:limit], f"... and {len(out) - limit} more (see the warnings column of the ops CSVs)"]
+    return out

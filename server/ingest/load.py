@@ -1,0 +1,58 @@
+"""Parse a trace file into a TraceContext: events -> host forest -> launch links -> E2E baseline."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+from pathlib import Path
+
+from server.ingest import names as N
+from server.ingest.context import TraceContext
+from server.ingest.e2e import compute_baseline
+from server.ingest.errors import TraceError
+from server.ingest.events import ANN, CPU, KERNEL, PY, RT, EventTablesBuilder
+from server.ingest.linking import link_gpu_events
+from server.ingest.reader import TraceReader
+from server.ingest.tree import HostForest
+
+Stage = Callable[[float, str], None]
+
+
+def load_trace(path: Path, stage: Stage | None = None) -> TraceContext:
+    """Read and index one trace. Raises TraceError (one line) for anything that is not a GPU trace."""
+    report = stage or (lambda _f, _m: None)
+    reader = TraceReader(path, progress=lambda frac: report(frac, "parse"))
+    builder = EventTablesBuilder(keep_args=N.keep_args)
+    # The raw event objects are acyclic and die with their chunk; the cyclic GC only rescans them.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for chunk in reader.chunks():
+            builder.add(chunk)
+    except TraceError as exc:
+        msg = str(exc)
+        raise TraceError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
+    finally:
+        if was_enabled:
+            gc.enable()
+    ev = builder.finish()
+    if reader.n_events == 0:
+        raise TraceError(f"{path}: traceEvents is empty — record with torch.profiler and export the trace again")
+    if len(ev.gpu) == 0 or not (ev.gpu["kind"] == KERNEL).any():
+        raise TraceError(
+            f"{path}: CPU-only trace (no GPU kernels among {reader.n_events} events) — profile with "
+            "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] so kernels are recorded"
+        )
+    report(1.0, "tree")
+    forest = HostForest(
+        [
+            (CPU, ev.cpu["thread"], ev.cpu["ts"], ev.cpu["dur"], ev.cpu["name"]),
+            (RT, ev.rt["thread"], ev.rt["ts"], ev.rt["dur"], ev.rt["name"]),
+            (PY, ev.py["thread"], ev.py["ts"], ev.py["dur"], ev.py["name"]),
+            (ANN, ev.ann["thread"], ev.ann["ts"], ev.ann["dur"], ev.ann["name"]),
+        ]
+    )
+    report(1.0, "link")
+    links = link_gpu_events(ev)
+    baseline = compute_baseline(ev, links)
+    return TraceContext(path=Path(path), ev=ev, forest=forest, links=links, baseline=baseline, header=reader.header)

@@ -1,0 +1,433 @@
+"""Attention calls -> the per-category op tables of formats.md (one row per argument signature).
+
+Grouping key, as upstream: name, op category, process/thread, Input Dims, Input type, Input Strides,
+Concrete Inputs, number of kernels (+ the linked forward's signature for a shapeless backward node,
+whose perf_params come from that forward). Per instance, the kernel time is the union of the GPU
+intervals of all its kernels (auxiliary kernels included); the time of the main (non-auxiliary)
+kernels alone is kept beside it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from server.ingest import models
+from server.ingest.calls import INFERENCE, OP_CATEGORY, Call
+from server.ingest.context import TraceContext
+from server.ingest.events import CPU, PY
+from server.ingest.paged import kernel_breakdown
+from server.ingest.unfused import is_user_frame
+
+KT = "Kernel Time (µs)"
+_MODULE_SUFFIX = re.compile(r"_\d+$")
+TRUNC = 64
+
+
+@dataclass
+class Row:
+    category: str
+    key: tuple[Any, ...]
+    calls: list[Call]
+    values: dict[str, Any] = field(default_factory=dict)
+    parsed: models.Parsed | None = None
+    perf_params: dict[str, Any] | None = None
+
+    @property
+    def first(self) -> Call:
+        return self.calls[0]
+
+
+def build_rows(ctx: TraceContext, calls: list[Call]) -> dict[str, list[Row]]:
+    """Group calls into rows per category and fill every column value."""
+    kernel_union, main_union = _call_kernel_times(ctx, calls)
+    for c, ku, mu in zip(calls, kernel_union.tolist(), main_union.tolist(), strict=True):
+        c.extra_params.setdefault("_kernel_us", ku)
+        c.extra_params.setdefault("_main_us", mu)
+    groups: dict[tuple[Any, ...], Row] = {}
+    # forwards first: a shapeless backward row reads its forward row's perf_params
+    ordered = sorted(calls, key=lambda c: (c.direction != "fwd", c.ts))
+    for c in ordered:
+        key = _group_key(ctx, c)
+        row = groups.get(key)
+        if row is None:
+            row = groups[key] = Row(c.category, key, [])
+        row.calls.append(c)
+    fwd_params: dict[int, dict[str, Any] | None] = {}
+    out: dict[str, list[Row]] = {}
+    for row in groups.values():
+        row.calls.sort(key=lambda c: c.ts)
+        _parse_row(ctx, row, fwd_params)
+        for c in row.calls:
+            fwd_params[id(c)] = row.perf_params
+        out.setdefault(row.category, []).append(row)
+    for cat, rows in out.items():
+        for row in rows:
+            row.values = _row_values(ctx, row)
+        rows.sort(key=lambda r: -r.values[f"{KT}_sum"])
+        total = sum(r.values[f"{KT}_sum"] for r in rows)
+        cum = 0.0
+        for r in rows:
+            pct = 100.0 * r.values[f"{KT}_sum"] / total if total > 0 else 0.0
+            cum += pct
+            r.values["Percentage (%)"] = pct
+            r.values["Cumulative Percentage (%)"] = cum
+            r.values["enhanced_category"] = cat
+            r.values["display_name"] = OP_CATEGORY[cat]
+    return out
+
+
+def _group_key(ctx: TraceContext, c: Call) -> tuple[Any, ...]:
+    labels = ctx.thread_labels(c.thread) if c.thread >= 0 else ("Unknown", "Unknown", "Unknown")
+    fwd = None
+    if c.direction == "bwd" and not c.has_shapes and c.forward is not None:
+        f = c.forward
+        fwd = (f.name, repr(f.dims), repr(f.types), repr(f.concrete))
+    return (
+        c.category,
+        c.name,
+        *labels,
+        repr(c.dims),
+        repr(c.types),
+        repr(c.strides),
+        repr(c.concrete),
+        len(c.kernels),
+        fwd,
+        repr(sorted((k, v) for k, v in c.extra_params.items() if not k.startswith("_"))),
+    )
+
+
+def _parse_row(ctx: TraceContext, row: Row, fwd_params: dict[int, dict[str, Any] | None]) -> None:
+    c = row.first
+    extra = {k: v for k, v in c.extra_params.items() if not k.startswith("_") and k != "mask"}
+    name = c.name
+    if c.kind == "unfused":
+        # modeled as the fused op it replaces (same layout), typed unfused
+        name = "aten::scaled_dot_product_attention"
+    given: dict[str, Any] | None = dict(extra) if extra else None
+    if c.direction == "bwd" and not c.has_shapes and c.forward is not None:
+        base = fwd_params.get(id(c.forward))
+        if base:
+            given = {**base, **(given or {})}
+    if c.kind == "graph":
+        parsed = models.Parsed(
+            None,
+            "CUDA/HIP-graph replay: the kernels carry no tensor shapes and there is no CPU op per call; "
+            "the workload comes from the step annotation only",
+            c.attention_type,
+            c.direction,
+        )
+    else:
+        parsed = models.parse(name, c.dims, c.types, c.concrete, given)
+    atype = c.attention_type or parsed.attention_type
+    if atype in (None, "unknown"):
+        atype = _type_from_kernels(ctx, row) or atype
+    parsed.attention_type = atype
+    row.parsed = parsed
+    if parsed.config is not None:
+        params = models.perf_params_from_config(parsed.config, atype)
+        params.update({k: v for k, v in extra.items() if k not in params})
+        row.perf_params = params
+    elif given:
+        row.perf_params = given
+    else:
+        row.perf_params = None
+
+
+def _type_from_kernels(ctx: TraceContext, row: Row) -> str | None:
+    """The implementation the dominant kernel names (for dispatcher ops and graph replays)."""
+    rows = np.concatenate([c.kernels for c in row.calls]).astype(np.int64)
+    if len(rows) == 0:
+        return None
+    names = [ctx.ev.names[int(c)] for c in ctx.ev.gpu["name"][rows].tolist()]
+    verdict = models.classify_kernels(names, np.maximum(ctx.ev.gpu["dur"][rows], 0.0).tolist())
+    atype = getattr(verdict, "attention_type", None)
+    return str(getattr(atype, "value", atype)) if atype is not None else None
+
+
+def _call_kernel_times(ctx: TraceContext, calls: list[Call]) -> tuple[np.ndarray, np.ndarray]:
+    """Per call: union of all its GPU intervals, and of its non-auxiliary kernels only (µs)."""
+    n = len(calls)
+    if n == 0:
+        return np.zeros(0), np.zeros(0)
+    gid = np.concatenate([np.full(len(c.kernels), i, dtype=np.int64) for i, c in enumerate(calls)])
+    rows = np.concatenate([c.kernels for c in calls]).astype(np.int64)
+    if len(rows) == 0:
+        return np.zeros(n), np.zeros(n)
+    ev = ctx.ev
+    start = ev.gpu["ts"][rows]
+    dur = np.maximum(ev.gpu["dur"][rows], 0.0)
+    aux_name = np.array([models.is_auxiliary_kernel(nm) for nm in ev.names], dtype=bool)
+    aux = aux_name[ev.gpu["name"][rows]]
+    total = union_by_group(gid, start, dur, n)
+    main = union_by_group(gid[~aux], start[~aux], dur[~aux], n)
+    # a call made only of "auxiliary"-looking kernels: its kernels are the work
+    only_aux = main == 0
+    main[only_aux] = total[only_aux]
+    return total, main
+
+
+def union_by_group(group: np.ndarray, start: np.ndarray, dur: np.ndarray, n_groups: int) -> np.ndarray:
+    """Union length of intervals per group id (vectorized: groups shifted apart on one time axis).
+
+    Times are taken relative to the earliest start before durations are added: absolute µs
+    timestamps (~1e12) have a 0.24 ns grid, and `ts + dur` on them would round every kernel.
+    """
+    out = np.zeros(n_groups)
+    if len(group) == 0:
+        return out
+    rel = start - float(start.min())
+    span = float((rel + dur).max()) + 1.0
+    s = rel + group * span
+    e = s + dur
+    o = np.lexsort((s, group))
+    g, s, e = group[o], s[o], e[o]
+    reach = np.maximum.accumulate(e)
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    new[1:] = s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    seg = np.maximum.reduceat(e, first) - s[first]
+    return np.bincount(g[first], weights=seg, minlength=n_groups)
+
+
+def _stats(x: np.ndarray) -> dict[str, float]:
+    n = len(x)
+    return {
+        "sum": float(x.sum()) if n else 0.0,
+        "mean": float(x.mean()) if n else math.nan,
+        "median": float(np.median(x)) if n else math.nan,
+        "std": float(x.std(ddof=1)) if n > 1 else math.nan,
+        "min": float(x.min()) if n else math.nan,
+        "max": float(x.max()) if n else math.nan,
+    }
+
+
+def _row_values(ctx: TraceContext, row: Row) -> dict[str, Any]:
+    c0 = row.first
+    calls = row.calls
+    labels = ctx.thread_labels(c0.thread) if c0.thread >= 0 else ("Unknown", "Unknown", "Unknown")
+    cpu = np.array([c.dur for c in calls], dtype=float)
+    cpu = cpu[np.isfinite(cpu)]
+    kt = np.array([c.extra_params["_kernel_us"] for c in calls], dtype=float)
+    mt = np.array([c.extra_params["_main_us"] for c in calls], dtype=float)
+    ks, cs = _stats(kt), _stats(cpu)
+    copy_us = np.array([c.copy_us for c in calls], dtype=float)
+    details = _kernel_details(ctx, calls)
+    stack, entry, modules = _call_stack(ctx, c0)
+    parsed = row.parsed
+    v: dict[str, Any] = {
+        "name": c0.name,
+        "op category": OP_CATEGORY[row.category],
+        "process_name": labels[0],
+        "process_label": labels[1],
+        "thread_name": labels[2],
+        "Input Dims": _lit(c0.dims),
+        "Input type": _lit(c0.types),
+        "Input Strides": _lit(c0.strides),
+        "Concrete Inputs": _lit(c0.concrete),
+        "ex_UID": c0.ordinal,
+        "operation_count": len(calls),
+        "total_duration_us": cs["sum"] if len(cpu) else math.nan,
+        "mean_duration_us": cs["mean"],
+        "std_duration_us": cs["std"],
+        f"{KT}_mean": ks["mean"],
+        f"{KT}_std": ks["std"],
+        f"{KT}_sum": ks["sum"],
+        "duration_us_median": cs["median"],
+        "duration_us_min": cs["min"],
+        "duration_us_max": cs["max"],
+        f"{KT}_median": ks["median"],
+        f"{KT}_min": ks["min"],
+        f"{KT}_max": ks["max"],
+        "kernel_details_summary": repr(details) if details else math.nan,
+        "trunc_kernel_details": repr(_trunc(details)) if details else math.nan,
+        "perf_params": repr(row.perf_params) if row.perf_params else math.nan,
+        "has_perf_model": bool(parsed is not None and parsed.config is not None),
+        "entry_point": entry,
+        "call_stack_full": repr(stack) if stack else math.nan,
+        # ours, beside the upstream columns
+        "attention_type": (parsed.attention_type if parsed else None) or c0.attention_type or math.nan,
+        "direction": c0.direction,
+        "call_kind": c0.kind,
+        "module_chain": repr(modules) if modules else math.nan,
+        "attention_kernel_time_us_sum": float(mt.sum()),
+        "aux_kernel_time_us_sum": float(kt.sum() - mt.sum()),
+        "copy_overhead_us_sum": float(copy_us.sum()),
+        "copy_overhead_us_mean": float(copy_us.mean()) if len(copy_us) else 0.0,
+        "copy_overhead_count": int(sum(c.copy_count for c in calls)),
+        "perf_model_reason": (parsed.reason if parsed is not None and parsed.config is None else math.nan) or math.nan,
+        "warnings": repr(_row_warnings(row)) if _row_warnings(row) else math.nan,
+    }
+    if c0.forward is not None:
+        v["linked_forward"] = c0.forward.name
+    if row.category == INFERENCE or c0.attention_type == "paged":
+        v["kernel_breakdown"] = repr(_breakdown(ctx, calls))
+        if c0.annotation:
+            v["step_annotation"] = c0.annotation
+    if c0.kind == "unfused":
+        v["unfused_ops"] = repr(c0.chain)
+    return v
+
+
+def _row_warnings(row: Row) -> list[str]:
+    seen: list[str] = []
+    for c in row.calls:
+        for w in c.warnings:
+            if w not in seen:
+                seen.append(w)
+    if row.parsed is not None:
+        for w in row.parsed.warnings:
+            if w not in seen:
+                seen.append(w)
+    return seen[:10]
+
+
+def _lit(x: Any) -> Any:
+    return repr(x) if x is not None else math.nan
+
+
+def _kernel_details(ctx: TraceContext, calls: list[Call]) -> list[dict[str, Any]]:
+    rows = np.concatenate([c.kernels for c in calls]).astype(np.int64) if calls else np.zeros(0, np.int64)
+    if len(rows) == 0:
+        return []
+    ev = ctx.ev
+    names = ev.gpu["name"][rows]
+    streams = ev.gpu["stream"][rows]
+    dur = np.maximum(ev.gpu["dur"][rows], 0.0)
+    first_ts = ev.gpu["ts"][rows]
+    keys = np.stack([names, streams], axis=1)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    out = []
+    for g in range(len(uniq)):
+        d = dur[inv == g]
+        nm = ev.names[int(uniq[g, 0])]
+        out.append(
+            (
+                float(first_ts[inv == g].min()),
+                {
+                    "name": nm,
+                    "stream": int(uniq[g, 1]),
+                    "count": len(d),
+                    "total_duration_us": float(d.sum()),
+                    "mean_duration_us": float(d.mean()),
+                    "median_duration_us": float(np.median(d)),
+                    "std_dev_duration_us": float(d.std()),
+                    "min_duration_us": float(d.min()),
+                    "max_duration_us": float(d.max()),
+                    "auxiliary": bool(models.is_auxiliary_kernel(nm)),
+                },
+            )
+        )
+    out.sort(key=lambda t: t[0])
+    return [d for _, d in out]
+
+
+def _trunc(details: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": d["name"] if len(d["name"]) <= TRUNC else d["name"][:TRUNC] + "...",
+            "stream": d["stream"],
+            "mean_duration_us": round(d["mean_duration_us"], 2),
+        }
+        for d in details
+    ]
+
+
+def _breakdown(ctx: TraceContext, calls: list[Call]) -> dict[str, Any]:
+    rows = np.concatenate([c.kernels for c in calls]).astype(np.int64)
+    names = [ctx.ev.names[int(c)] for c in ctx.ev.gpu["name"][rows].tolist()]
+    return kernel_breakdown(names, np.maximum(ctx.ev.gpu["dur"][rows], 0.0))
+
+
+# ---- call stacks --------------------------------------------------------------------------------------
+
+
+def _frame_label(ctx: TraceContext, node: int) -> str | None:
+    fam = int(ctx.forest.fam[node])
+    if fam not in (CPU, PY):
+        return None
+    name = ctx.node_name(node)
+    if fam == PY:
+        if name.startswith("<built-in"):
+            return None
+        if name.startswith("nn.Module: "):
+            return _MODULE_SUFFIX.sub("", name)
+    return name
+
+
+def _call_stack(ctx: TraceContext, c: Call) -> tuple[list[Any], str, list[str]]:
+    """call_stack_full (root -> kernel), entry point, module chain, for one representative call."""
+    f = ctx.forest
+    root = c.top if c.kind == "fused" else (c.anchor if c.kind == "unfused" else c.node)
+    if root is None or root < 0:
+        return [], "Not found", []
+    base_nodes = f.ancestors(root) + ([root] if c.kind != "graph" else [])
+    base = [lab for n in base_nodes if (lab := _frame_label(ctx, n)) is not None]
+    entry = "Not found"
+    for n in reversed(base_nodes):
+        if int(f.fam[n]) == PY and is_user_frame(ctx.node_name(n)):
+            entry = ctx.node_name(n)
+            break
+    modules = [
+        _MODULE_SUFFIX.sub("", ctx.node_name(n)[len("nn.Module: ") :])
+        for n in base_nodes
+        if int(f.fam[n]) == PY and ctx.node_name(n).startswith("nn.Module: ")
+    ]
+    # one path per distinct kernel (first instance), below the root
+    paths: list[list[str]] = []
+    seen: set[str] = set()
+    gnode = ctx.gpu_node
+    for g in c.kernels[np.argsort(ctx.ev.gpu["ts"][c.kernels], kind="stable")].tolist():
+        kname = ctx.ev.names[int(ctx.ev.gpu["name"][g])]
+        if kname in seen:
+            continue
+        seen.add(kname)
+        path: list[str] = []
+        launch = int(gnode[g])
+        if launch >= 0 and c.kind != "graph":
+            anc = f.ancestors(launch)
+            if root in anc:
+                below = anc[anc.index(root) + 1 :]
+                if int(f.fam[launch]) == CPU:
+                    below.append(launch)
+                path = [lab for n in below if (lab := _frame_label(ctx, n)) is not None]
+        paths.append([*path, kname])
+    if not paths:
+        return base, entry, modules
+    if len(paths) == 1:
+        return base + paths[0], entry, modules
+    common: list[str] = []
+    for parts in zip(*paths, strict=False):
+        if all(p == parts[0] for p in parts) and parts[0] not in seen:
+            common.append(parts[0])
+        else:
+            break
+    tails = [p[len(common) :] for p in paths]
+    return [*base, *common, *tails], entry, modules
+
+
+def row_frame(rows: list[Row]) -> pd.DataFrame:
+    return pd.DataFrame([r.values for r in rows])
+
+
+def category_totals(rows: list[Row]) -> dict[str, float | int]:
+    """Instances, kernel time and CPU time of one category (for the manifest and the result)."""
+    kt = sum(r.values[f"{KT}_sum"] for r in rows)
+    cpu = 0.0
+    for r in rows:
+        d = r.values["total_duration_us"]
+        if isinstance(d, float) and math.isfinite(d):
+            cpu += d
+    return {
+        "rows": len(rows),
+        "instances": sum(len(r.calls) for r in rows),
+        "gpu_kernel_time_ms": kt / 1000.0,
+        "cpu_duration_ms": cpu / 1000.0,
+    }

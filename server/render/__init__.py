@@ -1,0 +1,1 @@
+"""The roofline PNG and the HTML report (pure rendering from prepared inputs)."""

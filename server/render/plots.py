@@ -1,0 +1,483 @@
+"""Roofline chart: one PNG per category, deterministic bytes, and the exact data that was drawn.
+
+Pure rendering: callers build `RooflinePoint`s (one per op row) and `Ceilings` (the resolved peaks) and
+get back a `RooflinePlot` holding the PNG bytes plus the coordinates read back from the matplotlib
+artists, so tests can check what was plotted rather than that a file exists.
+
+Units: intensity in FLOPs/byte, performance in TFLOPS, bandwidth in TB/s. TB/s × FLOPs/byte = TFLOPS,
+so the bandwidth ceiling is y = x · peak_tbs and the ridge point is x = peak_tflops / peak_tbs.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import textwrap
+import threading
+from typing import Literal, NamedTuple
+
+import matplotlib as mpl
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from pydantic import BaseModel, ConfigDict, Field
+
+from server.errors import InputError
+
+Direction = Literal["fwd", "bwd"]
+
+# Marker style per direction: shape AND colour differ, so the chart reads in grayscale and for
+# colour-blind readers (blue/orange is a colour-blind-safe pair).
+DIRECTION_STYLE: dict[str, dict[str, str]] = {
+    "fwd": {"marker": "o", "color": "#1f77b4", "name": "forward"},
+    "bwd": {"marker": "^", "color": "#ff7f0e", "name": "backward"},
+}
+COMPUTE_CEILING_COLOR = "#b22222"
+BANDWIDTH_CEILING_COLOR = "#2e7d32"
+RIDGE_COLOR = "#000000"
+
+# Area (pt²) of the marker of the op with the largest time; every other marker scales linearly with
+# time, so area ∝ time share. The floor keeps an op with a tiny share visible as a dot.
+MAX_MARKER_AREA = 1600.0
+MIN_MARKER_AREA = 6.0
+MIN_SIZE_PX = (300, 200)
+UNPLOTTED_MAX_LINES = 28
+UNPLOTTED_WRAP = 44
+NO_OPS_NOTE = "no attention ops"
+NO_MODELED_NOTE = "no op has a model: nothing to plot"
+
+# Fixed style so the bytes do not depend on a user's matplotlibrc (DejaVu Sans ships with matplotlib).
+_RC: dict[str, object] = {
+    "font.family": "DejaVu Sans",
+    "font.size": 10,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 9,
+    "text.hinting": "force_autohint",
+    "text.antialiased": True,
+    "lines.antialiased": True,
+    "path.simplify": False,
+    "savefig.transparent": False,
+}
+# rcParams are process-global: serialize renders so concurrent tool calls cannot mix styles.
+_RENDER_LOCK = threading.Lock()
+
+
+class RooflinePoint(BaseModel):
+    """One op row to place on the chart."""
+
+    model_config = ConfigDict(frozen=True)
+
+    label: str = Field(description="short label drawn next to the marker, e.g. 'B16 H16 N559 d64 causal'")
+    intensity: float | None = Field(description="arithmetic intensity, FLOPs/byte")
+    achieved_tflops: float | None = Field(description="achieved throughput, TFLOPS")
+    time_ms: float = Field(
+        ge=0, allow_inf_nan=False, description="total GPU kernel time of the row, ms (sets the marker area)"
+    )
+    direction: Direction
+    has_model: bool
+    reason: str | None = Field(default=None, description="why there is no model (shown for unplotted ops)")
+    name: str
+    category: str
+
+
+class Ceilings(BaseModel):
+    """The peaks the chart's ceilings are drawn at."""
+
+    model_config = ConfigDict(frozen=True)
+
+    peak_tflops: float = Field(gt=0, allow_inf_nan=False, description="compute ceiling, TFLOPS")
+    peak_tbs: float = Field(gt=0, allow_inf_nan=False, description="HBM bandwidth ceiling, TB/s")
+    compute_spec: str = Field(description="e.g. matrix_bf16")
+    gpu_name: str
+    peak_kind: str = Field(description="achievable | datasheet | metadata …")
+
+
+class PlottedPoint(NamedTuple):
+    x: float  # FLOPs/byte, as drawn
+    y: float  # TFLOPS, as drawn
+    area: float  # marker area in pt², as drawn
+    direction: str
+    label: str
+    name: str
+    time_share: float  # time_ms / total time of all input points (plotted or not)
+    labelled: bool  # whether its short label is drawn
+
+
+class UnplottedPoint(NamedTuple):
+    label: str
+    name: str
+    direction: str
+    time_ms: float
+    reason: str
+
+
+class RooflinePlot(BaseModel):
+    """The PNG plus the exact data it shows (read back from the artists after drawing)."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    png: bytes
+    width_px: int
+    height_px: int
+    points: list[PlottedPoint]  # in input order
+    unplotted: list[UnplottedPoint]  # in input order
+    compute_ceiling: tuple[tuple[float, ...], tuple[float, ...]]  # (xs, ys)
+    bandwidth_ceiling: tuple[tuple[float, ...], tuple[float, ...]]  # (xs, ys)
+    ridge: tuple[float, float]  # (FLOPs/byte, TFLOPS)
+    x_limits: tuple[float, float]
+    y_limits: tuple[float, float]
+    x_tick_labels: list[str]  # labelled major ticks inside the limits
+    y_tick_labels: list[str]
+    unplotted_text: str  # the text box contents ('' when every op is plotted)
+    note: str | None  # NO_OPS_NOTE (no points) or NO_MODELED_NOTE (none plottable), drawn mid-axes
+
+
+def _decade_label(value: float, _pos: object = None) -> str:
+    # Plain numbers (0.1, 1, 10, 1000, 10000) read faster than 10^x for engineers scanning a chart.
+    return f"{value:.12g}"
+
+
+def _unplotted_reason(point: RooflinePoint) -> str | None:
+    """Why a point cannot go on log-log axes, or None when it can."""
+    if not point.has_model:
+        return point.reason or "no performance model for this op"
+    for field, value in (("intensity", point.intensity), ("achieved TFLOPS", point.achieved_tflops)):
+        if value is None:
+            return point.reason or f"{field} unknown"
+        if not math.isfinite(value) or value <= 0:
+            return f"{field} is {value:g} (not plottable on a log axis)"
+    return None
+
+
+def _decade_floor(v: float) -> float:
+    return float(10.0 ** math.floor(math.log10(v)))
+
+
+def _decade_ceil(v: float) -> float:
+    return float(10.0 ** math.ceil(math.log10(v)))
+
+
+Limits = tuple[tuple[float, float], tuple[float, float]]
+
+
+def _axis_limits(xs: np.ndarray, ys: np.ndarray, c: Ceilings) -> Limits:
+    """Whole decades around the points and the ridge, with a little headroom above the roof."""
+    ridge_x = c.peak_tflops / c.peak_tbs
+    x_lo = _decade_floor(min(float(xs.min()) if xs.size else ridge_x / 100, ridge_x / 10) / 1.5)
+    x_hi = _decade_ceil(max(float(xs.max()) if xs.size else ridge_x * 10, ridge_x * 10) * 1.5)
+    y_hi = _decade_ceil(max(float(ys.max()) if ys.size else 0.0, c.peak_tflops) * 1.5)
+    # show at least two decades below the roof so the slope is visible
+    y_lo = _decade_floor(min(float(ys.min()) if ys.size else c.peak_tflops, c.peak_tflops / 100) / 1.5)
+    return (x_lo, x_hi), (y_lo, y_hi)
+
+
+def _marker_areas(times: np.ndarray) -> np.ndarray:
+    t_max = float(times.max()) if times.size else 0.0
+    if t_max <= 0:
+        return np.full(times.shape, MIN_MARKER_AREA)
+    return np.maximum(MAX_MARKER_AREA * times / t_max, MIN_MARKER_AREA)
+
+
+def _shorten(s: str, n: int) -> str:
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _shorten_middle(s: str, n: int) -> str:
+    # op names differ at both ends (namespace, template arguments): keep both, cut the middle
+    if len(s) <= n:
+        return s
+    head = (n - 1) // 2
+    return s[:head] + "…" + s[len(s) - (n - 1 - head) :]
+
+
+def _unplotted_box_text(unplotted: list[UnplottedPoint]) -> str:
+    if not unplotted:
+        return ""
+    lines = [f"Not plotted ({len(unplotted)} op{'s' if len(unplotted) != 1 else ''}):"]
+    for i, u in enumerate(unplotted):
+        # the name on its own (shortened) line so wrapping never splits it mid-identifier
+        detail = textwrap.wrap(
+            f"[{u.direction}] {u.time_ms:.3g} ms: {u.reason}",
+            width=UNPLOTTED_WRAP,
+            initial_indent="   ",
+            subsequent_indent="   ",
+        )
+        entry = [f"• {_shorten_middle(u.name, UNPLOTTED_WRAP - 2)}", *detail]
+        if len(lines) + len(entry) > UNPLOTTED_MAX_LINES - 1:
+            lines.append(f"… and {len(unplotted) - i} more (see the report table)")
+            break
+        lines.extend(entry)
+    return "\n".join(lines)
+
+
+def _validate_size(size_px: tuple[int, int], dpi: int) -> None:
+    w, h = size_px
+    if not (isinstance(w, int) and isinstance(h, int)) or w < MIN_SIZE_PX[0] or h < MIN_SIZE_PX[1]:
+        raise InputError(f"size_px={size_px!r}: need integer pixels of at least {MIN_SIZE_PX}")
+    if not isinstance(dpi, int) or not 20 <= dpi <= 600:
+        raise InputError(f"dpi={dpi!r}: need an integer between 20 and 600")
+
+
+def render_roofline_png(
+    points: list[RooflinePoint],
+    ceilings: Ceilings,
+    *,
+    title: str,
+    bytes_model: str = "compulsory",
+    top_labels: int = 5,
+    size_px: tuple[int, int] = (1200, 800),
+    dpi: int = 100,
+) -> RooflinePlot:
+    """Draw the roofline of `points` against `ceilings`; same input → same PNG bytes."""
+    _validate_size(size_px, dpi)
+    if top_labels < 0:
+        raise InputError(f"top_labels={top_labels}: need 0 or more")
+    with _RENDER_LOCK, mpl.rc_context():
+        mpl.rcdefaults()
+        mpl.rcParams.update(_RC)
+        return _render(points, ceilings, title, bytes_model, top_labels, size_px, dpi)
+
+
+def _render(
+    points: list[RooflinePoint],
+    c: Ceilings,
+    title: str,
+    bytes_model: str,
+    top_labels: int,
+    size_px: tuple[int, int],
+    dpi: int,
+) -> RooflinePlot:
+    reasons = [_unplotted_reason(p) for p in points]
+    plotted_idx = np.array([i for i, r in enumerate(reasons) if r is None], dtype=np.int64)
+    unplotted = [
+        UnplottedPoint(p.label, p.name, p.direction, p.time_ms, r)
+        for p, r in zip(points, reasons, strict=True)
+        if r is not None
+    ]
+    times_all = np.array([p.time_ms for p in points], dtype=np.float64)
+    total_time = float(times_all.sum())
+    xs = np.array([points[i].intensity for i in plotted_idx], dtype=np.float64)
+    ys = np.array([points[i].achieved_tflops for i in plotted_idx], dtype=np.float64)
+    times = times_all[plotted_idx] if plotted_idx.size else np.zeros(0)
+    areas = _marker_areas(times)
+    dirs = np.array([points[i].direction for i in plotted_idx], dtype=object)
+    # top ops by time; ties broken by input order so the choice is deterministic
+    order = np.lexsort((np.arange(times.size), -times))
+    labelled = np.zeros(times.size, dtype=bool)
+    labelled[order[:top_labels]] = True
+
+    # +0.25 px: Agg truncates figure size to whole pixels, and w/dpi*dpi can land just below w.
+    fig = Figure(figsize=((size_px[0] + 0.25) / dpi, (size_px[1] + 0.25) / dpi), dpi=dpi)
+    FigureCanvasAgg(fig)
+    ax = fig.add_axes((0.075, 0.09, 0.64, 0.80))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    (x_lo, x_hi), (y_lo, y_hi) = _axis_limits(xs, ys, c)
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(LogLocator(base=10.0, numticks=40))
+        axis.set_major_formatter(FuncFormatter(_decade_label))
+        axis.set_minor_locator(LogLocator(base=10.0, subs=tuple(range(2, 10)), numticks=40))
+        axis.set_minor_formatter(NullFormatter())
+    ax.grid(True, which="major", color="#cccccc", linewidth=0.8)
+    ax.grid(True, which="minor", color="#eeeeee", linewidth=0.5)
+    ax.set_axisbelow(True)
+    ax.set_xlabel("Arithmetic intensity (FLOPs/byte)")
+    ax.set_ylabel("Achieved throughput (TFLOPS)")
+    ax.set_title(title, loc="left")
+
+    ridge_x = c.peak_tflops / c.peak_tbs
+    compute_line = ax.plot(
+        [ridge_x, x_hi], [c.peak_tflops, c.peak_tflops], color=COMPUTE_CEILING_COLOR, linewidth=2, zorder=2
+    )[0]
+    bw_x = np.geomspace(x_lo, ridge_x, 9)
+    bandwidth_line = ax.plot(bw_x, bw_x * c.peak_tbs, color=BANDWIDTH_CEILING_COLOR, linewidth=2, zorder=2)[0]
+    ridge_marker = ax.plot(
+        [ridge_x], [c.peak_tflops], linestyle="none", marker="D", markersize=7, color=RIDGE_COLOR, zorder=4
+    )[0]
+    ax.annotate(
+        f"ridge {ridge_x:.3g} FLOPs/B",
+        (ridge_x, c.peak_tflops),
+        xytext=(6, -14),
+        textcoords="offset points",
+        fontsize=9,
+    )
+
+    collections = {}
+    for d in ("fwd", "bwd"):
+        sel = np.flatnonzero(dirs == d)
+        # draw large markers first so small ones stay on top and visible
+        sel = sel[np.lexsort((sel, -areas[sel]))]
+        style = DIRECTION_STYLE[d]
+        coll = ax.scatter(
+            xs[sel],
+            ys[sel],
+            s=areas[sel],
+            marker=style["marker"],
+            c=style["color"],
+            alpha=0.7,
+            edgecolors="#222222",
+            linewidths=0.6,
+            zorder=3,
+        )
+        collections[d] = (sel, coll)
+
+    for k in order[:top_labels]:
+        ax.annotate(
+            _shorten(points[plotted_idx[k]].label, 40),
+            (xs[k], ys[k]),
+            xytext=(8, 6),
+            textcoords="offset points",
+            fontsize=8,
+            zorder=5,
+            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "#999999", "alpha": 0.85},
+        )
+
+    note = None
+    if not points:
+        note = NO_OPS_NOTE
+    elif plotted_idx.size == 0:
+        note = NO_MODELED_NOTE
+    if note is not None:
+        ax.text(
+            0.5,
+            0.5,
+            note,
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=16,
+            color="#555555",
+        )
+
+    peak_label = f"{c.compute_spec}, {c.peak_kind}"
+    handles = [
+        Line2D(
+            [],
+            [],
+            linestyle="none",
+            marker="o",
+            color=DIRECTION_STYLE["fwd"]["color"],
+            markersize=9,
+            markeredgecolor="#222222",
+            label="forward",
+        ),
+        Line2D(
+            [],
+            [],
+            linestyle="none",
+            marker="^",
+            color=DIRECTION_STYLE["bwd"]["color"],
+            markersize=9,
+            markeredgecolor="#222222",
+            label="backward",
+        ),
+        Line2D(
+            [],
+            [],
+            color=COMPUTE_CEILING_COLOR,
+            linewidth=2,
+            label=f"compute {c.peak_tflops:.4g} TFLOPS\n({peak_label})",
+        ),
+        Line2D([], [], color=BANDWIDTH_CEILING_COLOR, linewidth=2, label=f"HBM {c.peak_tbs:.4g} TB/s"),
+        Line2D(
+            [],
+            [],
+            linestyle="none",
+            marker="D",
+            color=RIDGE_COLOR,
+            markersize=6,
+            label=f"ridge {ridge_x:.3g} FLOPs/byte",
+        ),
+    ]
+    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.75, 0.89), frameon=True)
+    fig.text(0.75, 0.975, f"{_shorten(c.gpu_name, 40)}\nbytes model: {bytes_model}", fontsize=10, va="top")
+    fig.text(0.75, 0.555, "marker area ∝ share of time", fontsize=8.5, va="top", color="#444444")
+    box_text = _unplotted_box_text(unplotted)
+    if box_text:
+        fig.text(
+            0.75,
+            0.52,
+            box_text,
+            fontsize=7.5,
+            va="top",
+            family="DejaVu Sans",
+            bbox={"boxstyle": "round,pad=0.4", "fc": "#fff8e1", "ec": "#c8a200"},
+        )
+
+    buf = io.BytesIO()
+    # metadata Software=None drops the version string; PNG from Agg carries no timestamp.
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    png = buf.getvalue()
+
+    return RooflinePlot(
+        png=png,
+        width_px=int(fig.bbox.width),
+        height_px=int(fig.bbox.height),
+        points=_read_back_points(points, plotted_idx, collections, times, total_time, labelled),
+        unplotted=unplotted,
+        compute_ceiling=_line_xy(compute_line),
+        bandwidth_ceiling=_line_xy(bandwidth_line),
+        ridge=(float(ridge_marker.get_xdata()[0]), float(ridge_marker.get_ydata()[0])),
+        x_limits=(x_lo, x_hi),
+        y_limits=(y_lo, y_hi),
+        x_tick_labels=_tick_labels(ax.xaxis, x_lo, x_hi),
+        y_tick_labels=_tick_labels(ax.yaxis, y_lo, y_hi),
+        unplotted_text=box_text,
+        note=note,
+    )
+
+
+def _line_xy(line: Line2D) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    xy = np.asarray(line.get_xydata(), dtype=np.float64)
+    return tuple(xy[:, 0].tolist()), tuple(xy[:, 1].tolist())
+
+
+def _tick_labels(axis: object, lo: float, hi: float) -> list[str]:
+    """Texts of the labelled major ticks inside the axis limits (the locator also returns outside ones)."""
+    locs = axis.get_majorticklocs()  # type: ignore[attr-defined]
+    labels = axis.get_majorticklabels()  # type: ignore[attr-defined]
+    return [lab.get_text() for loc, lab in zip(locs, labels, strict=True) if lo * (1 - 1e-9) <= loc <= hi * (1 + 1e-9)]
+
+
+def _read_back_points(
+    points: list[RooflinePoint],
+    plotted_idx: np.ndarray,
+    collections: dict[str, tuple[np.ndarray, object]],
+    times: np.ndarray,
+    total_time: float,
+    labelled: np.ndarray,
+) -> list[PlottedPoint]:
+    """Coordinates and areas as the scatter artists hold them, back in input order."""
+    n = plotted_idx.size
+    drawn_x = np.zeros(n)
+    drawn_y = np.zeros(n)
+    drawn_area = np.zeros(n)
+    for sel, coll in collections.values():
+        if sel.size == 0:
+            continue
+        offsets = np.asarray(coll.get_offsets(), dtype=np.float64)  # type: ignore[attr-defined]
+        sizes = np.broadcast_to(np.asarray(coll.get_sizes(), dtype=np.float64), (sel.size,))  # type: ignore[attr-defined]
+        drawn_x[sel] = offsets[:, 0]
+        drawn_y[sel] = offsets[:, 1]
+        drawn_area[sel] = sizes
+    shares = times / total_time if total_time > 0 else np.zeros(n)
+    return [
+        PlottedPoint(
+            x=float(drawn_x[k]),
+            y=float(drawn_y[k]),
+            area=float(drawn_area[k]),
+            direction=points[i].direction,
+            label=points[i].label,
+            name=points[i].name,
+            time_share=float(shares[k]),
+            labelled=bool(labelled[k]),
+        )
+        for k, i in enumerate(plotted_idx.tolist())
+    ]

@@ -1,0 +1,495 @@
+"""Impact estimates, grouping into ranked category findings, and the `<cat>_metrics.json` document.
+
+The impact rules are the orchestrator's contract (formats.md "Impact rules"): the same arithmetic
+for every category, so findings can be ranked across categories. Scores are rounded to 2 decimals
+once, at the very end, and those exact values are written and returned.
+
+The per-op list is described column by column (server.writers.json_columns) and rendered straight into the file:
+no dict per op is ever built, and the bytes are those the dicts would have given.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perf_models.kernels import KernelRole, classify_kernel
+from server.factorize import factorize
+from server.folder.read import KERNEL_MEAN, CategoryData
+from server.numbers import finite
+from server.scoring.records import RooflineTable, workload_profile
+from server.writers.json_columns import (
+    Bools,
+    Const,
+    Field,
+    Ints,
+    Numbers,
+    Obj,
+    Pair,
+    Sink,
+    Sparse,
+    Texts,
+    Values,
+    write_document,
+)
+
+HEURISTIC_MID, HEURISTIC_LOW, HEURISTIC_HIGH = 0.30, 0.15, 0.45
+MID_FACTOR, LOW_FACTOR = 0.875, 0.75
+ANOMALY_PCT = 110.0
+MIN_HIGH = 0.01
+MIN_GROUP_MID = 0.5
+HIGH_VARIANCE_COV = 0.1
+
+
+def _num(x: Any, nd: int = 2) -> float | None:
+    """A JSON-safe rounded float, or None for missing values (never NaN in the output)."""
+    return finite(x, nd)
+
+
+def eff_bucket(eff: float) -> str:
+    if eff < 30:
+        return "0-30"
+    if eff < 60:
+        return "30-60"
+    return "60-100"
+
+
+def _trace2_times(data: CategoryData) -> tuple[np.ndarray, np.ndarray]:
+    """Trace-2 kernel time (ms) and count per row, from the comparative columns of the CSV."""
+    df = data.df
+    assert df is not None
+    n = len(df)
+    t1 = df["Kernel Time (µs)_sum"].to_numpy(dtype=float) / 1000.0
+    t2 = np.full(n, np.nan)
+    if "delta_us (trace2 - trace1)" in df:
+        t2 = t1 + pd.to_numeric(df["delta_us (trace2 - trace1)"], errors="coerce").to_numpy() / 1000.0
+    if "speedup (trace2/trace1)" in df:
+        sp = pd.to_numeric(df["speedup (trace2/trace1)"], errors="coerce").to_numpy()
+        t2 = np.where(np.isfinite(t2), t2, sp * t1)
+    if "lca_total_kernel_time_trace2_us" in df:
+        lt2 = pd.to_numeric(df["lca_total_kernel_time_trace2_us"], errors="coerce").to_numpy() / 1000.0
+        t2 = np.where(np.isfinite(t2), t2, lt2)
+    c2 = (
+        pd.to_numeric(df["lca_count_trace2"], errors="coerce").to_numpy()
+        if "lca_count_trace2" in df
+        else np.full(n, np.nan)
+    )
+    return t2, c2
+
+
+def _rounded(values: np.ndarray, nd: int) -> list[float | None]:
+    """Round a column once (vectorized); NaN/inf become None so the JSON never holds NaN."""
+    arr = np.asarray(values, dtype=float)
+    out = np.round(arr, nd).astype(object)
+    out[~np.isfinite(arr)] = None
+    return out.tolist()
+
+
+def _raw_cells(df: pd.DataFrame, col: str) -> list[Any]:
+    """A CSV column's cells as they are (missing cells, NaN, become null when encoded)."""
+    return df[col].tolist() if col in df else [None] * len(df)
+
+
+def _texts(values: Any) -> Texts:
+    """A column of strings (None/NaN → null), each distinct value encoded once."""
+    codes, uniques = factorize(values)
+    return Texts(codes, uniques)
+
+
+def _text_fields(table: RooflineTable, *columns: str) -> list[Field]:
+    """Fields that are records text columns as they are (None/NaN → null), encoded once per distinct value."""
+    return [Field(c, Texts(*table.column_codes(c))) for c in columns]
+
+
+def _python_rounded(values: np.ndarray, nd: int) -> Numbers:
+    """_num (Python's round, which can differ from np.round in the last digit) of each value."""
+    rounded = [_num(x, nd) for x in np.asarray(values, dtype=float).tolist()]
+    return Numbers(np.array([np.nan if v is None else v for v in rounded], dtype=float))
+
+
+@dataclass
+class Metrics:
+    """The metrics document: `document` holds every field but the per-op list, which `operations` renders
+    column-wise (one object per op row) when the document is written."""
+
+    document: dict[str, Any]
+    operations: Obj
+    rows: int
+
+    def __getitem__(self, key: str) -> Any:
+        return self.document[key]
+
+    def write(self, fh: Sink) -> None:
+        write_document(fh, self.document, "operations", self.operations, self.rows)
+
+    def to_bytes(self) -> bytes:
+        buf = io.BytesIO()
+        self.write(buf)
+        return buf.getvalue()
+
+
+def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: str) -> Metrics:
+    """The full metrics document (TraceLens-compatible fields plus ours under `sdpa_analyzer`)."""
+    df = data.df
+    assert df is not None and data.e2e_ms
+    r = table.records
+    n = len(r)
+    e2e = float(data.e2e_ms)
+    comparative = comparison_scope == "comparative"
+    time_ms = r["time_ms"].to_numpy(dtype=float)
+    total_ms = float(time_ms.sum())
+    eff = r["efficiency_pct"].to_numpy(dtype=float)
+    t2, c2 = _trace2_times(data) if comparative else (np.full(n, np.nan), np.full(n, np.nan))
+    if comparative:
+        ratio = np.where((time_ms > 0) & np.isfinite(t2), 100.0 * t2 / np.where(time_ms > 0, time_ms, 1), np.nan)
+        # "clamped below by the trace-1 roofline percentage": never claim more headroom than the roofline gives
+        eff_used = np.where(np.isfinite(eff), np.fmax(ratio, eff), ratio)
+    else:
+        eff_used = eff
+    cov = np.full(n, np.nan)
+    if "Kernel Time (µs)_std" in df and KERNEL_MEAN in df:
+        std = pd.to_numeric(df["Kernel Time (µs)_std"], errors="coerce").to_numpy()
+        mean = pd.to_numeric(df[KERNEL_MEAN], errors="coerce").to_numpy()
+        cov = np.where(mean > 0, std / np.where(mean > 0, mean, 1), np.nan)
+    pct_total = 100.0 * time_ms / e2e
+    counts = r["count"].to_numpy()
+    high_var = np.isfinite(cov) & (np.nan_to_num(cov) > HIGH_VARIANCE_COV) & (counts > 10) & (pct_total >= 5)
+    has_model = r["has_model"].to_numpy(dtype=bool)
+    bound = [b if h and isinstance(b, str) else None for b, h in zip(r["bound"].tolist(), has_model, strict=True)]
+    spec = r["compute_spec"].tolist()
+    default_peak = _default_peak(table)
+    peak_t = np.where(
+        np.array([isinstance(x, str) for x in spec]), r["peak_tflops"].to_numpy(dtype=float), default_peak
+    )
+    peak_bw = table.gpu.peak_tbs()[0]
+    warn = ["; ".join(w) or None for w in r["warnings"].tolist()]
+    anomaly = (np.isfinite(eff_used) & (np.nan_to_num(eff_used) > 100.0)) & (not comparative)
+    att = r["attention_type"].tolist()
+    att_arr = np.fromiter(att, dtype=object, count=n)
+    library = [x if x != "Unknown" else None for x in r["library"].tolist()]
+    workload, ctx, gen = _workload_profiles(r, table, att_arr)
+
+    efficiency = Obj([
+        Field("tflops_achieved", Numbers(r["achieved_tflops"].to_numpy(), 2)),
+        Field("tb_s_achieved", Numbers(r["achieved_tbs"].to_numpy(), 2)),
+        Field("efficiency_percent", Numbers(eff_used, 2)),
+        Field("bound_type", _texts(bound)),
+        Field("flops_per_byte", Numbers(r["intensity"].to_numpy(), 2)),
+        *_text_fields(table, "compute_spec"),
+        Field("resolved_peak_maf", Numbers(peak_t, 2)),
+        Field("resolved_peak_hbm_bw", Const(peak_bw, n)),
+        Field("warning", _texts(warn)),
+        Field("is_anomaly", Bools(anomaly)),
+    ])  # fmt: skip
+    paged_rows = np.flatnonzero(att_arr == "paged").tolist()
+    parts = [paged_breakdown(data.kernels[i]) for i in paged_rows]
+    classification = Obj([
+        Field("is_flash_attention", Bools(att_arr == "flash")),
+        Field("is_paged_attention", Bools(att_arr == "paged")),
+        Field("has_perf_model", Bools(has_model)),
+        *_text_fields(table, "attention_type", "op_attention_type", "kernel_attention_type"),
+        Field("workload_profile", workload),
+        Field("kernel_breakdown", Sparse(dict(zip(paged_rows, parts, strict=True))), optional=True),
+    ])  # fmt: skip
+    fields = [
+        *_text_fields(table, "name"),
+        Field("count", Ints(counts)),
+        Field("time_ms", Numbers(time_ms, 3)),
+        Field("percent_of_category", Numbers(100.0 * time_ms / total_ms if total_ms > 0 else np.zeros(n), 2)),
+        Field("percent_of_total", Numbers(pct_total, 2)),
+        Field("efficiency", efficiency),
+        *(Field(c, _texts(_raw_cells(df, c))) for c in ("Input Dims", "Input type")),
+        Field("has_perf_model", Bools(has_model)),
+        *(Field(c, _texts(_raw_cells(df, c))) for c in ("perf_params", "kernel_details_summary")),
+        *_text_fields(table, "args"),
+        Field("cov", Numbers(cov, 3)),
+        Field("high_variance", Bools(high_var)),
+        Field("classification", classification),
+        Field("library", _texts(library)),
+        *_text_fields(table, "launcher_path", "kernel_name", "kernel_name_trunc"),
+        *(Field(c, Values(r[c].tolist())) for c in ("module_chain", "call_chain")),
+        Field("roofline", _roofline_block(r, table)),
+    ]
+    if comparative:
+        fields += [
+            Field("t2_time_ms", _python_rounded(t2, 3)),
+            Field("count_trace2", Ints(c2)),
+            Field("difference_ms", _python_rounded(t2 - time_ms, 3)),
+        ]
+
+    estimates = _impact_estimates(data.category, r, eff_used, time_ms, e2e, comparative)
+    findings = _group(estimates, comparative)
+    specific: dict[str, Any] = {
+        "flash_attention_count": att.count("flash"),
+        "paged_attention_count": att.count("paged"),
+        "has_perf_model_count": int(has_model.sum()),
+        "flash_attention_detected": "flash" in att,
+        "paged_attention_detected": "paged" in att,
+        "peak_maf_tflops": _num(default_peak),
+        "peak_hbm_bw_tbs": _num(peak_bw),
+        "memory_efficient_attention_count": att.count("memory_efficient"),
+        "memory_efficient_attention_detected": "memory_efficient" in att,
+        "cudnn_attention_count": att.count("cudnn"),
+        "cudnn_attention_detected": "cudnn" in att,
+        "unfused_attention_count": att.count("unfused"),
+        "unfused_attention_detected": "unfused" in att,
+        "instances_by_attention_type": {t: int(counts[att_arr == t].sum()) for t in sorted(set(att))},
+    }
+    if paged_rows:
+        specific["kernel_breakdown_avg"] = {
+            f"avg_{k}_percent": round(sum(p[f"{k}_percent"] for p in parts) / len(parts), 2)
+            for k in ("reshape_cache", "fwd_kernel", "paged_attention")
+        }
+    if ctx + gen > 0:
+        ratio = ctx / (ctx + gen)
+        specific["workload_profile"] = {
+            "total_ctx_tokens": ctx,
+            "total_gen_tokens": gen,
+            "ctx_ratio": round(ratio, 4),
+            "profile_type": "prefill_heavy" if ratio > 0.8 else ("decode_heavy" if ratio < 0.2 else "mixed"),
+        }
+    document = {
+        "category": data.category,
+        "status": "OK",
+        "comparison_scope": comparison_scope,
+        "total_time_ms": _num(total_ms, 3),
+        "percent_of_compute": _num(100.0 * total_ms / e2e),
+        "operation_count": int(counts.sum()),
+        "operations": None,  # written from Metrics.operations
+        "category_specific": specific,
+        "impact_estimates": estimates,
+        "category_findings": findings,
+        "sdpa_analyzer": {
+            "version": 1,
+            "e2e_baseline_ms": _num(e2e, 4),
+            "trace2_e2e_baseline_ms": _num(data.trace2_e2e_ms, 4),
+            "bytes_model": table.bytes_model,
+            "gpu": {"key": table.gpu.key, "name": table.gpu.name, "origin": table.gpu.origin},
+            "notes": table.peak_notes,
+        },
+    }
+    return Metrics(document, Obj(fields), n)
+
+
+def _workload_profiles(r: pd.DataFrame, table: RooflineTable, att: np.ndarray) -> tuple[Obj, int, int]:
+    """TraceLens' per-op workload_profile as columns (see roofline_records.workload_profile), and the summed
+    context / generated tokens. Paged rows need their config's token counts: those are profiled one by one."""
+    n = len(r)
+    has = r["has_model"].to_numpy(dtype=bool)
+    ints = {
+        c: np.where(has, np.nan_to_num(r[c].to_numpy(dtype=float)), 0).astype(np.int64)
+        for c in ("heads_q", "heads_kv", "seq_q", "seq_kv")
+    }
+    hq, hk, nq = ints["heads_q"], ints["heads_kv"], ints["seq_q"]
+    ratio = np.where(has, hq // np.where(hk != 0, hk, 1), 0)
+    pattern = np.where(ratio == 1, "MHA", np.where(hk == 1, "MQA", "GQA")).astype(object)
+    pattern[~has] = None
+    wtype = np.where(nq > 1, "prefill", "decode").astype(object)
+    wtype[~has] = "unknown"
+    sum_ctx = np.zeros(n, dtype=np.int64)
+    sum_gen = np.zeros(n, dtype=np.int64)
+    ctx_ratio = np.full(n, np.nan)
+    for i in np.flatnonzero(has & (att == "paged")).tolist():
+        row = {c: r[c].iat[i] for c in ("has_model", "heads_q", "heads_kv", "seq_q", "seq_kv")}
+        w = workload_profile(row, table.config(i))
+        sum_ctx[i], sum_gen[i], wtype[i] = w["sum_ctx_tokens"], w["sum_gen_tokens"], w["workload_type"]
+        ctx_ratio[i] = np.nan if w["ctx_ratio"] is None else w["ctx_ratio"]
+    obj = Obj([
+        Field("n_q", Ints(nq, valid=has)),
+        Field("n_kv", Ints(ints["seq_kv"], valid=has)),
+        Field("h_q", Ints(hq, valid=has)),
+        Field("h_kv", Ints(hk, valid=has)),
+        Field("sum_ctx_tokens", Ints(sum_ctx, valid=has)),
+        Field("sum_gen_tokens", Ints(sum_gen, valid=has)),
+        Field("ctx_ratio", Numbers(ctx_ratio)),
+        Field("workload_type", _texts(wtype)),
+        Field("attention_pattern", _texts(pattern)),
+        Field("gqa_ratio", Ints(ratio, valid=has & (ratio > 1))),
+    ])  # fmt: skip
+    return obj, int(sum_ctx[has].sum()), int(sum_gen[has].sum())
+
+
+def most_common_spec(table: RooflineTable) -> str | None:
+    """The compute spec most rows are scored against (the first seen among equally common ones)."""
+    codes, uniques = table.column_codes("compute_spec")
+    if len(uniques) >= len(codes) > 1:  # not factorized (mostly distinct values): count them exactly
+        codes, uniques = factorize(uniques)
+    known = [isinstance(u, str) for u in uniques]
+    counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
+    best = [(int(c), u) for c, u, k in zip(counts.tolist(), uniques, known, strict=True) if k]
+    return max(best, key=lambda cu: cu[0])[1] if best else None
+
+
+def _default_peak(table: RooflineTable) -> float:
+    spec = most_common_spec(table) or "matrix_bf16"
+    try:
+        return table.gpu.peak_tflops(spec)[0]
+    except ValueError:
+        return float("nan")
+
+
+def _roofline_block(r: pd.DataFrame, table: RooflineTable) -> Obj:
+    """Our per-op roofline block (beside TraceLens' `efficiency`), built column-wise."""
+    flops = r["flops_useful"].to_numpy(dtype=float)
+    bc = r["bytes_compulsory"].to_numpy(dtype=float)
+    bt = r["bytes_tiled"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ic, it = flops / bc, flops / bt
+    def num(col: str, nd: int) -> Numbers:
+        return Numbers(r[col].to_numpy(), nd)
+
+    gqa = np.round(r["gqa_ratio"].to_numpy(dtype=float), 0)
+    return Obj([
+        Field("has_model", Bools(r["has_model"].to_numpy(dtype=bool))),
+        *_text_fields(table, "no_model_reason", "direction", "shape_label", "mask", "dtype"),
+        Field("gqa_ratio", Ints(gqa)),
+        Field("flops_useful", Numbers(flops, 0)),
+        Field("flops_executed", num("flops_executed", 0)),
+        Field("flops_upper", num("flops_upper", 0)),
+        Field("bytes_compulsory", Numbers(bc, 0)),
+        Field("bytes_tiled", Numbers(bt, 0)),
+        Field("intensity_compulsory", Numbers(ic, 2)),
+        Field("intensity_tiled", Numbers(it, 2)),
+        Field("ideal_us", num("ideal_us", 3)),
+        Field("mean_us", num("mean_us", 3)),
+        Field("ridge", num("ridge", 2)),
+        Field("expected_band_pct", Pair(Numbers(r["band_low"].to_numpy(), 1), Numbers(r["band_high"].to_numpy(), 1))),
+        Field("in_expected_band", Bools(r["in_expected_band"].to_numpy(dtype=bool))),
+        Field("anomaly_over_110", Bools(r["anomaly_flag"].to_numpy(dtype=bool))),
+        *_text_fields(table, "peak_tflops_kind", "peak_tbs_kind"),
+        Field("upstream_efficiency_pct", num("upstream_efficiency_pct", 2)),
+        Field("copy_overhead_us", num("copy_overhead_us", 3)),
+        Field("bytes_model", Const(table.bytes_model, len(r))),
+    ])  # fmt: skip
+
+
+def paged_breakdown(kernels: list[dict[str, Any]]) -> dict[str, Any]:
+    """Share of a paged op's kernel time: KV-cache write, prefill (context) kernel, decode (paged) kernel.
+
+    TraceLens' vLLM components are `reshape_and_cache`, `_fwd_kernel` (prefill) and `kernel_paged_attention_2d`
+    (decode); FlashInfer/TRT-LLM name theirs by phase (`prefill`/`context` vs `decode`/`generation`).
+    """
+    totals = {"reshape_cache": 0.0, "fwd_kernel": 0.0, "paged_attention": 0.0, "other": 0.0}
+    for k in kernels:
+        name = str(k.get("name", ""))
+        us = float(k.get("total_duration_us") or 0.0)
+        role = classify_kernel(name)[0]
+        low = name.lower()
+        if role == KernelRole.KV_CACHE_WRITE or "reshape_and_cache" in low or "cache_kernel" in low:
+            totals["reshape_cache"] += us
+        elif role != KernelRole.ATTENTION:
+            totals["other"] += us
+        elif any(t in low for t in ("_fwd_kernel", "prefill", "context", "ragged")):
+            totals["fwd_kernel"] += us
+        else:
+            totals["paged_attention"] += us
+    total = sum(totals.values())
+    out: dict[str, Any] = {f"{k}_percent": round(100.0 * v / total, 2) if total else 0.0 for k, v in totals.items()}
+    out["dominant_component"] = max(("reshape_cache", "fwd_kernel", "paged_attention"), key=lambda k: totals[k])
+    return out
+
+
+def _impact_estimates(
+    category: str, r: pd.DataFrame, eff: np.ndarray, time_ms: np.ndarray, e2e: float, comparative: bool
+) -> list[dict[str, Any]]:
+    """One estimate per op row. Arithmetic is vectorized; dicts are built only for the rows that qualify."""
+    pct_total = 100.0 * time_ms / e2e
+    finite = np.isfinite(eff)
+    quantified = finite & ((np.nan_to_num(eff) <= ANOMALY_PCT) | comparative) & (e2e > 0)
+    high = np.maximum(0.0, 1.0 - np.nan_to_num(eff) / 100.0) * time_ms / e2e * 100.0
+    names = r["name"].tolist()
+    libs = [x if x != "Unknown" else None for x in r["library"].tolist()]
+    bounds = [b if isinstance(b, str) else None for b in r["bound"].tolist()]
+    eff_r = _rounded(eff, 2)
+    t_r = _rounded(time_ms, 3)
+    out: list[dict[str, Any]] = []
+    # scores stay numpy float64 scalars (iterating an array yields them): sums and rounding depend on it
+    q = np.flatnonzero(quantified & (high >= MIN_HIGH))
+    for i, mid, low, hi in zip(q.tolist(), MID_FACTOR * high[q], LOW_FACTOR * high[q], high[q], strict=True):
+        out.append({
+            "operation": names[i], "category": category, "type": "kernel_tuning", "estimate_method": "quantified",
+            "impact_score": mid, "impact_score_low": low, "impact_score_high": hi, "efficiency_pct": eff_r[i],
+            "bound_type": bounds[i], "library": libs[i], "time_ms": t_r[i],
+        })  # fmt: skip
+    if not comparative:
+        h = np.flatnonzero(~quantified)
+        p = pct_total[h]
+        scores = zip(h.tolist(), HEURISTIC_MID * p, HEURISTIC_LOW * p, HEURISTIC_HIGH * p, p, strict=True)
+        for i, mid, low, hi, pct in scores:
+            out.append({
+                "operation": names[i], "category": category, "type": "unmodeled_significant",
+                "estimate_method": "heuristic", "impact_score": mid, "impact_score_low": low, "impact_score_high": hi,
+                "efficiency_pct": eff_r[i], "bound_type": None, "library": libs[i], "time_ms": t_r[i],
+                "percent_of_total": pct,
+            })  # fmt: skip
+    return out
+
+
+def _group(estimates: list[dict[str, Any]], comparative: bool) -> list[dict[str, Any]]:
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for est in estimates:
+        if est["estimate_method"] == "quantified":
+            lib = est["library"] or "Unknown"
+            bucket = (
+                "all"
+                if comparative
+                else eff_bucket(est["efficiency_pct"] if est["efficiency_pct"] is not None else 0.0)
+            )
+            key: tuple[Any, ...] = ("q", est["bound_type"], lib, bucket)
+        else:
+            key = ("h", est["operation"])
+        groups.setdefault(key, []).append(est)
+    findings = []
+    for key, members in groups.items():
+        mid = sum(m["impact_score"] for m in members)
+        if mid < MIN_GROUP_MID:
+            continue
+        f: dict[str, Any]
+        if key[0] == "q":
+            f = {"bound_type": key[1], "library": key[2], "eff_bucket": key[3], "estimate_method": "quantified"}
+        else:
+            libs = {m["library"] for m in members if m["library"]}
+            f = {
+                "bound_type": "unmodeled",
+                "library": libs.pop() if len(libs) == 1 else "Unknown",
+                "eff_bucket": "unknown",
+                "estimate_method": "heuristic",
+            }
+        f["impact_score"] = mid
+        f["impact_score_low"] = sum(m["impact_score_low"] for m in members)
+        f["impact_score_high"] = sum(m["impact_score_high"] for m in members)
+        if key[0] == "h":
+            f["percent_of_total"] = sum(m["percent_of_total"] for m in members)
+        f["member_count"] = len(members)
+        f["members"] = members
+        findings.append(f)
+    findings.sort(key=lambda f: -f["impact_score"])
+    # round once, at the end, the exact values written and validated against
+    _round_scores(estimates)
+    _round_scores(findings)
+    for rank, f in enumerate(findings, start=1):
+        f["rank"] = rank
+    return findings
+
+
+def _round_scores(items: list[dict[str, Any]]) -> None:
+    """round(x, 2) of each score, as one np.round per key (the same values as numpy's scalar round)."""
+    for k in ("impact_score", "impact_score_low", "impact_score_high", "percent_of_total"):
+        holders = [d for d in items if k in d]
+        if not holders:
+            continue
+        values = [d[k] for d in holders]
+        if not all(type(v) is np.float64 for v in values):  # Python floats round their own way
+            for d in holders:
+                d[k] = round(d[k], 2)
+            continue
+        for d, v in zip(holders, np.round(np.array(values, dtype=np.float64), 2), strict=True):
+            d[k] = v
+
+
+def error_metrics(category: str, error: str, comparison_scope: str) -> dict[str, Any]:
+    return {"category": category, "status": "ERROR", "error": error, "comparison_scope": comparison_scope}

@@ -1,0 +1,618 @@
+"""Op rows → perf_models → one roofline record per row (a column-oriented DataFrame).
+
+Parsing is batched (`parse_ops_table`: one plan per structural group of rows, shapes extracted with
+numpy) and all the math runs vectorized over the whole table in one estimate_work + roofline call.
+Descriptive columns (labels, kernel names) are built once per distinct value and mapped onto rows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from perf_models.batch_parse import ParsedTable, parse_ops_table
+from perf_models.config import AttentionConfig, BwdConvention
+from perf_models.dtypes import SHORT_LABEL, matrix_compute_spec, try_normalize_dtype
+from perf_models.errors import PerfModelError
+from perf_models.estimate import estimate_work
+from perf_models.hardware import GpuSpec
+from perf_models.kernels import classify_kernels
+from perf_models.registry import parse_op
+from perf_models.roofline import expected_band, roofline
+from server.factorize import factorize
+from server.folder.read import _SEP, KERNEL_SUM, CategoryData
+
+BYTES_MODELS = ("compulsory", "tiled")
+TRUNC_KERNEL = 75
+MODULE_PREFIX = "nn.Module: "
+SPECIFIC_TYPES = ("flash", "memory_efficient", "cudnn", "math", "unfused", "paged")
+_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"")
+# an integer nest as compact JSON (brackets, no whitespace; trailing commas go after) and without its numbers
+_COMPACT_NEST = str.maketrans("()", "[]", " \t\n\r\x0b\x0c")
+_NO_DIGITS = str.maketrans("", "", "0123456789")
+
+
+@dataclass
+class RooflineTable:
+    records: pd.DataFrame
+    gpu: GpuSpec
+    bytes_model: str
+    parsed: ParsedTable
+    peak_notes: list[str] = field(default_factory=list)
+    source: CategoryData | None = field(default=None, repr=False)  # the loaded data these records came from
+    _codes: dict[str, tuple[np.ndarray, list[Any]]] = field(default_factory=dict, repr=False)
+
+    def config(self, row: int) -> AttentionConfig | None:
+        return self.parsed.config(row)
+
+    def column_codes(self, column: str) -> tuple[np.ndarray, list[Any]]:
+        """Codes and values of a records column (factorize(..., exact=False): mostly distinct columns are not
+        hashed), computed once: the CSV and the metrics JSON both encode text columns once per distinct
+        value. Columns built from codes come with them (see compute_records). Values may be None/NaN only
+        where the code is -1."""
+        if column not in self._codes:
+            self._codes[column] = factorize(self.records[column].to_numpy(dtype=object), exact=False)
+        return self._codes[column]
+
+
+# ---------------------------------------------------------------- cell formatting (once per distinct value)
+def short_args(dims: Any, types: Any) -> str:
+    """`(16,16,559,64) bf16<br>...`: each tensor input; empty and Scalar slots dropped."""
+    if not isinstance(dims, list | tuple):
+        return ""
+    types = list(types) if isinstance(types, list | tuple) else []
+    parts = []
+    for i, d in enumerate(dims):
+        if not isinstance(d, list | tuple) or len(d) == 0:
+            continue
+        t = types[i] if i < len(types) else ""
+        canon = try_normalize_dtype(str(t)) if t else None
+        label = SHORT_LABEL.get(canon, str(t)) if canon else str(t)
+        parts.append(f"({','.join(str(x) for x in d)}) {label}".rstrip())
+    return "<br>".join(parts)
+
+
+def truncate_kernel(name: str) -> str:
+    return name if len(name) <= TRUNC_KERNEL else name[:TRUNC_KERNEL] + "..."
+
+
+def kernel_name_cells(names: list[str]) -> tuple[str, str]:
+    """Full and truncated kernel-name cells; several kernels as `Kernel 1: a<br>Kernel 2: b`."""
+    if not names:
+        return "", ""
+    if len(names) == 1:
+        return names[0], truncate_kernel(names[0])
+    full = "<br>".join(f"Kernel {i + 1}: {n}" for i, n in enumerate(names))
+    trunc = "<br>".join(f"Kernel {i + 1}: {truncate_kernel(n)}" for i, n in enumerate(names))
+    return full, trunc
+
+
+def chains(call_stack: Any) -> tuple[list[str], list[str]]:
+    """(module_chain, call_chain) from a `call_stack_full` cell (string or list), without evaluating it.
+
+    The cell is a list repr root→kernel whose tail holds one sub-list per kernel; quoted strings are read
+    in order with a regex (never eval), keeping the common prefix and the first kernel's branch.
+    """
+    if call_stack is None or (isinstance(call_stack, float) and call_stack != call_stack):
+        return [], []
+    if isinstance(call_stack, list | tuple):
+        flat = [str(x) for x in call_stack if isinstance(x, str)]
+        for x in call_stack:
+            if isinstance(x, list | tuple):
+                flat.extend(str(y) for y in x if isinstance(y, str))
+                break
+    else:
+        text = str(call_stack)
+        cut = text.find("[", 1)
+        head, tail = (text[:cut], text[cut:]) if cut > 0 else (text, "")
+        first_branch = tail[: tail.find("]") + 1] if tail else ""
+        flat = [a or b for a, b in _QUOTED.findall(head + first_branch)]
+    modules: list[str] = []
+    for f in flat:
+        if f.startswith(MODULE_PREFIX):
+            modules.append(f[len(MODULE_PREFIX) :])
+    return modules, flat
+
+
+# ---------------------------------------------------------------- parsing and classification
+def _parse(data: CategoryData) -> ParsedTable:
+    """Batch-parse every row; rows that failed on their own arguments are retried with perf_params.
+
+    perf_params cells are unique per row in real CSVs, so they are only parsed for the rows that need them.
+    """
+    df = data.df
+    assert df is not None
+    names = df["name"].astype(str).tolist()
+    dims = data.input_dims_cells()
+    types, conc = (data.parsed[c] for c in ("Input type", "Concrete Inputs"))
+    pt = parse_ops_table(names, dims, types, conc, [None] * len(names))
+    raw_pp = df["perf_params"].tolist() if "perf_params" in df else [None] * len(names)
+    retry = [i for i in np.flatnonzero(~pt.modeled) if isinstance(raw_pp[i], str) and raw_pp[i].strip()]
+    if retry:
+        pt = pt.with_rows({int(i): parse_op(names[i], dims[i], types[i], conc[i], raw_pp[i]) for i in retry})
+    return pt
+
+
+def _classify_rows(data: CategoryData) -> tuple[list[Any], np.ndarray]:
+    """Kernel classification per distinct (kernel names, index of the longest kernel), and each row's index
+    into that list.
+
+    Attention type and library depend only on the names and on which kernel dominates, so rows that
+    differ only in durations share one classification (made from the first such row's durations).
+    """
+    kd = data.kernels
+    key = kd.codes * (int(kd.dominant.max(initial=-1)) + 2) + (kd.dominant + 1)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    classes = []
+    for i in first.tolist():
+        kernels = kd[i]
+        durs = [float(k["total_duration_us"] or 0.0) for k in kernels]
+        classes.append(classify_kernels([k["name"] for k in kernels], durs))
+    return classes, inverse.reshape(-1)
+
+
+def _distinct(values: Any) -> tuple[np.ndarray, list[Any]]:
+    """Codes and distinct values of an object column, keeping missing values as they are: pandas would turn
+    None into NaN, and `None or ""` is not `nan or ""`. Missing values are told apart by type."""
+    arr = np.fromiter(values, dtype=object, count=len(values))
+    codes, out = factorize(arr)
+    na = np.flatnonzero(codes < 0)
+    if len(na):
+        by_type: dict[type, int] = {}
+        for i in na.tolist():
+            v = arr[i]
+            if type(v) not in by_type:
+                by_type[type(v)] = len(out)
+                out.append(v)
+            codes[i] = by_type[type(v)]
+    return codes, out
+
+
+def _as_codes(values: list[Any], codes: np.ndarray) -> tuple[np.ndarray, list[Any]]:
+    """(codes, values) of a column built as values[codes], in column_codes' form (missing values: -1)."""
+    missing = [k for k, v in enumerate(values) if v is None or (isinstance(v, float) and v != v)]
+    if missing:
+        codes = np.where(np.isin(codes, missing), -1, codes)
+    return codes, values
+
+
+def _per_row(values: list[Any], codes: np.ndarray) -> np.ndarray:
+    """values[codes] as an object array (values may be sequences, which np.array would unpack)."""
+    table = np.empty(len(values), dtype=object)
+    for k, v in enumerate(values):
+        table[k] = v
+    return table[codes]
+
+
+def _final_type(op_type: str, kc: Any) -> str:
+    """Op name when it is specific (e.g. `_scaled_dot_product_efficient_attention`), else the kernels' verdict."""
+    kern = getattr(kc, "attention_type", None)
+    if op_type in SPECIFIC_TYPES:
+        return "unfused" if op_type == "math" else op_type
+    if getattr(kc, "is_unfused", False):
+        return "unfused"
+    return kern if kern and kern != "unknown" else (op_type or "unknown")
+
+
+def _spec_of(dtype: Any) -> str:
+    """The matrix spec of a dtype; a dtype with none (e.g. int32) gets a name no GPU has, so the row is
+    reported as 'no peak for ...' instead of being scored against a guessed peak."""
+    try:
+        return matrix_compute_spec(str(dtype))
+    except PerfModelError:
+        return f"matrix_{dtype}"
+
+
+def _compute_specs(dtypes: np.ndarray, att_types: np.ndarray, gpu: GpuSpec) -> np.ndarray:
+    """The peak each modeled row is scored against. fp32 memory-efficient attention on NVIDIA runs CUTLASS
+    3xTF32 on the tensor cores (not the CUDA cores), so its roof is matrix_fp32_3xtf32 when the table has it."""
+    codes, distinct = _distinct(dtypes)
+    specs = _per_row([_spec_of(d) for d in distinct], codes)
+    if gpu.vendor == "nvidia" and "matrix_fp32_3xtf32" in gpu.specs():
+        specs[(specs == "matrix_fp32") & (att_types == "memory_efficient")] = "matrix_fp32_3xtf32"
+    return specs
+
+
+def _peaks(specs: np.ndarray, gpu: GpuSpec) -> tuple[np.ndarray, np.ndarray]:
+    values = np.full(len(specs), np.nan)
+    kinds = np.full(len(specs), "missing", dtype=object)
+    for spec in set(specs.tolist()):
+        try:
+            v, kind = gpu.peak_tflops(spec)
+        except PerfModelError:
+            continue
+        sel = specs == spec
+        values[sel] = v
+        kinds[sel] = kind
+    return values, kinds
+
+
+# ---------------------------------------------------------------- the records
+def compute_records(
+    data: CategoryData,
+    gpu: GpuSpec,
+    *,
+    bytes_model: str = "compulsory",
+    bwd_convention: BwdConvention = BwdConvention.FIVE_GEMM,
+    skip_masked_tiles: bool = True,
+) -> RooflineTable:
+    df = data.df
+    assert df is not None
+    n = len(df)
+    pt = _parse(data)
+    counts = df["operation_count"].to_numpy(dtype=float)
+    ksum = df[KERNEL_SUM].to_numpy(dtype=float)
+    mean_us = ksum / np.maximum(counts, 1)
+    classes, class_of = _classify_rows(data)
+    op_codes, op_types = _distinct(pt.attention_type)
+    pair_codes, pairs = pd.factorize(op_codes * len(classes) + class_of)
+    final = [_final_type(op_types[int(p) // len(classes)], classes[int(p) % len(classes)]) for p in pairs]
+    att_types = _per_row(final, pair_codes)
+    kernel_att = [getattr(k, "attention_type", None) for k in classes]
+    known: dict[str, tuple[np.ndarray, list[Any]]] = {
+        "attention_type": _as_codes(final, pair_codes),
+        "kernel_attention_type": _as_codes(kernel_att, class_of),
+    }
+    idx = np.flatnonzero(pt.modeled)
+
+    rec: dict[str, Any] = {
+        "row": np.arange(n),
+        "name": df["name"].astype(str).to_numpy(dtype=object),
+        "count": counts.astype(np.int64),
+        "time_ms": ksum / 1000.0,
+        "mean_us": mean_us,
+        "has_model": pt.modeled.copy(),
+        "direction": pt.direction,
+        "attention_type": att_types,
+        "op_attention_type": pt.attention_type,
+        "kernel_attention_type": _per_row(kernel_att, class_of),
+        "family": pt.family,
+        "layout": pt.layout,
+        "config_source": pt.source,
+        "mask": pt.mask_label,
+        "dtype": pt.dtype_q,
+    }
+    float_cols = (
+        "kept_pairs", "flops_useful", "flops_executed", "flops_upper", "bytes_compulsory", "bytes_tiled",
+        "bytes_used", "ideal_us", "intensity", "ridge", "achieved_tflops", "achieved_tbs", "efficiency_pct",
+        "peak_tflops", "peak_tbs", "band_low", "band_high", "block_q", "block_kv", "gqa_ratio",
+        "batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v",
+    )  # fmt: skip
+    for col in float_cols:
+        rec[col] = np.full(n, np.nan)
+    rec["bound"] = np.full(n, None, dtype=object)
+    rec["compute_spec"] = np.full(n, None, dtype=object)
+    rec["peak_tflops_kind"] = np.full(n, None, dtype=object)
+    rec["peak_tbs_kind"] = np.full(n, None, dtype=object)
+    warnings: list[list[str]] = [list(w) for w in pt.warnings]
+    for i in np.flatnonzero(~pt.modeled):
+        warnings[i].insert(0, f"no perf model: {pt.reason[i]}")
+
+    if len(idx):
+        t = pt.table
+        work = estimate_work(t, bwd_convention=bwd_convention, skip_masked_tiles=skip_masked_tiles)
+        specs = _compute_specs(pt.dtype_q[idx], att_types[idx], gpu)
+        peak_t, kinds_t = _peaks(specs, gpu)
+        peak_bw, bw_kind = gpu.peak_tbs()
+        bytes_used = work.bytes_tiled if bytes_model == "tiled" else work.bytes_compulsory
+        rf = roofline(work.flops_useful, bytes_used, peak_t, np.full(len(idx), peak_bw), mean_us[idx])
+        # band lookup length: max(Nq, Nkv); varlen: max lengths; paged: mean context (perf_models.band_seq_len)
+        seq = np.maximum(t.seq_q, t.seq_kv)
+        seq = np.where(t.num_seqs > 0, np.maximum(t.max_q, t.max_kv), seq)
+        seq = np.where(t.sum_ctx > 0, t.sum_ctx // np.maximum(t.num_requests, 1), seq)
+        lo, hi = expected_band(seq)
+        cols = {
+            "kept_pairs": work.kept_pairs, "flops_useful": work.flops_useful, "flops_executed": work.flops_executed,
+            "flops_upper": work.flops_upper, "bytes_compulsory": work.bytes_compulsory,
+            "bytes_tiled": work.bytes_tiled, "bytes_used": bytes_used, "ideal_us": rf.ideal_time_us,
+            "intensity": rf.intensity, "ridge": rf.ridge, "achieved_tflops": rf.achieved_tflops,
+            "achieved_tbs": rf.achieved_tbs, "efficiency_pct": rf.efficiency_pct, "peak_tflops": peak_t,
+            "peak_tbs": np.full(len(idx), peak_bw), "band_low": lo, "band_high": hi, "block_q": work.block_q,
+            "block_kv": work.block_kv, "gqa_ratio": t.heads_q // t.heads_kv, "batch": t.batch, "heads_q": t.heads_q,
+            "heads_kv": t.heads_kv, "seq_q": t.seq_q, "seq_kv": t.seq_kv, "head_dim_qk": t.head_dim_qk,
+            "head_dim_v": t.head_dim_v,
+        }  # fmt: skip
+        for k, v in cols.items():
+            rec[k][idx] = np.asarray(v, dtype=float)
+        rec["bound"][idx] = np.where(np.asarray(rf.bound) == "unknown", None, np.asarray(rf.bound, dtype=object))
+        rec["compute_spec"][idx] = specs
+        rec["peak_tflops_kind"][idx] = kinds_t
+        rec["peak_tbs_kind"][idx] = bw_kind
+        for j in np.flatnonzero(kinds_t == "missing"):
+            warnings[idx[j]].append(f"{gpu.name} has no peak for {specs[j]}; efficiency not computed")
+        for j in np.flatnonzero(~np.asarray(rf.has_measurement)):
+            warnings[idx[j]].append("no measured kernel time; efficiency not computed")
+
+    eff = rec["efficiency_pct"]
+    finite = np.isfinite(eff)
+    rec["is_anomaly"] = finite & (np.nan_to_num(eff) > 100.0)
+    rec["anomaly_flag"] = finite & (np.nan_to_num(eff) > 110.0)
+    rec["in_expected_band"] = (
+        finite & (np.nan_to_num(eff) >= rec["band_low"]) & (np.nan_to_num(eff) <= rec["band_high"])
+    )
+    flagged = np.flatnonzero(rec["anomaly_flag"])
+    messages = map(
+        "efficiency {:.1f}% exceeds the roofline by more than 10%: check the shapes, the peaks or whether the "
+        "measured time misses kernels — an anomaly, not an excellent kernel".format,
+        eff[flagged].tolist(),
+    )
+    for i, message in zip(flagged.tolist(), messages, strict=True):
+        warnings[i].append(message)
+    rec["warnings"] = warnings
+    rec["no_model_reason"] = pt.reason
+    _add_descriptive_columns(rec, data, classes, class_of, known)
+    records = pd.DataFrame(rec)
+    notes = []
+    if bytes_model == "tiled" and gpu.vendor == "nvidia":
+        notes.append("tiled bytes assume tile re-reads miss the cache; on NVIDIA parts most re-reads hit L2")
+    if bytes_model == "compulsory" and gpu.vendor == "amd":
+        notes.append(
+            "compulsory bytes assume perfect reuse; on MI300-class parts (4 MB L2 per XCD) the tiled estimate "
+            "is the better guess of HBM traffic (bytes_model='tiled')"
+        )
+    return RooflineTable(
+        records=records, gpu=gpu, bytes_model=bytes_model, parsed=pt, peak_notes=notes, source=data, _codes=known
+    )
+
+
+def _map_unique(values: list[Any], fn: Any) -> list[Any]:
+    """fn over each distinct value once (cells repeat across rows), results mapped back onto the rows."""
+    codes, results = _unique_map(values, fn)
+    return _per_row(results, codes).tolist()
+
+
+def _unique_map(values: list[Any], fn: Any) -> tuple[np.ndarray, list[Any]]:
+    """fn of each distinct value, once, and each row's index into those results."""
+    if not set(map(type, values)) <= {str, float, type(None)}:  # parsed cells (lists): by their repr
+        codes = factorize([v if isinstance(v, str) else repr(v) for v in values])[0]
+        firsts = np.unique(codes, return_index=True)[1]
+        return codes, [fn(values[i]) for i in firsts.tolist()]
+    codes, uniques = factorize(values)
+    results = [fn(u) for u in uniques]
+    missing = np.flatnonzero(codes < 0)
+    if len(missing):  # empty cells (None/NaN) share one result, the last
+        results.append(fn(values[int(missing[0])]))
+        codes = np.where(codes < 0, len(results) - 1, codes)
+    return codes, results
+
+
+def _add_descriptive_columns(
+    rec: dict[str, Any],
+    data: CategoryData,
+    classes: list[Any],
+    class_of: np.ndarray,
+    known: dict[str, tuple[np.ndarray, list[Any]]],
+) -> None:
+    """Text columns; those built from a few distinct values record their codes in `known`."""
+    df = data.df
+    assert df is not None
+    n = len(df)
+    args = _args_column(data)
+    rec["args"] = args
+    rec["shape_label"] = _shape_labels(rec)
+    missing = np.flatnonzero((np.asarray([not a for a in args], dtype=bool)) & rec["has_model"])
+    if len(missing):  # autograd nodes have no Input Dims: show the linked forward's shapes
+        for i, a in zip(missing.tolist(), _args_from_records(rec, missing), strict=True):
+            args[i] = a
+
+    kd = data.kernels
+    names_cells = [kernel_name_cells(list(names)) for names in kd.name_sets]
+    stacks = df["call_stack_full"].tolist() if "call_stack_full" in df else [None] * n
+    chain_codes, chain_pairs = _unique_map(stacks, chains)
+    by_codes = {
+        "kernel_name": ([c[0] for c in names_cells], kd.codes),
+        "kernel_name_trunc": ([c[1] for c in names_cells], kd.codes),
+        "library": ([getattr(k, "library", None) or "Unknown" for k in classes], class_of),
+        "dominant_kernel": ([getattr(k, "dominant_kernel", None) for k in classes], class_of),
+        "module_chain": ([c[0] for c in chain_pairs], chain_codes),
+        "call_chain": ([c[1] for c in chain_pairs], chain_codes),
+    }
+    for col, (values, codes) in by_codes.items():
+        rec[col] = _per_row(values, codes).tolist()
+        known[col] = _as_codes(values, codes)
+    entry = df["entry_point"].tolist() if "entry_point" in df else [None] * n
+    rec["launcher_path"] = [e if isinstance(e, str) and e else "Not found" for e in entry]
+    for col, src in (("upstream_efficiency_pct", "Pct Roofline_mean"), ("copy_overhead_us", "copy_overhead_us_sum")):
+        rec[col] = pd.to_numeric(df[src], errors="coerce").to_numpy() if src in df else np.full(n, np.nan)
+
+
+def _args_column(data: CategoryData) -> list[str]:
+    """short_args of every row. Plain Input Dims cells (integer nests) are rewritten as compact JSON for
+    the whole column at once and grouped by structure (the JSON without its numbers) and Input type; in a
+    group of flat entries, each entry's numbers are the text between `],[`, and one format template per
+    group assembles the rows. Other rows take short_args itself, once per distinct cell pair."""
+    df = data.df
+    assert df is not None
+    n = len(df)
+    types = data.parsed["Input type"]
+    out: list[str] = [""] * n
+    plain = np.flatnonzero(data.dims_plain) if len(data.dims_plain) == n else np.zeros(0, dtype=np.int64)
+    done = np.zeros(n, dtype=bool)
+    if len(plain):
+        raw = df["Input Dims"].tolist()
+        compact = _SEP.join([raw[i] for i in plain.tolist()]).translate(_COMPACT_NEST).replace(",]", "]")
+        structure = compact.translate(_NO_DIGITS)
+        type_cells = df["Input type"].to_numpy(dtype=object)[plain] if "Input type" in df else np.full(len(plain), "")
+        type_codes, _ = _distinct(type_cells)
+        one = structure[: structure.find(_SEP)] if len(plain) > 1 else structure
+        if type_codes.max(initial=0) == 0 and structure == _SEP.join([one] * len(plain)):
+            groups = [np.arange(len(plain))]  # one structure and one Input type (the usual case)
+            rows: list[str] | str = compact
+        else:
+            rows = compact.split(_SEP)
+            shape_codes = factorize(structure.split(_SEP))[0]
+            group_codes, _ = pd.factorize(shape_codes * (int(type_codes.max(initial=0)) + 1) + type_codes)
+            order = np.argsort(group_codes, kind="stable")
+            groups = np.split(order, np.flatnonzero(np.diff(group_codes[order])) + 1)
+        del compact, structure
+        for positions in groups:
+            members = plain[positions]
+            first = int(members[0])
+            cells = rows if isinstance(rows, str) else [rows[k] for k in positions.tolist()]
+            filled = _fill_args_template(cells, len(members), data.input_dims(first), types[first])
+            if filled is not None:
+                for i, a in zip(members.tolist(), filled, strict=True):
+                    out[i] = a
+                done[members] = True
+    rest = np.flatnonzero(~done)
+    if len(rest):
+        dims_raw = df["Input Dims"].tolist() if "Input Dims" in df else [None] * n
+        types_raw = df["Input type"].tolist() if "Input type" in df else [None] * n
+        cache: dict[tuple[Any, Any], str] = {}
+        for i in rest.tolist():
+            dims = data.input_dims(i)
+            key = (dims_raw[i] if isinstance(dims_raw[i], str) else repr(dims), types_raw[i])
+            if key not in cache:
+                cache[key] = short_args(dims, types[i])
+            out[i] = cache[key]
+    return out
+
+
+def _fill_args_template(cells: list[str] | str, n: int, first: Any, types: Any) -> list[str] | None:
+    """short_args of n cells that share one structure and Input type, given as compact JSON (`[[1,2],[],[3]]`),
+    as a list or already joined with the separator; `first`: the first cell parsed. None when the structure is
+    not a non-empty list of integer lists (short_args formats nested entries its own way)."""
+    if not isinstance(first, list) or not first or not all(
+        isinstance(d, list) and all(type(x) is int for x in d) for d in first
+    ):
+        return None
+    types = list(types) if isinstance(types, list | tuple) else []
+    pieces, used = [], []
+    for i, d in enumerate(first):
+        if len(d) == 0:
+            continue
+        t = types[i] if i < len(types) else ""
+        canon = try_normalize_dtype(str(t)) if t else None
+        label = SHORT_LABEL.get(canon, str(t)) if canon else str(t)
+        escaped = label.replace("{", "{{").replace("}", "}}")
+        pieces.append(f"({{}}) {escaped}".rstrip())
+        used.append(i)
+    template = "<br>".join(pieces)
+    if not used:
+        return [template] * n
+    width = len(first)
+    body = cells if isinstance(cells, str) else _SEP.join(cells)
+    labels = {p[4:] for p in pieces}  # each piece is "({})" and then " label" or nothing
+    label = pieces[0][4:].replace("{{", "{").replace("}}", "}")
+    if used == list(range(len(used))) and len(labels) == 1 and not any(c in label for c in "[]" + _SEP):
+        # the usual shape: tensors first, then only empty slots, one dtype. Rewrite the whole group's text
+        # at once: `[[a],[b],[],[]]` → `(a) bf16<br>(b) bf16`
+        tail = "]" + ",[]" * (width - len(used)) + "]"
+        if body.count(tail) == n and body.count("[[") == n:
+            closing = ")" + label
+            body = body.replace(tail, closing).replace(_SEP + "[[", _SEP + "(")
+            return ("(" + body[2:]).replace("],[", closing + "<br>(").split(_SEP)
+    # every row is `[[` entry `],[` entry ... `]]`: with `],[` between rows too, one split gives the entries
+    entries = body.replace("]]" + _SEP + "[[", "],[")[2:-2].split("],[")
+    if len(entries) != width * n:
+        return None
+    return list(map(template.format, *(entries[k::width] for k in used)))
+
+
+def _shape_labels(rec: dict[str, Any]) -> list[str]:
+    """`fwd B16 H16/4 N559x1024 d64 causal` for modeled rows, the op family for the others."""
+    n = len(rec["has_model"])
+    out = np.empty(n, dtype=object)
+    has = np.asarray(rec["has_model"], dtype=bool)
+    off = np.flatnonzero(~has)
+    if len(off):
+        fam_codes, fams = _distinct(np.asarray(rec["family"], dtype=object)[off])
+        out[off] = _per_row([str(f or "") for f in fams], fam_codes)
+    on = np.flatnonzero(has)
+    if len(on):
+        b, hq, hk, nq, nk, dq, dv = (
+            np.asarray(rec[c], dtype=float)[on].astype(np.int64)
+            for c in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v")
+        )
+        heads = _pair_labels("H{}", "H{}/{}", hq, hk)
+        seq = _pair_labels("N{}", "N{}x{}", nq, nk)
+        d = _pair_labels("d{}", "d{}/{}", dq, dv)
+        direction = np.asarray(rec["direction"], dtype=object)[on]
+        mask = np.asarray(rec["mask"], dtype=object)[on]
+        dm_codes, _ = pd.factorize(_distinct(direction)[0] * (len(on) + 1) + _distinct(mask)[0])
+        firsts = np.unique(dm_codes, return_index=True)[1]
+        prefixes = []
+        for j in firsts.tolist():
+            m = mask[j]
+            suffix = "" if m in (None, "none") else (" causal" if str(m).startswith("causal") else " window")
+            prefixes.append((f"{direction[j]}", suffix))
+        pre = _per_row([p[0] for p in prefixes], dm_codes).tolist()
+        suf = _per_row([p[1] for p in prefixes], dm_codes).tolist()
+        out[on] = list(map("{} B{} {} {} {}{}".format, pre, b.tolist(), heads, seq, d, suf))
+    return out.tolist()
+
+
+def _pair_labels(same: str, differ: str, a: np.ndarray, b: np.ndarray) -> list[str]:
+    """`same` with a where a == b, else `differ` with (a, b): formatted once per distinct pair."""
+    codes, _ = pd.factorize(a * (int(b.max(initial=0)) + 1) + b)
+    firsts = np.unique(codes, return_index=True)[1].tolist()
+    av, bv = a[firsts].tolist(), b[firsts].tolist()
+    labels = [same.format(x) if x == y else differ.format(x, y) for x, y in zip(av, bv, strict=True)]
+    return _per_row(labels, codes).tolist()
+
+
+def _args_from_records(rec: dict[str, Any], rows: np.ndarray) -> list[str]:
+    """short_args-style text from the modeled shapes (q, k, v), for rows without Input Dims."""
+    dtype = np.asarray(rec["dtype"], dtype=object)[rows]
+    codes, uniques = _distinct(dtype)
+    b, hq, hk, nq, nk, dq, dv = (
+        np.asarray(rec[c], dtype=float)[rows].astype(np.int64).tolist()
+        for c in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v")
+    )
+    out = np.empty(len(rows), dtype=object)
+    for k, u in enumerate(uniques):
+        label = SHORT_LABEL.get(str(u), str(u)).replace("{", "{{").replace("}", "}}")
+        template = "<br>".join((f"({{}},{{}},{{}},{{}}) {label}",) * 3)
+        sel = np.flatnonzero(codes == k)
+        cols = [
+            [c[j] for j in sel.tolist()] for c in (b, hq, nq, dq, b, hk, nk, dq, b, hk, nk, dv)
+        ]
+        out[sel] = list(map(template.format, *cols))
+    return out.tolist()
+
+
+def workload_profile(rec: pd.Series, cfg: AttentionConfig | None) -> dict[str, Any]:
+    """TraceLens-style workload profile: shapes, token sums, ctx ratio, pattern (MHA/GQA/MQA)."""
+    if not rec["has_model"]:
+        return {
+            "n_q": None, "n_kv": None, "h_q": None, "h_kv": None, "sum_ctx_tokens": None, "sum_gen_tokens": None,
+            "ctx_ratio": None, "workload_type": "unknown", "attention_pattern": None, "gqa_ratio": None,
+        }  # fmt: skip
+    hq, hk = int(rec["heads_q"]), int(rec["heads_kv"])
+    ratio = hq // hk
+    pattern = "MHA" if ratio == 1 else ("MQA" if hk == 1 else "GQA")
+    sum_ctx = sum_gen = 0
+    ctx_ratio = None
+    wtype = "prefill" if int(rec["seq_q"]) > 1 else "decode"
+    paged = cfg.paged if cfg is not None else None
+    if paged is not None:
+        # vLLM's vocabulary: context tokens = prompt (prefill) tokens this step, generated = decode tokens
+        q_tokens = paged.sum_query_tokens or paged.num_requests
+        decode = paged.num_requests if q_tokens == paged.num_requests else 0
+        sum_gen = decode
+        sum_ctx = q_tokens - decode
+        total = sum_ctx + sum_gen
+        ctx_ratio = round(sum_ctx / total, 4) if total else None
+        if ctx_ratio is not None:
+            wtype = "prefill_heavy" if ctx_ratio > 0.8 else ("decode_heavy" if ctx_ratio < 0.2 else "mixed")
+    return {
+        "n_q": int(rec["seq_q"]), "n_kv": int(rec["seq_kv"]), "h_q": hq, "h_kv": hk, "sum_ctx_tokens": sum_ctx,
+        "sum_gen_tokens": sum_gen, "ctx_ratio": ctx_ratio, "workload_type": wtype, "attention_pattern": pattern,
+        "gqa_ratio": ratio if ratio > 1 else None,
+    }  # fmt: skip
+
+
+__all__ = [
+    "BYTES_MODELS",
+    "RooflineTable",
+    "chains",
+    "compute_records",
+    "kernel_name_cells",
+    "short_args",
+    "truncate_kernel",
+    "workload_profile",
+]

@@ -1,0 +1,1 @@
+"""Synthetic Kineto traces for the demo and the tests."""

@@ -1,0 +1,1 @@
+"""Atomic whole-file and streamed writes; column-wise CSV/JSON writers."""
