@@ -282,14 +282,11 @@ def qwen_end_to_end(tmp: Path) -> dict | None:
         t1 = time.perf_counter()
         times.append(t1 - t)
         if note is None:
-            try:
-                from server.tools.service import compute_roofline, rank_findings
+            from server.tools import call
 
-                compute_roofline(roots, str(out), "sdpa_fwd")
-                rank_findings(roots, str(out), "sdpa_fwd")
-                e2e.append(time.perf_counter() - t)
-            except Exception as exc:  # the roofline/rank layer belongs to other modules: report, go on
-                note = f"roofline/rank failed ({type(exc).__name__}: {exc}); timed analyze_trace only"
+            call("compute_roofline", roots, output_dir=str(out), category="sdpa_fwd")
+            call("rank_findings", roots, output_dir=str(out), category="sdpa_fwd")
+            e2e.append(time.perf_counter() - t)
     return {
         "analyze_s_min": min(times),
         "analyze_s_median": sorted(times)[len(times) // 2],

@@ -15,24 +15,13 @@ import resource
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from server.roots import DataRoots
-from server.scoring import ranking
-from server.tools import service
-from server.tools.service import compute_roofline, rank_findings
-
-STAGES = {
-    "cached_load": "load + parse the CSV",
-    "cached_records": "model the rows (records)",
-    "write_roofline_table": "write <cat>_roofline.csv",
-    "build_metrics": "build the metrics document",
-}
+from server.tools import call
 
 KERNEL = "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<{d}, 128, 64, 4, false, false> >(Params)"
 
@@ -75,45 +64,23 @@ def make_folder(root: Path, rows: int, seed: int = 0) -> Path:
     return out
 
 
-def _timed(seconds: dict[str, float], label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
-    def run(*args: Any, **kwargs: Any) -> Any:
-        t = time.perf_counter()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            seconds[label] = seconds.get(label, 0.0) + time.perf_counter() - t
-
-    return run
-
-
-def _instrument() -> dict[str, float]:
-    seconds: dict[str, float] = {}
-    for name, label in STAGES.items():
-        setattr(service, name, _timed(seconds, label, getattr(service, name)))
-    ranking.Metrics.write = _timed(seconds, "write <cat>_metrics.json", ranking.Metrics.write)  # type: ignore[method-assign]
-    return seconds
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=100_000)
     args = ap.parse_args()
-    seconds = _instrument()
     with tempfile.TemporaryDirectory() as tmp:
         folder = make_folder(Path(tmp), args.rows)
         roots = DataRoots([Path(tmp)])
         rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         t0 = time.perf_counter()
-        roof = compute_roofline(roots, str(folder), "sdpa_fwd", arch="h100-sxm")
+        roof = call("compute_roofline", roots, output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
         t1 = time.perf_counter()
-        ranked = rank_findings(roots, str(folder), "sdpa_fwd", arch="h100-sxm")
+        ranked = call("rank_findings", roots, output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
         t2 = time.perf_counter()
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"rows: {args.rows:,} ({roof.modeled_rows:,} modeled), findings: {len(ranked.findings)}")
     print(f"compute_roofline: {t1 - t0:.2f} s; rank_findings: {t2 - t1:.2f} s; both: {t2 - t0:.2f} s (target < 2 s)")
     print(f"peak RSS: {rss:.0f} MB (before the tools: {rss0:.0f} MB; target < 500 MB)")
-    split = ", ".join(f"{label} {s:.2f}" for label, s in seconds.items())
-    print(f"stages (s): {split}, rest {t2 - t0 - sum(seconds.values()):.2f}")
     return 0
 
 

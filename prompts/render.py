@@ -18,19 +18,19 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from server.vocab import CATEGORIES, SCOPES
+
 PROMPT_FILE = "sdpa_analysis.md"
 FINDINGS_FORMAT_FILE = "findings_format.md"
-CATEGORIES = ("sdpa_fwd", "sdpa_bwd", "inferenceattention")
-COMPARISON_SCOPES = ("standalone", "comparative")
 PLACEHOLDERS = ("output_dir", "category", "comparison_scope", "prefix")
 CMD_SLOT = "{CMD}"
 NO_PREFIX = "none (the analysis folder is on this host)"
 AGENT_MD_PATH = Path(__file__).resolve().parents[1] / "agent.md"
 
-# Every tool the `sdpa` server registers, in the order agent.md lists them. Claude Code exposes a tool
-# of server key `sdpa` as `mcp__sdpa__<tool>`.
+# The server's tools the subagent may call, in the order agent.md lists them (every other server tool is for
+# people: the HTML report). Claude Code exposes a tool of server key `sdpa` as `mcp__sdpa__<tool>`.
 SERVER_KEY = "sdpa"
-SERVER_TOOLS = (
+AGENT_TOOLS = (
     "load_category_data",
     "compute_roofline",
     "rank_findings",
@@ -87,7 +87,7 @@ load_findings_format_text = load_findings_format  # the name the brief used
 
 def mcp_tool_names() -> list[str]:
     """The server's tools as Claude Code names them."""
-    return [f"mcp__{SERVER_KEY}__{tool}" for tool in SERVER_TOOLS]
+    return [f"mcp__{SERVER_KEY}__{tool}" for tool in AGENT_TOOLS]
 
 
 def _fill(text: str, values: dict[str, str]) -> str:
@@ -132,7 +132,7 @@ def render_analysis_prompt(
     values = {
         "output_dir": _check_single_line("output_dir", output_dir),
         "category": _check_choice("category", category, CATEGORIES),
-        "comparison_scope": _check_choice("comparison_scope", comparison_scope, COMPARISON_SCOPES),
+        "comparison_scope": _check_choice("comparison_scope", comparison_scope, SCOPES),
         "prefix": checked_prefix if checked_prefix is not None else NO_PREFIX,
     }
     return _fill(load_prompt_text(), values)

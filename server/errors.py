@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+MESSAGE_LIMIT = 300  # characters of an error line (an LLM and a terminal read it whole)
+_WORD_LIMIT = 80  # a longer word (a whole CSV cell, a deep path) is shortened in its middle
+
 
 class InputError(ValueError):
     """Bad input the user can fix. str(err) is the whole message: one line, no traceback."""
@@ -10,11 +13,28 @@ class InputError(ValueError):
         super().__init__(" ".join(str(message).split()))
 
 
+class PathOutsideRootsError(InputError):
+    """A path resolves outside every configured data root."""
+
+
+def shorten_middle(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters by replacing its middle with an ellipsis (both ends stay readable)."""
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 1, 2)
+    head = (keep + 1) // 2
+    return text[:head] + "…" + text[len(text) - (keep - head) :]
+
+
+def shorten_message(message: str, limit: int = MESSAGE_LIMIT) -> str:
+    """One line of at most `limit` characters: whitespace collapsed, overlong words (cells, paths) shortened in
+    the middle, then the middle of the whole line if it is still too long, so the cause at the start and the
+    fix at the end both survive."""
+    words = [shorten_middle(w, _WORD_LIMIT) for w in str(message).split()]
+    return shorten_middle(" ".join(words), limit)
+
+
 def os_error_message(exc: OSError) -> str:
     """One line for a file-system failure: which path, what went wrong, what to do."""
     where = exc.filename if exc.filename is not None else "a file"
     return f"{where}: {exc.strerror or type(exc).__name__} — check the path and that its folder is writable"
-
-
-class PathOutsideRootsError(InputError):
-    """A path resolves outside every configured data root."""

@@ -12,12 +12,14 @@ from server_fixtures import FLASH_ROW, make_folder
 
 from server.folder import cache
 from server.roots import DataRoots
-from server.tools.service import compute_roofline, rank_findings
+from server.scoring import cache as scoring_cache
+from server.tools import call
 
 
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> None:
     cache.clear()
+    scoring_cache.clear()
 
 
 def test_reuses_until_a_file_changes(tmp_path: Path) -> None:
@@ -40,16 +42,16 @@ def test_reuses_until_a_file_changes(tmp_path: Path) -> None:
 def test_scores_once_per_gpu_and_bytes_model(tmp_path: Path) -> None:
     folder = make_folder(tmp_path, [FLASH_ROW], e2e_ms=10.0)
     roots = DataRoots([tmp_path])
-    a = compute_roofline(roots, str(folder), "sdpa_fwd", arch="h100-sxm")
+    a = call("compute_roofline", roots, output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
     data = cache.cached_load(folder, "sdpa_fwd")
     from perf_models.hardware import get_gpu
 
-    t1, _ = cache.cached_records(data, get_gpu("h100-sxm"))
-    t2, _ = cache.cached_records(data, get_gpu("h100-sxm"))
-    t3, _ = cache.cached_records(data, get_gpu("h100-sxm"), bytes_model="tiled")
-    t4, _ = cache.cached_records(data, get_gpu("mi300x"))
+    t1, _ = scoring_cache.cached_records(data, get_gpu("h100-sxm"))
+    t2, _ = scoring_cache.cached_records(data, get_gpu("h100-sxm"))
+    t3, _ = scoring_cache.cached_records(data, get_gpu("h100-sxm"), bytes_model="tiled")
+    t4, _ = scoring_cache.cached_records(data, get_gpu("mi300x"))
     assert t1 is t2 and t3 is not t1 and t4 is not t1
-    b = compute_roofline(roots, str(folder), "sdpa_fwd", arch="mi300x")
+    b = call("compute_roofline", roots, output_dir=str(folder), category="sdpa_fwd", arch="mi300x")
     assert a.peaks.gpu_key == "h100-sxm" and b.peaks.gpu_key == "mi300x"
     assert a.rows[0].efficiency_pct != b.rows[0].efficiency_pct
 
@@ -57,14 +59,15 @@ def test_scores_once_per_gpu_and_bytes_model(tmp_path: Path) -> None:
 def test_roofline_csv_written_once_and_rewritten_when_gone(tmp_path: Path) -> None:
     folder = make_folder(tmp_path, [FLASH_ROW], e2e_ms=10.0)
     roots = DataRoots([tmp_path])
-    path = Path(compute_roofline(roots, str(folder), "sdpa_fwd", arch="h100-sxm").roofline_file or "")
+    roof = call("compute_roofline", roots, output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
+    path = Path(roof.roofline_file or "")
     before = path.stat()
-    rank_findings(roots, str(folder), "sdpa_fwd", arch="h100-sxm")
+    call("rank_findings", roots, output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
     after = path.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)  # not rewritten
     text = path.read_text()
     path.unlink()
-    rank_findings(roots, str(folder), "sdpa_fwd", arch="h100-sxm")
+    call("rank_findings", roots, output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
     assert path.read_text() == text  # rank_findings alone still leaves the table
 
 
@@ -82,7 +85,7 @@ def test_unmodeled_row_among_the_top_rows(tmp_path: Path) -> None:
         'aten::mystery_attention,SDPA_fwd,"((2, 8, 1024, 64),)","(\'c10::BFloat16\',)","(\'\',)",5,9000.0,1800.0,,'
     )
     folder = make_folder(tmp_path, [FLASH_ROW, unknown], e2e_ms=20.0)
-    res = compute_roofline(DataRoots([tmp_path]), str(folder), "sdpa_fwd", arch="h100-sxm")
+    res = call("compute_roofline", DataRoots([tmp_path]), output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
     top = res.rows[0]
     assert top.name == "aten::mystery_attention" and top.direction is None and top.mask is None and top.dtype is None
     assert res.unmodeled_rows == 1 and res.modeled_rows == 1

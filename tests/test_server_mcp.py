@@ -15,6 +15,7 @@ from server.mcp_server import create_server
 pytestmark = pytest.mark.anyio
 
 EXPECTED_TOOLS = {
+    "render_report",
     "load_category_data",
     "compute_roofline",
     "rank_findings",

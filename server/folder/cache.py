@@ -1,8 +1,8 @@
-"""Process-level cache of loaded and scored categories.
+"""Process-level cache of loaded categories (the scored records have theirs in server.scoring.cache).
 
 The MCP server is long-lived and an agent calls load_category_data → compute_roofline → rank_findings on
-the same folder; reading and modeling a 10^5-row category takes seconds, so each category is loaded once
-and scored once per (GPU, bytes model) for as long as its files are unchanged. Entries are keyed by the
+the same folder; reading a 10^5-row category takes about a second, so each category is loaded once for as
+long as its files are unchanged. Entries are keyed by the
 (inode, mtime_ns, size) of every file that feeds them, so an edited, replaced or deleted file is never
 served stale. Few entries are kept (least recently used go first) and each is bounded in rows, so a server
 that looks at many folders holds at most a few categories.
@@ -16,17 +16,12 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perf_models.config import BwdConvention
-from perf_models.hardware import GpuSpec
 from server.folder.read import CategoryData, category_input_files, load_category
-from server.scoring.records import RooflineTable, compute_records
 
 MAX_CATEGORIES = 4
-MAX_TABLES = 4
 MAX_ROWS = 250_000  # per map, all entries together (~1 KB a row each); one larger category is still cached, alone
 
 FileStamp = tuple[int, int, int] | None
@@ -41,14 +36,7 @@ def file_stamp(path: Path) -> FileStamp:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-@dataclass
-class _TableEntry:
-    gpu: GpuSpec
-    table: RooflineTable
-    written: dict[Path, FileStamp] = field(default_factory=dict)  # output files this table was written to
-
-
-class _Lru:
+class Lru:
     """A small thread-safe LRU map; values report their row count for the row budget."""
 
     def __init__(self, max_entries: int, rows_of: Callable[[Any], int]) -> None:
@@ -82,8 +70,7 @@ def _data_rows(data: CategoryData) -> int:
     return len(data.df) if data.df is not None else 0
 
 
-_categories = _Lru(MAX_CATEGORIES, _data_rows)
-_tables = _Lru(MAX_TABLES, lambda e: len(e.table.records))
+_categories = Lru(MAX_CATEGORIES, _data_rows)
 
 
 def _category_key(output_dir: Path, category: str) -> tuple[Any, ...]:
@@ -104,33 +91,6 @@ def cached_load(output_dir: Path, category: str) -> CategoryData:
     return data
 
 
-def cached_records(
-    data: CategoryData,
-    gpu: GpuSpec,
-    *,
-    bytes_model: str = "compulsory",
-    bwd_convention: BwdConvention = BwdConvention.FIVE_GEMM,
-    skip_masked_tiles: bool = True,
-) -> tuple[RooflineTable, dict[Path, FileStamp]]:
-    """compute_records, reused for the same loaded data, GPU and model options.
-
-    Also returns the entry's record of output files already written from this table (path → stamp after
-    writing), so a caller can skip rewriting a file that is still exactly what it wrote.
-    """
-    key = (id(data), gpu.key, bytes_model, bwd_convention, skip_masked_tiles)
-    entry = _tables.get(key)
-    if entry is None or entry.gpu != gpu or entry.table.source is not data:
-        entry = _TableEntry(
-            gpu,
-            compute_records(
-                data, gpu, bytes_model=bytes_model, bwd_convention=bwd_convention, skip_masked_tiles=skip_masked_tiles
-            ),
-        )
-        _tables.put(key, entry)
-    return entry.table, entry.written
-
-
 def clear() -> None:
-    """Forget every entry (tests; or to free memory)."""
+    """Forget every loaded category (tests; or to free memory)."""
     _categories.clear()
-    _tables.clear()

@@ -24,11 +24,9 @@ import pandas as pd
 
 from perf_models.errors import PerfModelError
 from perf_models.literals import parse_literal
-from server.errors import InputError
+from server.errors import InputError, shorten_middle
 from server.factorize import factorize
-
-CATEGORY_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-KNOWN_CATEGORIES = ("sdpa_fwd", "sdpa_bwd", "inferenceattention")
+from server.vocab import CATEGORIES, SCOPES
 
 KERNEL_SUM = "Kernel Time (µs)_sum"
 KERNEL_MEAN = "Kernel Time (µs)_mean"
@@ -98,11 +96,11 @@ class CategoryData:
 
 
 def check_category(category: str) -> str:
+    """The category name, refused unless it is one of ours (a typo must never read as "no attention ops")."""
     cat = str(category).strip()
-    if not CATEGORY_RE.match(cat):
-        raise InputError(
-            f"category={category!r} is invalid: expected a lowercase name such as {', '.join(KNOWN_CATEGORIES)}"
-        )
+    if cat not in CATEGORIES:
+        shown = shorten_middle(repr(category), 60)
+        raise InputError(f"category={shown} is invalid: expected one of {', '.join(CATEGORIES)}")
     return cat
 
 
@@ -146,7 +144,7 @@ def load_category(output_dir: Path, category: str) -> CategoryData:
     if manifest_path.exists():
         data.manifest = read_json_file(manifest_path, "category manifest")
         scope = data.manifest.get("comparison_scope")
-        if scope in ("standalone", "comparative"):
+        if scope in SCOPES:
             data.comparison_scope = scope
     if meta_path.exists():
         data.metadata = read_json_file(meta_path, f"{cat} metadata")
@@ -159,7 +157,7 @@ def load_category(output_dir: Path, category: str) -> CategoryData:
     data.e2e_ms = _e2e_baseline(data, manifest_path)
     _read_trace2_baseline(data)
     has_trace2_columns = any(c in data.df.columns for c in ("speedup (trace2/trace1)", "delta_us (trace2 - trace1)"))
-    if data.manifest is None or data.manifest.get("comparison_scope") not in ("standalone", "comparative"):
+    if data.manifest is None or data.manifest.get("comparison_scope") not in SCOPES:
         data.comparison_scope = "comparative" if has_trace2_columns else "standalone"
     _parse_literal_columns(data)
     return data

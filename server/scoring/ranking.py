@@ -313,19 +313,8 @@ def _workload_profiles(r: pd.DataFrame, table: RooflineTable, att: np.ndarray) -
     return obj, int(sum_ctx[has].sum()), int(sum_gen[has].sum())
 
 
-def most_common_spec(table: RooflineTable) -> str | None:
-    """The compute spec most rows are scored against (the first seen among equally common ones)."""
-    codes, uniques = table.column_codes("compute_spec")
-    if len(uniques) >= len(codes) > 1:  # not factorized (mostly distinct values): count them exactly
-        codes, uniques = factorize(uniques)
-    known = [isinstance(u, str) for u in uniques]
-    counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
-    best = [(int(c), u) for c, u, k in zip(counts.tolist(), uniques, known, strict=True) if k]
-    return max(best, key=lambda cu: cu[0])[1] if best else None
-
-
 def _default_peak(table: RooflineTable) -> float:
-    spec = most_common_spec(table) or "matrix_bf16"
+    spec = table.dominant_compute_spec() or "matrix_bf16"
     try:
         return table.gpu.peak_tflops(spec)[0]
     except ValueError:

@@ -49,6 +49,9 @@ class RooflineTable:
     def config(self, row: int) -> AttentionConfig | None:
         return self.parsed.config(row)
 
+    def dominant_compute_spec(self) -> str | None:
+        return dominant_compute_spec([self])
+
     def column_codes(self, column: str) -> tuple[np.ndarray, list[Any]]:
         """Codes and values of a records column (factorize(..., exact=False): mostly distinct columns are not
         hashed), computed once: the CSV and the metrics JSON both encode text columns once per distinct
@@ -57,6 +60,19 @@ class RooflineTable:
         if column not in self._codes:
             self._codes[column] = factorize(self.records[column].to_numpy(dtype=object), exact=False)
         return self._codes[column]
+
+
+def dominant_compute_spec(tables: list[RooflineTable]) -> str | None:
+    """The compute spec with the most kernel time over the tables (ties: the alphabetically first); None when no
+    row has one.
+
+    One definition for every place that shows one roof for a table (a result's peaks, the metrics' default peak,
+    the chart's ceiling): deterministic, and weighted by what the time is spent on."""
+    frames = [t.records[["compute_spec", "time_ms"]] for t in tables]
+    if not frames:
+        return None
+    totals = pd.concat(frames).groupby("compute_spec", dropna=True, sort=True)["time_ms"].sum()
+    return None if totals.empty else str(totals.idxmax())
 
 
 # ---------------------------------------------------------------- cell formatting (once per distinct value)
@@ -611,6 +627,7 @@ __all__ = [
     "RooflineTable",
     "chains",
     "compute_records",
+    "dominant_compute_spec",
     "kernel_name_cells",
     "short_args",
     "truncate_kernel",

@@ -1,1 +1,38 @@
-"""What each tool does: one declaration (input model, result model, function) per tool."""
+"""The tools: one declaration each (server.tools.base.ToolSpec), listed once here.
+
+The MCP server (server.mcp_server) and the CLI (server.cli) are both built from `TOOLS`; the demo, the
+benchmarks and the tests call tools through `call`, the same path with the same error handling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from server.roots import DataRoots
+from server.tools import analyze, archs, load, model, plot, rank, report, roofline, template, validate
+from server.tools.base import ProgressFn, ToolContext, ToolSpec, execute
+
+TOOLS: tuple[ToolSpec[Any, Any], ...] = (
+    load.TOOL,
+    roofline.TOOL,
+    rank.TOOL,
+    template.TOOL,
+    validate.TOOL,
+    model.TOOL,
+    plot.TOOL,
+    archs.TOOL,
+    analyze.TOOL,
+    report.TOOL,
+)
+TOOLS_BY_NAME: dict[str, ToolSpec[Any, Any]] = {t.name: t for t in TOOLS}
+
+
+def call(name: str, roots: DataRoots, progress: ProgressFn | None = None, **arguments: Any) -> BaseModel:
+    """Run one tool by name (arguments as the MCP client would send them); raises ToolFailure."""
+    ctx = ToolContext(roots, progress) if progress is not None else ToolContext(roots)
+    return execute(TOOLS_BY_NAME[name], ctx, arguments)
+
+
+__all__ = ["TOOLS", "TOOLS_BY_NAME", "call"]

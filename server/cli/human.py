@@ -1,0 +1,188 @@
+"""Human-readable renderings of tool results for the terminal (`--json` prints the structured result instead)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def fmt(v: Any, nd: int = 2) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        if v != v:
+            return "—"
+        if abs(v) >= 1e6:
+            return f"{v:.3g}"
+        return f"{v:.{nd}f}"
+    return str(v)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], max_width: int = 48) -> str:
+    cells = [[fmt(c) for c in r] for r in rows]
+    cells = [[c if len(c) <= max_width else c[: max_width - 1] + "…" for c in r] for r in cells]
+    widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
+    sep = "  ".join("-" * w for w in widths)
+    body = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join([line, sep, *body])
+
+
+def _peaks_line(p: Any) -> str:
+    if p is None:
+        return ""
+    t = f"{p.peak_tflops:g} TFLOPS {p.compute_spec} ({p.peak_tflops_kind})" if p.peak_tflops else "no compute peak"
+    return f"GPU: {p.gpu_name} [{p.gpu_key}, from {p.source}] — {t}, {p.peak_tbs:g} TB/s ({p.peak_tbs_kind})"
+
+
+def _warnings(items: Sequence[str]) -> list[str]:
+    return [f"warning: {w}" for w in items]
+
+
+def human_load(r: Any) -> str:
+    if r.status != "OK":
+        return f"{r.category}: {r.status} — {r.message}"
+    head = (
+        f"{r.category}: {r.rows} rows, {r.instances} instances, kernel time {r.total_kernel_time_ms:.3f} ms "
+        f"= {fmt(r.percent_of_e2e)}% of E2E ({fmt(r.e2e_baseline_ms, 3)} ms); platform {r.platform or '—'}"
+    )
+    rows = [[o.name, o.args.replace("<br>", " "), o.count, o.time_ms, o.percent_of_total] for o in r.top_ops]
+    return "\n".join([head, table(["op", "args", "count", "time ms", "%E2E"], rows), *_warnings(r.warnings)])
+
+
+def short_op(name: str) -> str:
+    """`aten::_scaled_dot_product_flash_attention` -> `_scaled_dot_product_flash_attention`; unfused rows keep
+    their first word (their names hold `::` inside the parenthesised op list)."""
+    if name.startswith("unfused_attention"):
+        return name.split(" ")[0]
+    return name.split("::")[-1]
+
+
+def human_roofline(r: Any) -> str:
+    if r.status != "OK":
+        return f"{r.category}: NO_DATA"
+    lines = [
+        _peaks_line(r.peaks),
+        f"{r.category}: {r.total_rows} rows ({r.modeled_rows} modeled), {r.total_time_ms:.3f} ms, "
+        f"time-weighted efficiency {fmt(r.weighted_efficiency_pct)}% ({r.bytes_model} bytes)",
+    ]
+    rows = [
+        [
+            short_op(x.name),
+            x.shape,
+            x.attention_type,
+            x.library,
+            x.count,
+            x.time_ms,
+            x.achieved_tflops,
+            x.efficiency_pct,
+            x.bound,
+            f"{x.expected_band_pct[0]:g}-{x.expected_band_pct[1]:g}" if x.expected_band_pct else None,
+        ]
+        for x in r.rows
+    ]
+    lines.append(
+        table(["op", "shape", "type", "library", "count", "time ms", "TFLOPS", "eff %", "bound", "band %"], rows, 40)
+    )
+    lines += [f"note: {n}" for n in r.notes] + _warnings(r.warnings)
+    if r.roofline_file:
+        lines.append(f"full table: {r.roofline_file}")
+    return "\n".join(lines)
+
+
+def human_rank(r: Any) -> str:
+    if r.status != "OK":
+        return f"{r.category}: {r.status}"
+    rows = [
+        [
+            f"P{f.rank}",
+            f.bound_type,
+            f.library,
+            f.eff_bucket,
+            f.estimate_method,
+            f.impact_score_low,
+            f.impact_score,
+            f.impact_score_high,
+            ", ".join(f.members),
+        ]
+        for f in r.findings
+    ]
+    out = [
+        _peaks_line(r.peaks),
+        f"{r.category} ({r.comparison_scope}): {r.operation_count} instances, {fmt(r.total_time_ms, 3)} ms, "
+        f"{fmt(r.percent_of_compute)}% of E2E; {len(r.findings)} findings",
+        table(["rank", "bound", "library", "eff", "method", "low", "mid", "high", "members"], rows)
+        if rows
+        else "(no findings)",
+        f"metrics: {r.metrics_file}",
+    ]
+    return "\n".join(out + _warnings(r.warnings))
+
+
+def human_validate(r: Any) -> str:
+    if r.passed:
+        return "PASS: findings file is valid"
+    out = ["FAIL:"]
+    for e in r.errors:
+        out.append(f"  line {e.line or '—'} [{e.rule}] {e.message}\n      fix: {e.fix}")
+    return "\n".join(out)
+
+
+def human_model(r: Any) -> str:
+    rows = [
+        ["mask", r.mask.label],
+        ["FLOPs (useful)", f"{r.flops_useful:.4g}"],
+        ["FLOPs (executed)", f"{r.flops_executed:.4g}"],
+        ["bytes (compulsory)", f"{r.bytes_compulsory:.4g}"],
+        ["bytes (tiled)", f"{r.bytes_tiled:.4g}"],
+        ["intensity (FLOP/B)", r.intensity],
+        ["ridge (FLOP/B)", r.ridge],
+        ["ideal time (µs)", r.ideal_us],
+        ["bound", r.bound],
+        ["measured (µs)", r.measured_us],
+        ["TFLOPS achieved", r.achieved_tflops],
+        ["efficiency %", r.efficiency_pct],
+        ["expected band %", f"{r.expected_band_pct[0]:g}-{r.expected_band_pct[1]:g}"],
+    ]
+    return "\n".join([_peaks_line(r.peaks), table(["quantity", "value"], rows), *[f"note: {n}" for n in r.notes]])
+
+
+def human_archs(r: Any) -> str:
+    rows = [
+        [a.key, a.name, a.vendor, a.tflops.get("matrix_bf16"), a.tflops.get("matrix_fp8"), a.hbm_tbs, a.sm_count]
+        for a in r.architectures
+    ]
+    return table(["key", "name", "vendor", "bf16 TFLOPS", "fp8 TFLOPS", "HBM TB/s", "SMs/CUs"], rows)
+
+
+def human_analyze(r: Any) -> str:
+    lines = [f"{r.status}: {r.trace_path} -> {r.output_dir}"]
+    if r.categories:
+        rows = [[c.name, c.rows, c.instances, c.kernel_time_ms] for c in r.categories]
+        lines.append(table(["category", "rows", "instances", "kernel ms"], rows))
+    return "\n".join(lines + _warnings(r.warnings))
+
+
+RENDERERS: dict[str, Callable[[Any], str]] = {
+    "load_category_data": human_load,
+    "compute_roofline": human_roofline,
+    "rank_findings": human_rank,
+    "validate_findings": human_validate,
+    "model_attention": human_model,
+    "list_architectures": human_archs,
+    "analyze_trace": human_analyze,
+    "render_findings_template": lambda r: (
+        f"wrote {r.findings_file}: {r.p_items} P-items, {r.slots} prose slots to fill"
+    ),
+    "plot_roofline": lambda r: "\n".join(f"wrote {f}" for f in r.files),
+    "render_report": lambda r: f"wrote {r.report_file}",
+}
+
+
+def render(tool_name: str, result: BaseModel) -> str:
+    fn = RENDERERS.get(tool_name)
+    return fn(result) if fn is not None else result.model_dump_json(indent=2)

@@ -1,0 +1,70 @@
+"""The files the scoring tools write into an analysis folder: `<cat>_roofline.csv` and `<cat>_metrics.json`.
+
+Both are written atomically (a reader never sees half a file). The roofline CSV is skipped when the record of
+files written from the cached table shows it is still exactly the one written from this table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from server.factorize import factorize
+from server.folder.cache import FileStamp, file_stamp
+from server.folder.read import CategoryData
+from server.scoring.ranking import Metrics
+from server.scoring.records import RooflineTable
+from server.writers.atomic_stream import atomic_writer
+from server.writers.csv_columns import frame_csv_chunks
+
+_LIST_COLUMNS = ("warnings", "module_chain", "call_chain")
+
+
+def roofline_csv_path(data: CategoryData) -> Path:
+    return data.output_dir / "category_data" / f"{data.category}_roofline.csv"
+
+
+def metrics_path(data: CategoryData) -> Path:
+    return data.output_dir / "category_data" / f"{data.category}_metrics.json"
+
+
+def write_roofline_table(
+    data: CategoryData, table: RooflineTable, written: dict[Path, FileStamp] | None = None
+) -> Path:
+    """`<cat>_roofline.csv`: every record, list columns as their repr."""
+    path = roofline_csv_path(data)
+    if written is not None and path in written and written[path] == file_stamp(path):
+        return path
+    with atomic_writer(path) as fh:
+        for piece in frame_csv_chunks(table.records, codes=lambda col: _csv_codes(table, col)):
+            fh.write(piece)
+    if written is not None:
+        written[path] = file_stamp(path)
+    return path
+
+
+def write_metrics(data: CategoryData, metrics: Metrics) -> Path:
+    path = metrics_path(data)
+    with atomic_writer(path) as fh:
+        metrics.write(fh)
+    return path
+
+
+def _csv_codes(table: RooflineTable, column: str) -> tuple[np.ndarray, list[Any]]:
+    """Distinct values of a text column for the CSV; list columns are written as their repr."""
+    if column not in _LIST_COLUMNS:
+        return table.column_codes(column)
+    try:
+        codes, uniques = table.column_codes(column)  # chains come with their codes (lists, by identity)
+        return codes, [repr(u) for u in uniques]
+    except TypeError:  # lists not known by code: by content
+        pass
+    lists = table.records[column].tolist()
+    try:
+        codes, uniques = factorize(list(map(tuple, lists)))
+    except TypeError:  # an unhashable item: repr row by row
+        codes, uniques = factorize(list(map(repr, lists)))
+        return codes, uniques
+    return codes, [repr(list(u)) for u in uniques]

@@ -1,0 +1,44 @@
+"""One category of an analysis folder, loaded and scored: the step every scoring tool starts with.
+
+Loading and modeling are cached (server.folder.cache, server.scoring.cache) while the category's files are
+unchanged, so load → roofline → rank → plot on one folder parse and model it once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from server.folder.cache import FileStamp, cached_load
+from server.folder.read import CategoryData
+from server.roots import DataRoots
+from server.scoring.arch import ResolvedArch, resolve_arch
+from server.scoring.cache import cached_records
+from server.scoring.records import RooflineTable
+
+
+@dataclass
+class ScoredCategory:
+    """The loaded data and, when the category has rows (status OK), the GPU it was scored on and its records.
+
+    `written` is the table's record of output files already written from it (path → stamp after writing)."""
+
+    data: CategoryData
+    arch: ResolvedArch | None = None
+    table: RooflineTable | None = None
+    written: dict[Path, FileStamp] = field(default_factory=dict)
+
+    @property
+    def has_rows(self) -> bool:
+        return self.table is not None and self.arch is not None
+
+
+def score_category(
+    roots: DataRoots, output_dir: Path, category: str, arch: str | None, bytes_model: str
+) -> ScoredCategory:
+    data = cached_load(output_dir, category)
+    if data.status != "OK":
+        return ScoredCategory(data)
+    resolved = resolve_arch(arch, data.metadata, output_dir, roots)
+    table, written = cached_records(data, resolved.gpu, bytes_model=bytes_model)
+    return ScoredCategory(data, resolved, table, written)

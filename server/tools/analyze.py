@@ -1,0 +1,73 @@
+"""analyze_trace: a raw torch.profiler trace (Kineto JSON, plain or gzip) → the analysis folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
+
+from server.errors import InputError
+from server.ingest.analyze import AnalyzeResult, TraceError
+from server.ingest.analyze import analyze_trace as run_analysis
+from server.roots import DataRoots
+from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from server.tools.common import ArchArg
+
+TracePath = Annotated[
+    str,
+    Field(min_length=1, max_length=4096, description="Kineto/Chrome-trace JSON (.json or .json.gz) under a data root"),
+]
+
+
+class AnalyzeInput(ToolInput):
+    trace_path: TracePath
+    output_dir: Annotated[
+        str | None,
+        Field(
+            max_length=4096,
+            description="analysis folder to write (created if missing); default: "
+            "<trace name>_analysis under the first data root (the working directory for the CLI)",
+        ),
+    ] = None
+    arch: ArchArg = None
+    trace2_path: Annotated[
+        str | None, Field(max_length=4096, description="a second trace of the same workload: comparative mode")
+    ] = None
+
+
+def default_output_dir(trace: Path, roots: DataRoots) -> Path:
+    """`<trace name>_analysis` under the first data root (never beside a trace that may sit in a read-only place)."""
+    name = trace.name
+    for suffix in (".gz", ".json"):
+        name = name.removesuffix(suffix)
+    return roots.roots[0] / f"{name}_analysis"
+
+
+def analyze_trace(ctx: ToolContext, args: AnalyzeInput) -> AnalyzeResult:
+    roots = ctx.roots
+    trace = roots.resolve(args.trace_path, what="trace_path")
+    out_arg = args.output_dir if args.output_dir is not None else str(default_output_dir(trace, roots))
+    out = roots.resolve(out_arg, what="output_dir")
+    trace2 = roots.resolve(args.trace2_path, what="trace2_path") if args.trace2_path else None
+    try:
+        return run_analysis(trace, out, arch=args.arch or "auto", trace2_path=trace2, progress=ctx.progress)
+    except TraceError as exc:
+        raise InputError(str(exc)) from None
+
+
+TOOL = ToolSpec(
+    name="analyze_trace",
+    title="Analyze a raw PyTorch profiler trace",
+    description=(
+        "Turn a torch.profiler trace (Kineto JSON, .json or .json.gz) into the analysis folder: "
+        "category_data/<category>_ops.csv, metadata/<category>_metadata.json and the manifest, for sdpa_fwd, "
+        "sdpa_bwd and inferenceattention. Status NO_DATA when the trace holds no attention. Sends progress "
+        "notifications."
+    ),
+    input_model=AnalyzeInput,
+    result_model=AnalyzeResult,
+    run=analyze_trace,
+    cli=CliSpec("analyze", positional=("trace_path",), flags={"output_dir": ("-o",), "trace2_path": ("--compare",)}),
+    writes=True,
+)

@@ -1,0 +1,101 @@
+"""Parameter types and result pieces several tools share (each written once, described once).
+
+The types are `Annotated` so an input model field is one line: its JSON schema (enum, unit, meaning) and its
+validation come with it. Closed sets are enums in the schema; an arch name is normalized before validation so
+`H100` and `MI300X` are accepted and the schema still lists the canonical keys.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, Field, StringConstraints
+
+from perf_models.dtypes import try_normalize_dtype
+from perf_models.errors import UnknownArchError
+from perf_models.hardware import get_gpu, known_keys
+from server.roots import DataRoots
+from server.vocab import BYTES_MODEL_HELP, CATEGORY_HELP, SCOPE_HELP, BytesModel, Category, Scope
+
+OutputDir = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=4096),
+    Field(
+        description="analysis folder (holds category_data/ and metadata/): relative to the first data root, "
+        "or absolute under a root"
+    ),
+]
+CategoryArg = Annotated[Category, Field(description=CATEGORY_HELP)]
+ScopeArg = Annotated[Scope, Field(description=SCOPE_HELP)]
+BytesModelArg = Annotated[BytesModel, Field(description=BYTES_MODEL_HELP)]
+
+
+def _canonical_arch(value: Any) -> Any:
+    """A GPU name in any spelling the table knows (`H100`, `mi300x`, a trace device name) → its key; a path to
+    an arch JSON file is left as it is; anything else is refused naming the known keys."""
+    if value is None or not isinstance(value, str):
+        return value
+    text = value.strip()
+    if text.lower().endswith(".json"):
+        return text
+    try:
+        return get_gpu(text).key
+    except UnknownArchError:
+        raise ValueError(f"unknown GPU; pass one of {', '.join(known_keys())} or a path to an arch JSON file") from None
+
+
+ArchKey = Literal[tuple(known_keys())]  # type: ignore[valid-type]  # the GPU table's keys, fixed at import
+ArchFile = Annotated[str, StringConstraints(pattern=r"(?i)\.json$", max_length=4096)]
+ARCH_HELP = (
+    "GPU to score against: a key of list_architectures (h100-sxm, mi300x, b200, …; other spellings such as H100 "
+    "are accepted) or the path of a TraceLens arch JSON file under a data root"
+)
+ArchArg = Annotated[
+    ArchKey | ArchFile | None,
+    BeforeValidator(_canonical_arch),
+    Field(description=ARCH_HELP + "; default: the trace's GPU, else the metadata's platform"),
+]
+RequiredArch = Annotated[ArchKey | ArchFile, BeforeValidator(_canonical_arch), Field(description=ARCH_HELP)]
+
+
+def _canonical_dtype(value: Any) -> Any:
+    if isinstance(value, str):
+        return try_normalize_dtype(value) or value
+    return value
+
+
+AttentionDtype = Literal["bf16", "fp16", "fp32", "fp8_e4m3", "fp8_e5m2"]
+DtypeArg = Annotated[
+    AttentionDtype,
+    BeforeValidator(_canonical_dtype),
+    Field(description="element type of Q/K/V (aten spellings such as c10::BFloat16 are accepted)"),
+]
+KvCacheDtype = Literal["bf16", "fp16", "fp32", "fp8_e4m3", "fp8_e5m2", "int8"]
+KvCacheDtypeArg = Annotated[
+    KvCacheDtype | None,
+    BeforeValidator(_canonical_dtype),
+    Field(
+        description="element type of the K/V cache read by decode/paged kernels (fp8 halves the bytes); "
+        "default: the dtype of K/V"
+    ),
+]
+
+
+def resolve_output_dir(roots: DataRoots, output_dir: str) -> Path:
+    """The analysis folder, checked under the data roots."""
+    return roots.resolve(output_dir, what="output_dir")
+
+
+class PeaksUsed(BaseModel):
+    """The GPU peaks a result was scored against, and where the GPU came from."""
+
+    gpu_key: str
+    gpu_name: str
+    source: str = Field(description="where the GPU came from: argument | arch_json | trace | metadata")
+    compute_spec: str | None = Field(None, description="the compute spec most rows are scored against")
+    peak_tflops: float | None = Field(None, description="compute roof of that spec, TFLOP/s")
+    peak_tflops_kind: str | None = Field(None, description="achievable | datasheet")
+    peak_tbs: float = Field(description="HBM bandwidth roof, TB/s")
+    peak_tbs_kind: str = Field(description="achievable | datasheet")
+    trace_gpu_name: str | None = Field(None, description="the GPU named in the trace's deviceProperties")

@@ -1,0 +1,117 @@
+"""load_category_data: read and validate one category of an analysis folder; summary and the top ops."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from perf_models.registry import lookup
+from server.folder.cache import cached_load
+from server.numbers import finite
+from server.scoring.records import short_args
+from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from server.tools.common import CategoryArg, OutputDir, resolve_output_dir
+
+TOP_OPS = 5
+
+
+class LoadInput(ToolInput):
+    output_dir: OutputDir
+    category: CategoryArg
+
+
+class TopOp(BaseModel):
+    row: int = Field(description="row index in <cat>_ops.csv (0-based, header excluded)")
+    name: str
+    args: str = Field(description="tensor inputs as `(shape) dtype`, `<br>` between inputs")
+    count: int = Field(description="instances")
+    time_ms: float = Field(description="total kernel time of the row, ms")
+    percent_of_total: float | None = Field(None, description="% of the E2E baseline")
+
+
+class LoadResult(BaseModel):
+    status: Literal["OK", "NO_DATA"] = Field(
+        description="OK, or NO_DATA: the trace has no attention ops of this category (write 'No SDPA operations "
+        "found in trace')"
+    )
+    category: str
+    output_dir: str
+    message: str | None = None
+    rows: int = Field(0, description="rows of <cat>_ops.csv (one per op signature)")
+    instances: int = Field(0, description="op calls (sum of operation_count)")
+    total_kernel_time_ms: float = 0.0
+    e2e_baseline_ms: float | None = Field(None, description="first-to-last GPU activity of the profiled window")
+    percent_of_e2e: float | None = None
+    comparison_scope: str = "standalone"
+    platform: str | None = None
+    metadata_peaks: dict[str, Any] | None = None
+    trace_path: str | None = None
+    implementations: dict[str, int] = Field(default_factory=dict, description="instances per op family/attention type")
+    top_ops: list[TopOp] = Field(default_factory=list, description="the longest rows by kernel time")
+    warnings: list[str] = Field(default_factory=list)
+
+
+def load_category_data(ctx: ToolContext, args: LoadInput) -> LoadResult:
+    out = resolve_output_dir(ctx.roots, args.output_dir)
+    data = cached_load(out, args.category)
+    res = LoadResult(status=data.status, category=data.category, output_dir=str(out), warnings=list(data.warnings))
+    md = data.metadata
+    res.platform = md.get("platform") if md else (data.manifest or {}).get("platform")
+    res.trace_path = md.get("trace_path") if md else None
+    if md.get("max_achievable_tflops"):
+        res.metadata_peaks = {
+            "max_achievable_tflops": md.get("max_achievable_tflops"),
+            "peak_hbm_bw_tbs": md.get("peak_hbm_bw_tbs"),
+        }
+    res.comparison_scope = data.comparison_scope
+    if data.status == "NO_DATA":
+        res.message = (
+            f"No {data.category}_ops.csv in {out / 'category_data'}: the trace has no attention ops of this "
+            "category. Write the findings file 'No SDPA operations found in trace'."
+        )
+        return res
+    df = data.df
+    assert df is not None
+    ksum = df["Kernel Time (µs)_sum"].to_numpy(dtype=float) / 1000.0
+    res.rows = len(df)
+    res.instances = int(df["operation_count"].sum())
+    res.total_kernel_time_ms = round(float(ksum.sum()), 4)
+    res.e2e_baseline_ms = finite(data.e2e_ms, 4)
+    res.percent_of_e2e = finite(100.0 * ksum.sum() / data.e2e_ms, 4) if data.e2e_ms else None
+
+    impl: dict[str, int] = {}
+    for name, cnt in zip(df["name"].astype(str), df["operation_count"].astype(int), strict=True):
+        spec = lookup(name)
+        kind = getattr(spec, "attention_type", None) or "unknown op"
+        impl[str(kind)] = impl.get(str(kind), 0) + int(cnt)
+    res.implementations = impl
+    for i in np.argsort(-ksum, kind="stable")[:TOP_OPS]:
+        res.top_ops.append(
+            TopOp(
+                row=int(i),
+                name=str(df["name"].iloc[i]),
+                args=short_args(data.input_dims(int(i)), data.parsed["Input type"][i]),
+                count=int(df["operation_count"].iloc[i]),
+                time_ms=round(float(ksum[i]), 4),
+                percent_of_total=finite(100.0 * ksum[i] / data.e2e_ms, 4) if data.e2e_ms else None,
+            )
+        )
+    return res
+
+
+TOOL = ToolSpec(
+    name="load_category_data",
+    title="Load attention category data",
+    description=(
+        "Read and validate <category>_ops.csv and its metadata in an analysis folder. Returns status OK with a "
+        "summary (rows, instances, kernel time, E2E baseline, % of E2E, platform, implementations) and the top "
+        "ops, or status NO_DATA when the trace has no attention ops of this category (then write the findings "
+        "file 'No SDPA operations found in trace'). A missing folder or a malformed file is a tool error."
+    ),
+    input_model=LoadInput,
+    result_model=LoadResult,
+    run=load_category_data,
+    cli=CliSpec("load", positional=("output_dir", "category")),
+)

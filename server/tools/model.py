@@ -1,0 +1,296 @@
+"""model_attention: the roofline of one attention call with explicit shapes (a what-if, no trace needed)."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from perf_models.config import AttentionConfig, BwdConvention, Mask, PagedInfo, VarlenInfo
+from perf_models.errors import PerfModelError
+from perf_models.roofline import model_attention as estimate_attention
+from server.errors import InputError
+from server.numbers import finite
+from server.scoring.arch import gpu_by_name_or_file
+from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from server.tools.common import BytesModelArg, DtypeArg, KvCacheDtypeArg, PeaksUsed, RequiredArch
+
+PositiveInt = Annotated[int, Field(gt=0, le=2**31)]
+Window = Annotated[int, Field(ge=-1, le=2**31)]
+
+
+class ModelInput(ToolInput):
+    batch: Annotated[PositiveInt, Field(description="batch size B (for varlen: the number of sequences packed)")]
+    heads_q: Annotated[PositiveInt, Field(description="query heads Hq")]
+    seq_q: Annotated[PositiveInt, Field(description="query length Nq, tokens (1 for a decode step)")]
+    head_dim: Annotated[PositiveInt, Field(description="head dim of Q and K (d_qk)")]
+    heads_kv: Annotated[
+        PositiveInt | None, Field(description="key/value heads Hkv (GQA/MQA: a divisor of heads_q); default heads_q")
+    ] = None
+    seq_kv: Annotated[
+        PositiveInt | None, Field(description="key length Nkv, tokens (the context for decode); default seq_q")
+    ] = None
+    head_dim_v: Annotated[PositiveInt | None, Field(description="head dim of V (d_v); default head_dim")] = None
+    dtype: DtypeArg = "bf16"
+    kv_cache_dtype: KvCacheDtypeArg = None
+    direction: Annotated[Literal["fwd", "bwd"], Field(description="fwd (forward) or bwd (backward)")] = "fwd"
+    mask: Annotated[
+        Literal["none", "causal", "sliding_window"],
+        Field(description="none; causal (kept pairs exact, see alignment); sliding_window (see window_left/right)"),
+    ] = "none"
+    alignment: Annotated[
+        Literal["top_left", "bottom_right"],
+        Field(
+            description="where the causal diagonal sits when seq_q != seq_kv: bottom_right (flash-attn, FA3, aiter, "
+            "vLLM: the last query sees every key) or top_left (memory-efficient/cuDNN SDPA: query i sees keys 0..i)"
+        ),
+    ] = "bottom_right"
+    window_left: Annotated[
+        Window, Field(description="sliding window: keys visible to the left of the diagonal; -1 = unbounded")
+    ] = -1
+    window_right: Annotated[
+        Window, Field(description="sliding window: keys visible to the right of the diagonal; -1 = unbounded")
+    ] = -1
+    dropout_p: Annotated[float, Field(ge=0.0, lt=1.0, description="dropout probability")] = 0.0
+    arch: RequiredArch = "h100-sxm"
+    measured_us: Annotated[
+        float | None,
+        Field(gt=0, description="measured kernel time of one call, µs; gives the achieved TFLOP/s and the efficiency"),
+    ] = None
+    bytes_model: BytesModelArg = "compulsory"
+    bwd_convention: Annotated[
+        Literal["5gemm", "recompute_fwd", "two_phase"],
+        Field(
+            description="backward FLOPs: 5gemm (FA2/FA3/CK: S recomputed, O not; 2.5× forward), recompute_fwd "
+            "(6 GEMMs, 3.0×), two_phase (7 GEMMs, Triton-tutorial kernels, 3.5×)"
+        ),
+    ] = "5gemm"
+    block_q: Annotated[
+        PositiveInt | None,
+        Field(
+            description="query tile rows Br of the tiled bytes and tile counts; default by kernel family and head dim"
+        ),
+    ] = None
+    block_kv: Annotated[
+        PositiveInt | None, Field(description="key tile columns Bc; default by kernel family and head dim")
+    ] = None
+    skip_masked_tiles: Annotated[
+        bool, Field(description="tiled bytes and executed FLOPs skip tiles the mask hides entirely (causal kernels do)")
+    ] = True
+    varlen_num_seqs: Annotated[
+        PositiveInt | None,
+        Field(
+            description="varlen (cu_seqlens): the number of sequences "
+            "packed into batch × seq_q tokens; FLOPs become bounds"
+        ),
+    ] = None
+    paged_context_lens: Annotated[
+        list[PositiveInt] | None,
+        Field(max_length=65536, description="paged decode: the context length of each request (tokens)"),
+    ] = None
+
+    @model_validator(mode="after")
+    def _finite_time(self) -> ModelInput:
+        if self.measured_us is not None and not math.isfinite(self.measured_us):
+            raise ValueError("measured_us must be a finite time in µs")
+        return self
+
+
+class MaskOut(BaseModel):
+    kind: str = Field(description="none | causal | sliding_window")
+    alignment: str | None = Field(None, description="top_left | bottom_right (causal and windows)")
+    window_left: int | None = None
+    window_right: int | None = None
+    label: str
+
+
+class ConfigOut(BaseModel):
+    batch: int
+    heads_q: int
+    heads_kv: int
+    seq_q: int
+    seq_kv: int
+    head_dim_qk: int
+    head_dim_v: int
+    dtype_q: str
+    dtype_kv: str = Field(description="dtype of the K/V bytes read (the cache dtype when one is given)")
+    direction: str
+    dropout_p: float
+    varlen_num_seqs: int | None = None
+    paged_requests: int | None = None
+    paged_context_tokens: int | None = None
+
+
+class ModelResult(BaseModel):
+    config: ConfigOut
+    mask: MaskOut
+    peaks: PeaksUsed
+    kept_pairs: float = Field(description="exact kept (query, key) pairs per query head, summed over the batch")
+    flops_useful: float
+    flops_executed: float
+    flops_upper: float
+    bytes_compulsory: float
+    bytes_tiled: float
+    bytes_model: str
+    bwd_convention: str
+    block_q: int
+    block_kv: int
+    skip_masked_tiles: bool
+    tile_visits: int
+    intensity: float
+    ridge: float
+    ideal_us: float
+    bound: str
+    measured_us: float | None = None
+    achieved_tflops: float | None = None
+    achieved_tbs: float | None = None
+    efficiency_pct: float | None = None
+    is_anomaly: bool = False
+    expected_band_pct: tuple[float, float]
+    in_expected_band: bool | None = None
+    notes: list[str] = Field(default_factory=list)
+
+
+def _mask_out(mask: Mask) -> MaskOut:
+    kind = mask.kind.value
+    return MaskOut(
+        kind=kind,
+        alignment=None if kind == "none" else mask.alignment.value,
+        window_left=mask.window_left if kind == "sliding_window" else None,
+        window_right=mask.window_right if kind == "sliding_window" else None,
+        label=mask.label,
+    )
+
+
+def _config(args: ModelInput) -> AttentionConfig:
+    seq_kv = args.seq_kv or args.seq_q
+    varlen = None
+    if args.varlen_num_seqs:
+        varlen = VarlenInfo(
+            total_q=args.batch * args.seq_q,
+            total_kv=args.batch * seq_kv,
+            num_seqs=args.varlen_num_seqs,
+            max_seqlen_q=args.seq_q,
+            max_seqlen_kv=seq_kv,
+        )
+    paged = None
+    if args.paged_context_lens:
+        paged = PagedInfo(
+            num_requests=len(args.paged_context_lens),
+            sum_context_tokens=int(sum(args.paged_context_lens)),
+            context_lens=tuple(args.paged_context_lens),
+        )
+    return AttentionConfig(
+        batch=args.batch,
+        heads_q=args.heads_q,
+        heads_kv=args.heads_kv or args.heads_q,
+        seq_q=args.seq_q,
+        seq_kv=seq_kv,
+        head_dim_qk=args.head_dim,
+        head_dim_v=args.head_dim_v or args.head_dim,
+        dtype_q=args.dtype,
+        dtype_kv_cache=args.kv_cache_dtype,
+        direction=args.direction,
+        mask=Mask(args.mask, args.alignment, args.window_left, args.window_right),
+        dropout_p=args.dropout_p,
+        varlen=varlen,
+        paged=paged,
+    )
+
+
+def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
+    gpu, source = gpu_by_name_or_file(args.arch, ctx.roots)
+    try:
+        cfg = _config(args)
+        est = estimate_attention(
+            cfg,
+            gpu,
+            measured_us=args.measured_us,
+            bytes_model=args.bytes_model,
+            bwd_convention=BwdConvention(args.bwd_convention),
+            block_q=args.block_q,
+            block_kv=args.block_kv,
+            skip_masked_tiles=args.skip_masked_tiles,
+        )
+    except PerfModelError as exc:
+        raise InputError(str(exc)) from None
+    in_band = None
+    if est.efficiency_pct is not None:
+        in_band = est.expected_low_pct <= est.efficiency_pct <= est.expected_high_pct
+    return ModelResult(
+        config=ConfigOut(
+            batch=cfg.batch,
+            heads_q=cfg.heads_q,
+            heads_kv=cfg.heads_kv,
+            seq_q=cfg.seq_q,
+            seq_kv=cfg.seq_kv,
+            head_dim_qk=cfg.head_dim_qk,
+            head_dim_v=cfg.head_dim_v,
+            dtype_q=cfg.dtype_q,
+            dtype_kv=cfg.kv_dtype,
+            direction=cfg.direction.value,
+            dropout_p=cfg.dropout_p,
+            varlen_num_seqs=cfg.varlen.num_seqs if cfg.varlen else None,
+            paged_requests=cfg.paged.num_requests if cfg.paged else None,
+            paged_context_tokens=cfg.paged.sum_context_tokens if cfg.paged else None,
+        ),
+        mask=_mask_out(cfg.mask),
+        peaks=PeaksUsed(
+            gpu_key=gpu.key,
+            gpu_name=gpu.name,
+            source=source,
+            compute_spec=est.compute_spec,
+            peak_tflops=est.peak_tflops,
+            peak_tflops_kind=est.peak_tflops_kind,
+            peak_tbs=est.peak_tbs,
+            peak_tbs_kind=est.peak_tbs_kind,
+        ),
+        kept_pairs=float(est.kept_pairs),
+        flops_useful=est.flops,
+        flops_executed=est.flops_executed,
+        flops_upper=est.flops_upper,
+        bytes_compulsory=est.bytes_compulsory,
+        bytes_tiled=est.bytes_tiled,
+        bytes_model=args.bytes_model,
+        bwd_convention=est.bwd_convention,
+        block_q=est.block_q,
+        block_kv=est.block_kv,
+        skip_masked_tiles=est.skip_masked_tiles,
+        tile_visits=est.tile_visits,
+        intensity=est.intensity,
+        ridge=est.ridge,
+        ideal_us=est.ideal_time_us,
+        bound=est.bound,
+        measured_us=args.measured_us,
+        achieved_tflops=finite(est.achieved_tflops),
+        achieved_tbs=finite(est.achieved_tbs),
+        efficiency_pct=finite(est.efficiency_pct, 2),
+        is_anomaly=est.is_anomaly,
+        expected_band_pct=(est.expected_low_pct, est.expected_high_pct),
+        in_expected_band=in_band,
+        notes=list(est.notes),
+    )
+
+
+TOOL = ToolSpec(
+    name="model_attention",
+    title="What-if roofline for explicit shapes",
+    description=(
+        "Roofline of one attention call from explicit shapes: kept pairs, FLOPs (useful and executed), bytes "
+        "(compulsory and tiled), ideal time, bound and, when measured_us is given, achieved TFLOP/s and efficiency."
+    ),
+    input_model=ModelInput,
+    result_model=ModelResult,
+    run=model_attention,
+    cli=CliSpec(
+        "model",
+        flags={
+            "batch": ("-b",),
+            "heads_q": ("--heads",),
+            "seq_q": ("-n",),
+            "head_dim": ("-d",),
+            "dropout_p": ("--dropout",),
+        },
+    ),
+)

@@ -1,0 +1,209 @@
+"""compute_roofline: every op row of a category through the perf models; totals and a page of rows."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from perf_models.errors import PerfModelError
+from server.folder.outputs import write_roofline_table
+from server.numbers import finite
+from server.scoring.arch import ResolvedArch
+from server.scoring.category import score_category
+from server.scoring.records import RooflineTable
+from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from server.tools.common import ArchArg, BytesModelArg, CategoryArg, OutputDir, PeaksUsed, resolve_output_dir
+
+MAX_LIMIT = 200
+MAX_UNMODELED_LISTED = 20
+
+
+class RooflineInput(ToolInput):
+    output_dir: OutputDir
+    category: CategoryArg
+    arch: ArchArg = None
+    bytes_model: BytesModelArg = "compulsory"
+    limit: Annotated[int, Field(ge=0, le=MAX_LIMIT, description="rows to return, longest kernel time first")] = 10
+    offset: Annotated[int, Field(ge=0, description="rows to skip before the page (paging)")] = 0
+
+
+class RooflineRow(BaseModel):
+    row: int
+    name: str
+    direction: str | None = None
+    attention_type: str
+    library: str
+    shape: str
+    mask: str | None = None
+    dtype: str | None = None
+    count: int
+    time_ms: float
+    mean_us: float | None = None
+    flops_useful: float | None = None
+    flops_executed: float | None = None
+    bytes_compulsory: float | None = None
+    bytes_tiled: float | None = None
+    ideal_us: float | None = None
+    intensity: float | None = Field(None, description="FLOPs per byte under the chosen bytes model")
+    achieved_tflops: float | None = None
+    achieved_tbs: float | None = None
+    efficiency_pct: float | None = None
+    bound: str | None = None
+    expected_band_pct: tuple[float, float] | None = None
+    in_expected_band: bool | None = None
+    is_anomaly: bool = False
+    gqa_ratio: int | None = None
+    upstream_efficiency_pct: float | None = None
+    kernel_name_trunc: str = ""
+    module_chain: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class RooflineResult(BaseModel):
+    category: str
+    status: Literal["OK", "NO_DATA"]
+    bytes_model: str
+    peaks: PeaksUsed | None = None
+    total_rows: int = 0
+    modeled_rows: int = 0
+    unmodeled_rows: int = 0
+    total_time_ms: float = 0.0
+    weighted_efficiency_pct: float | None = Field(None, description="ideal time / measured time over modeled rows")
+    anomalies: int = 0
+    offset: int = 0
+    limit: int = 0
+    rows: list[RooflineRow] = Field(default_factory=list, description="rows by time, descending, paged")
+    roofline_file: str | None = Field(None, description="full per-row records (CSV) in the analysis folder")
+    notes: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+def peaks_used(arch: ResolvedArch, table: RooflineTable | None) -> PeaksUsed:
+    """The peaks behind a table's numbers: the GPU, its bandwidth, and the roof of its dominant compute spec."""
+    bw, bw_kind = arch.gpu.peak_tbs()
+    spec = table.dominant_compute_spec() if table is not None else None
+    peak = kind = None
+    if spec is not None:
+        try:
+            peak, kind = arch.gpu.peak_tflops(spec)
+        except PerfModelError:
+            peak = kind = None
+    return PeaksUsed(
+        gpu_key=arch.gpu.key,
+        gpu_name=arch.gpu.name,
+        source=arch.source,
+        compute_spec=spec,
+        peak_tflops=peak,
+        peak_tflops_kind=kind,
+        peak_tbs=bw,
+        peak_tbs_kind=bw_kind,
+        trace_gpu_name=arch.trace_gpu_name,
+    )
+
+
+def _text(x: object) -> str | None:
+    """A text cell of the records, None where it is missing (pandas reads a missing text as NaN)."""
+    return x if isinstance(x, str) else None
+
+
+def _row_model(r: pd.Series) -> RooflineRow:
+    band = (float(r["band_low"]), float(r["band_high"])) if np.isfinite(r["band_low"]) else None
+    return RooflineRow(
+        row=int(r["row"]),
+        name=str(r["name"]),
+        direction=_text(r["direction"]),
+        attention_type=str(r["attention_type"]),
+        library=str(r["library"]),
+        shape=str(r["shape_label"]),
+        mask=_text(r["mask"]),
+        dtype=_text(r["dtype"]),
+        count=int(r["count"]),
+        time_ms=round(float(r["time_ms"]), 4),
+        mean_us=finite(r["mean_us"], 3),
+        flops_useful=finite(r["flops_useful"], 0),
+        flops_executed=finite(r["flops_executed"], 0),
+        bytes_compulsory=finite(r["bytes_compulsory"], 0),
+        bytes_tiled=finite(r["bytes_tiled"], 0),
+        ideal_us=finite(r["ideal_us"], 3),
+        intensity=finite(r["intensity"], 2),
+        achieved_tflops=finite(r["achieved_tflops"], 2),
+        achieved_tbs=finite(r["achieved_tbs"], 3),
+        efficiency_pct=finite(r["efficiency_pct"], 2),
+        bound=_text(r["bound"]),
+        expected_band_pct=band,
+        in_expected_band=bool(r["in_expected_band"]) if band else None,
+        is_anomaly=bool(r["is_anomaly"]),
+        gqa_ratio=int(r["gqa_ratio"]) if r["gqa_ratio"] and r["gqa_ratio"] == r["gqa_ratio"] else None,
+        upstream_efficiency_pct=finite(r["upstream_efficiency_pct"], 2),
+        kernel_name_trunc=str(r["kernel_name_trunc"]),
+        module_chain=list(r["module_chain"]),
+        warnings=list(r["warnings"]),
+    )
+
+
+def compute_roofline(ctx: ToolContext, args: RooflineInput) -> RooflineResult:
+    out = resolve_output_dir(ctx.roots, args.output_dir)
+    scored = score_category(ctx.roots, out, args.category, args.arch, args.bytes_model)
+    if not scored.has_rows:
+        return RooflineResult(
+            category=scored.data.category,
+            status="NO_DATA",
+            bytes_model=args.bytes_model,
+            warnings=["no attention ops of this category in the trace"],
+        )
+    data, table, resolved = scored.data, scored.table, scored.arch
+    assert table is not None and resolved is not None
+    r = table.records
+    order = np.argsort(-r["time_ms"].to_numpy(), kind="stable")
+    page = r.iloc[order[args.offset : args.offset + args.limit]]
+    path = write_roofline_table(data, table, scored.written)
+    modeled = r["has_model"].to_numpy()
+    ideal_total = float(np.nansum((r["ideal_us"] * r["count"]).to_numpy()[modeled]))
+    meas_total = float(np.nansum((r["mean_us"] * r["count"]).to_numpy()[modeled]))
+    warnings = list(resolved.warnings) + list(data.warnings)
+    unmodeled = r[~r["has_model"]]
+    if len(unmodeled) <= MAX_UNMODELED_LISTED:
+        warnings += [
+            f"row {int(row)} {name}: {why}"
+            for row, name, why in zip(unmodeled["row"], unmodeled["name"], unmodeled["no_model_reason"], strict=True)
+        ]
+    else:
+        warnings.append(f"{len(unmodeled)} rows have no perf model; see {path.name} column no_model_reason")
+    return RooflineResult(
+        category=data.category,
+        status="OK",
+        bytes_model=args.bytes_model,
+        peaks=peaks_used(resolved, table),
+        total_rows=len(r),
+        modeled_rows=int(modeled.sum()),
+        unmodeled_rows=int((~modeled).sum()),
+        total_time_ms=round(float(r["time_ms"].sum()), 4),
+        weighted_efficiency_pct=finite(100.0 * ideal_total / meas_total, 2) if meas_total > 0 else None,
+        anomalies=int(r["anomaly_flag"].sum()),
+        offset=args.offset,
+        limit=args.limit,
+        rows=[_row_model(row) for _, row in page.iterrows()],
+        roofline_file=str(path),
+        notes=list(table.peak_notes),
+        warnings=warnings,
+    )
+
+
+TOOL = ToolSpec(
+    name="compute_roofline",
+    title="Roofline of every attention op",
+    description=(
+        "Model every op row of a category: parsed shapes and mask, FLOPs, bytes (compulsory and tiled), ideal "
+        "time, achieved TFLOP/s and TB/s, efficiency (% of roofline), bound, expected band and classification. "
+        "Returns totals and one page of rows (longest first; limit/offset); every row is written to "
+        "category_data/<category>_roofline.csv."
+    ),
+    input_model=RooflineInput,
+    result_model=RooflineResult,
+    run=compute_roofline,
+    cli=CliSpec("roofline", positional=("output_dir", "category")),
+    writes=True,
+)

@@ -1,0 +1,74 @@
+"""render_findings_template: the findings skeleton, every number and table filled from the metrics JSON."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from server.errors import InputError
+from server.findings.template import render_findings_template as render_template
+from server.folder.read import read_json_file
+from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from server.tools.common import CategoryArg, OutputDir, resolve_output_dir
+from server.writers.atomic import write_text_atomic
+
+
+class TemplateInput(ToolInput):
+    output_dir: OutputDir
+    category: CategoryArg
+
+
+class TemplateResult(BaseModel):
+    category: str
+    findings_file: str = Field(description="where the skeleton was written")
+    wrote_main_file: bool = Field(description="False when a findings file existed and was left untouched")
+    slots: int = Field(description="number of {{FILL: ...}} prose slots to replace")
+    p_items: int
+    markdown: str
+
+
+def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateResult:
+    cat = args.category
+    out = resolve_output_dir(ctx.roots, args.output_dir)
+    mpath = out / "category_data" / f"{cat}_metrics.json"
+    csv_path = out / "category_data" / f"{cat}_ops.csv"
+    if mpath.is_file():
+        metrics = read_json_file(mpath, "metrics JSON")
+    elif not out.is_dir():
+        raise InputError(f"output_dir not found: {out}")
+    elif not csv_path.exists():
+        metrics = {"category": cat, "status": "NO_DATA"}
+    else:
+        raise InputError(f"{mpath} not found — run rank_findings for {cat} first, then render the template")
+    text = render_template(metrics, cat)
+    main = out / "category_findings" / f"{cat}_findings.md"
+    target = main
+    wrote_main = True
+    if main.exists():  # never overwrite a findings file: the LLM may already have written prose there
+        target = main.with_name(f"{cat}_findings.template.md")
+        wrote_main = False
+    write_text_atomic(target, text)
+    return TemplateResult(
+        category=cat,
+        findings_file=str(target),
+        wrote_main_file=wrote_main,
+        slots=text.count("{{FILL:"),
+        p_items=sum(1 for line in text.splitlines() if line.startswith("### P")),
+        markdown=text,
+    )
+
+
+TOOL = ToolSpec(
+    name="render_findings_template",
+    title="Render the findings skeleton",
+    description=(
+        "Write category_findings/<category>_findings.md with every heading, marker, number and table filled from "
+        "<category>_metrics.json (run rank_findings first). Replace each {{FILL: ...}} slot with prose, then run "
+        "validate_findings. An existing findings file is never overwritten (the skeleton then goes to "
+        "<category>_findings.template.md)."
+    ),
+    input_model=TemplateInput,
+    result_model=TemplateResult,
+    run=render_findings_template,
+    cli=CliSpec("template", positional=("output_dir", "category")),
+    writes=True,
+)

@@ -1,0 +1,58 @@
+"""validate_findings: check a findings file against the contract and the metrics JSON beside it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from server.errors import InputError
+from server.findings.metrics_view import MetricsFormatError, load_metrics
+from server.findings.validate import ValidationReport, find_metrics_for, validate_findings_file
+from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from server.vocab import SCOPE_HELP, Scope, Tier
+
+
+class ValidateInput(ToolInput):
+    findings_path: Annotated[
+        str,
+        Field(min_length=1, max_length=4096, description="category_findings/<category>_findings.md under a data root"),
+    ]
+    tier: Annotated[
+        Tier, Field(description="compute: category findings (P-items from the metrics JSON); system: system findings")
+    ] = "compute"
+    comparison_scope: Annotated[Scope | None, Field(description=SCOPE_HELP + "; default: the metrics JSON's scope")] = (
+        None
+    )
+
+
+def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport:
+    path = ctx.roots.resolve(args.findings_path, what="findings_path")
+    if not path.is_file():
+        raise InputError(
+            f"findings file not found: {path} — write category_findings/<category>_findings.md first "
+            "(render_findings_template gives a skeleton)"
+        )
+    metrics: dict[str, Any] | None = None
+    mpath = find_metrics_for(path)
+    if mpath is not None:
+        try:  # Decimal parsing keeps each number as written: rule 9 compares the exact spelling
+            metrics = load_metrics(ctx.roots.resolve(mpath, what="metrics file"))
+        except MetricsFormatError as exc:
+            raise InputError(f"{mpath}: {exc}") from None
+    return validate_findings_file(path, metrics, tier=args.tier, comparison_scope=args.comparison_scope)
+
+
+TOOL = ToolSpec(
+    name="validate_findings",
+    title="Validate a findings file",
+    description=(
+        "Check a findings file against the findings contract and the metrics JSON beside it: sections, P-items "
+        "in rank order, candidate blocks, Data tables, impact markers and their numbers. Every error has a rule "
+        "id, a 1-based line and a concrete fix; passed is true only when there is none."
+    ),
+    input_model=ValidateInput,
+    result_model=ValidationReport,
+    run=validate_findings,
+    cli=CliSpec("validate", positional=("findings_path",), flags={"comparison_scope": ("--scope",)}),
+)

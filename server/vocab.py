@@ -1,0 +1,71 @@
+"""The closed vocabularies of the project, each written once: categories, display names, scopes, tiers,
+bytes models, and the efficiency thresholds the verdicts and the ranking use.
+
+Everything that names one of these (the trace writer, the folder reader, the tool schemas, the CLI, the
+prompt renderer, the ranking) imports it from here, so a value can never drift between two lists. The
+bytes models and the roofline thresholds are perf_models' own (the roofline computes with them); this
+module gives them their schema types.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from perf_models.roofline import ANOMALY_FLAG_PCT, ANOMALY_PCT, BYTES_MODELS
+
+# ---- attention categories ------------------------------------------------------------------------
+# A category is one `<cat>_ops.csv` of the analysis folder (formats.md). The display name is what an
+# orchestrator shows, and the `op category` column value of the category's rows.
+Category = Literal["sdpa_fwd", "sdpa_bwd", "inferenceattention"]
+CATEGORIES: tuple[Category, ...] = get_args(Category)
+SDPA_FWD, SDPA_BWD, INFERENCE = CATEGORIES
+DISPLAY_NAMES: dict[str, str] = {
+    SDPA_FWD: "SDPA_fwd",
+    SDPA_BWD: "SDPA_bwd",
+    INFERENCE: "InferenceAttention_fwd",
+}
+CATEGORY_HELP = "attention category: sdpa_fwd (forward), sdpa_bwd (backward) or inferenceattention (paged/serving)"
+
+# ---- scopes and tiers ----------------------------------------------------------------------------
+Scope = Literal["standalone", "comparative"]
+SCOPES: tuple[Scope, ...] = get_args(Scope)
+STANDALONE, COMPARATIVE = SCOPES
+SCOPE_HELP = (
+    "standalone: one trace, efficiency = % of roofline; comparative: trace 1 vs trace 2 of a folder written "
+    "with a second trace, efficiency = 100 × trace-2 time / trace-1 time"
+)
+Tier = Literal["compute", "system"]
+TIERS: tuple[Tier, ...] = get_args(Tier)
+
+# ---- bytes models --------------------------------------------------------------------------------
+BytesModel = Literal["compulsory", "tiled"]
+BYTES_MODEL_HELP = (
+    "HBM bytes used as the roofline numerator: compulsory (each tensor once; the default, right when tile "
+    "re-reads hit L2, as on NVIDIA) or tiled (tile re-reads counted; the better estimate on MI300-class parts)"
+)
+
+# ---- efficiency thresholds (perf-model.md §4; formats.md "Impact rules") ---------------------------
+# Above ANOMALY_PCT a kernel beats its roofline: physically impossible, so an anomaly (wrong shapes, peaks or a
+# measured time missing kernels), never "excellent". Above ANOMALY_FLAG_PCT the efficiency is not used for a
+# gap projection: the orchestrator's impact rules then fall back to the heuristic estimate.
+__all__ = [
+    "ANOMALY_FLAG_PCT",
+    "ANOMALY_PCT",
+    "BYTES_MODELS",
+    "BYTES_MODEL_HELP",
+    "CATEGORIES",
+    "CATEGORY_HELP",
+    "COMPARATIVE",
+    "DISPLAY_NAMES",
+    "INFERENCE",
+    "SCOPES",
+    "SCOPE_HELP",
+    "SDPA_BWD",
+    "SDPA_FWD",
+    "STANDALONE",
+    "TIERS",
+    "BytesModel",
+    "Category",
+    "Scope",
+    "Tier",
+]
