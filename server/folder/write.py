@@ -16,11 +16,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from server.ingest.calls import CATEGORIES, OP_CATEGORY
+from perf_models.hardware import GpuSpec
+from server.vocab import CATEGORIES, DISPLAY_NAMES
 from server.writers.atomic import write_json_atomic, write_text_atomic
 
 SKILL = "sdpa-analyzer"
-DISPLAY = {"sdpa_fwd": "SDPA_fwd", "sdpa_bwd": "SDPA_bwd", "inferenceattention": "InferenceAttention"}
+
+
+def gpu_metadata(gpu: GpuSpec) -> dict[str, Any]:
+    """platform + peaks in the metadata layout of formats.md (achievable numbers where known)."""
+    bw, bw_kind = gpu.peak_tbs()
+    return {
+        "platform": gpu.key,
+        "platform_name": gpu.name,
+        "peak_hbm_bw_tbs": bw,
+        "peak_hbm_bw_kind": bw_kind,
+        "max_achievable_tflops": {spec: gpu.peak_tflops(spec)[0] for spec in gpu.specs()},
+        "memory_gb": gpu.memory_gb,
+    }
 
 
 def relative_trace_path(trace: Path, output_dir: Path) -> str:
@@ -58,7 +71,7 @@ def write_folder(
         t = totals[cat]
         meta = {
             **common_meta,
-            "category": OP_CATEGORY[cat],
+            "category": DISPLAY_NAMES[cat],
             "category_name": cat,
             "time_breakdown": {
                 "gpu_kernel_time_ms": round(t["gpu_kernel_time_ms"], 6),
@@ -74,7 +87,7 @@ def write_folder(
         entries.append(
             {
                 "name": cat,
-                "display_name": DISPLAY[cat],
+                "display_name": DISPLAY_NAMES[cat],
                 "skill": SKILL,
                 "tier": "compute_kernel",
                 "ops_count": t["rows"],

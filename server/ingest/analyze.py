@@ -19,10 +19,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from perf_models.errors import UnknownArchError
-from server.folder.write import relative_trace_path, write_folder
-from server.ingest import models
+from perf_models.hardware import get_gpu, known_keys, match_device_name
+from server.folder.write import gpu_metadata, relative_trace_path, write_folder
 from server.ingest.attention import find_fused_calls, find_graph_calls
-from server.ingest.calls import CATEGORIES, Call
+from server.ingest.calls import Call
 from server.ingest.compare import add_comparison
 from server.ingest.context import TraceContext
 from server.ingest.copies import add_copy_overhead
@@ -31,6 +31,7 @@ from server.ingest.load import load_trace
 from server.ingest.paged import add_workload
 from server.ingest.rows import Row, build_rows, category_totals, row_frame
 from server.ingest.unfused import find_unfused_backward, find_unfused_calls
+from server.vocab import CATEGORIES
 from server.writers.atomic import write_json_atomic
 
 Progress = Callable[[float, float, str], None]
@@ -220,7 +221,7 @@ def _explicit_gpu(arch: str | None) -> Any:
     if arch is None or str(arch).strip().lower() in ("", "auto"):
         return None
     try:
-        return models.get_gpu(str(arch).strip())
+        return get_gpu(str(arch).strip())
     except UnknownArchError as exc:
         raise TraceError(str(exc)) from None
 
@@ -238,10 +239,10 @@ def _gpu(ctx: TraceContext, explicit: Any, warnings: list[str]) -> tuple[dict[st
     device = _device_name(ctx)
     if explicit is not None:
         if device:
-            matched = models.match_device_name(device)
+            matched = match_device_name(device)
             if matched is None or matched.key != explicit.key:
                 warnings.append(f"arch {explicit.key} was requested; the trace was recorded on {device!r}")
-        meta = models.gpu_metadata(explicit)
+        meta = gpu_metadata(explicit)
         meta["gpu_device_name"] = device
         meta["arch_source"] = "argument"
         return meta, GpuResult(device_name=device, arch=explicit.key, name=explicit.name, source="argument")
@@ -250,16 +251,14 @@ def _gpu(ctx: TraceContext, explicit: Any, warnings: list[str]) -> tuple[dict[st
             "the trace has no deviceProperties GPU name: metadata written without peaks; pass arch= to score it"
         )
         return {"platform": None, "gpu_device_name": None, "arch_source": "none"}, GpuResult()
-    gpu = models.match_device_name(device)
+    gpu = match_device_name(device)
     if gpu is None:
-        from perf_models.hardware import known_keys
-
         warnings.append(
             f"GPU {device!r} is not in the GPU table: metadata written without peaks; pass arch= one of "
             f"{', '.join(known_keys())}"
         )
         return {"platform": device, "gpu_device_name": device, "arch_source": "none"}, GpuResult(device_name=device)
-    meta = models.gpu_metadata(gpu)
+    meta = gpu_metadata(gpu)
     meta["gpu_device_name"] = device
     meta["arch_source"] = "trace"
     return meta, GpuResult(device_name=device, arch=gpu.key, name=gpu.name, source="trace")

@@ -17,10 +17,11 @@ from __future__ import annotations
 import numpy as np
 
 from server.ingest import names as N
-from server.ingest.calls import INFERENCE, SDPA_BWD, SDPA_FWD, Call, has_tensor_shapes
+from server.ingest.calls import Call, has_tensor_shapes
 from server.ingest.context import TraceContext
 from server.ingest.events import CPU, GPU_ANN, KERNEL
 from server.ingest.tree import nearest_marked_ancestor
+from server.vocab import INFERENCE, SDPA_BWD, SDPA_FWD
 
 
 def find_fused_calls(ctx: TraceContext) -> list[Call]:

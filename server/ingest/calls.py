@@ -7,10 +7,6 @@ from typing import Any
 
 import numpy as np
 
-SDPA_FWD, SDPA_BWD, INFERENCE = "sdpa_fwd", "sdpa_bwd", "inferenceattention"
-OP_CATEGORY = {SDPA_FWD: "SDPA_fwd", SDPA_BWD: "SDPA_bwd", INFERENCE: "InferenceAttention_fwd"}
-CATEGORIES = (SDPA_FWD, SDPA_BWD, INFERENCE)
-
 
 @dataclass
 class Call:

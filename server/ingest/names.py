@@ -1,6 +1,6 @@
 """Op and kernel name families analyze_trace looks for (decided once per distinct name, cached).
 
-Which ops are attention comes from the perf_models registry (`server.ingest.models.is_attention_op`);
+Which ops are attention comes from the perf_models registry (`perf_models.registry.is_attention_op`);
 this module adds the structural families around them: dispatcher wrappers, the pieces of unfused
 attention (matmul, softmax), copies that make tensors contiguous, and kernel-name roles.
 """
@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from server.ingest import models
+from perf_models.kernels import classify_kernel
+from perf_models.registry import is_attention_op as registry_is_attention_op
 
 # Ops that only dispatch to the op doing the work: the row is the op below them.
 WRAPPER_OPS = frozenset({"aten::scaled_dot_product_attention"})
@@ -39,7 +40,7 @@ _DECODE_KERNEL_RE = re.compile(r"paged_attention|decode|Decode|kernel_paged_atte
 
 @lru_cache(maxsize=65536)
 def is_attention_op(name: str) -> bool:
-    return models.is_attention_op(name)
+    return registry_is_attention_op(name)
 
 
 def is_wrapper(name: str) -> bool:
@@ -83,12 +84,12 @@ def kernel_role(name: str) -> str:
     Attention-internal helpers (split-KV reduce, dO·O preprocess, dQ convert) count as 'attention' here:
     they belong to the call when kernels are grouped by name (graph replays, kernel breakdowns).
     """
-    role = models.kernel_role(name)
+    role = classify_kernel(name)[0].value
     if role == "reshape_and_cache" or _KV_CACHE_KERNEL_RE.search(name):
         return "kv_cache"
     if role == "attention":
         return "attention"
-    if role in (None, "auxiliary") and _ATTN_KERNEL_RE.search(name):
+    if role == "auxiliary" and _ATTN_KERNEL_RE.search(name):
         return "attention"
     return "other"
 

@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from server.ingest import names as N
-from server.ingest.calls import INFERENCE, Call
+from server.ingest.calls import Call
 from server.ingest.context import TraceContext
 from server.ingest.events import ANN
+from server.vocab import INFERENCE
 
 _STEP_RE = re.compile(r"context_(\d+)\(([^)]*)\)_generation_(\d+)\(([^)]*)\)")
 _KV_RE = re.compile(r"(sqsq|sqsk|sq|sk)(\d+)")

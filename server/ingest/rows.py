@@ -17,12 +17,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from server.ingest import models
-from server.ingest.calls import INFERENCE, OP_CATEGORY, Call
+from perf_models.kernels import classify_kernels, is_auxiliary_kernel
+from server.ingest import op_config
+from server.ingest.calls import Call
 from server.ingest.context import TraceContext
 from server.ingest.events import CPU, PY
 from server.ingest.paged import kernel_breakdown
 from server.ingest.unfused import is_user_frame
+from server.vocab import DISPLAY_NAMES, INFERENCE
 
 KT = "Kernel Time (µs)"
 _MODULE_SUFFIX = re.compile(r"_\d+$")
@@ -35,7 +37,7 @@ class Row:
     key: tuple[Any, ...]
     calls: list[Call]
     values: dict[str, Any] = field(default_factory=dict)
-    parsed: models.Parsed | None = None
+    parsed: op_config.Parsed | None = None
     perf_params: dict[str, Any] | None = None
 
     @property
@@ -78,7 +80,7 @@ def build_rows(ctx: TraceContext, calls: list[Call]) -> dict[str, list[Row]]:
             r.values["Percentage (%)"] = pct
             r.values["Cumulative Percentage (%)"] = cum
             r.values["enhanced_category"] = cat
-            r.values["display_name"] = OP_CATEGORY[cat]
+            r.values["display_name"] = DISPLAY_NAMES[cat]
     return out
 
 
@@ -115,7 +117,7 @@ def _parse_row(ctx: TraceContext, row: Row, fwd_params: dict[int, dict[str, Any]
         if base:
             given = {**base, **(given or {})}
     if c.kind == "graph":
-        parsed = models.Parsed(
+        parsed = op_config.Parsed(
             None,
             "CUDA/HIP-graph replay: the kernels carry no tensor shapes and there is no CPU op per call; "
             "the workload comes from the step annotation only",
@@ -123,14 +125,14 @@ def _parse_row(ctx: TraceContext, row: Row, fwd_params: dict[int, dict[str, Any]
             c.direction,
         )
     else:
-        parsed = models.parse(name, c.dims, c.types, c.concrete, given)
+        parsed = op_config.parse(name, c.dims, c.types, c.concrete, given)
     atype = c.attention_type or parsed.attention_type
     if atype in (None, "unknown"):
         atype = _type_from_kernels(ctx, row) or atype
     parsed.attention_type = atype
     row.parsed = parsed
     if parsed.config is not None:
-        params = models.perf_params_from_config(parsed.config, atype)
+        params = op_config.perf_params_from_config(parsed.config, atype)
         params.update({k: v for k, v in extra.items() if k not in params})
         row.perf_params = params
     elif given:
@@ -145,7 +147,7 @@ def _type_from_kernels(ctx: TraceContext, row: Row) -> str | None:
     if len(rows) == 0:
         return None
     names = [ctx.ev.names[int(c)] for c in ctx.ev.gpu["name"][rows].tolist()]
-    verdict = models.classify_kernels(names, np.maximum(ctx.ev.gpu["dur"][rows], 0.0).tolist())
+    verdict = classify_kernels(names, np.maximum(ctx.ev.gpu["dur"][rows], 0.0).tolist())
     atype = getattr(verdict, "attention_type", None)
     return str(getattr(atype, "value", atype)) if atype is not None else None
 
@@ -162,7 +164,7 @@ def _call_kernel_times(ctx: TraceContext, calls: list[Call]) -> tuple[np.ndarray
     ev = ctx.ev
     start = ev.gpu["ts"][rows]
     dur = np.maximum(ev.gpu["dur"][rows], 0.0)
-    aux_name = np.array([models.is_auxiliary_kernel(nm) for nm in ev.names], dtype=bool)
+    aux_name = np.array([is_auxiliary_kernel(nm) for nm in ev.names], dtype=bool)
     aux = aux_name[ev.gpu["name"][rows]]
     total = union_by_group(gid, start, dur, n)
     main = union_by_group(gid[~aux], start[~aux], dur[~aux], n)
@@ -223,7 +225,7 @@ def _row_values(ctx: TraceContext, row: Row) -> dict[str, Any]:
     parsed = row.parsed
     v: dict[str, Any] = {
         "name": c0.name,
-        "op category": OP_CATEGORY[row.category],
+        "op category": DISPLAY_NAMES[row.category],
         "process_name": labels[0],
         "process_label": labels[1],
         "thread_name": labels[2],
@@ -321,7 +323,7 @@ def _kernel_details(ctx: TraceContext, calls: list[Call]) -> list[dict[str, Any]
                     "std_dev_duration_us": float(d.std()),
                     "min_duration_us": float(d.min()),
                     "max_duration_us": float(d.max()),
-                    "auxiliary": bool(models.is_auxiliary_kernel(nm)),
+                    "auxiliary": bool(is_auxiliary_kernel(nm)),
                 },
             )
         )

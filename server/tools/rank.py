@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from server.folder.outputs import write_metrics, write_roofline_table
 from server.scoring.category import score_category
+from server.scoring.outputs import write_metrics, write_roofline_table
 from server.scoring.ranking import build_metrics
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg, BytesModelArg, CategoryArg, OutputDir, PeaksUsed, ScopeArg, resolve_output_dir

@@ -9,10 +9,10 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from perf_models.errors import PerfModelError
-from server.folder.outputs import write_roofline_table
 from server.numbers import finite
 from server.scoring.arch import ResolvedArch
 from server.scoring.category import score_category
+from server.scoring.outputs import write_roofline_table
 from server.scoring.records import RooflineTable
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg, BytesModelArg, CategoryArg, OutputDir, PeaksUsed, resolve_output_dir

@@ -1,0 +1,205 @@
+"""The package layers point one way, read from the code's own imports with `ast` (function-level imports too).
+
+perf_models ← server basics ← {writers, folder, ingest, scoring, findings, render, synthetic} ← tools ← prompts ←
+{mcp_server, cli}. Nothing imports the CLI but the CLI; nothing below the tools imports mcp or argparse; no
+import cycles; no importlib tricks or `except ImportError` around the project's own modules.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("perf_models", "server", "prompts")
+
+# Lower number = lower layer. A module may import only its own layer or lower ones (and never in a cycle).
+LAYERS: dict[str, int] = {
+    "perf_models": 0,
+    "server": 1,  # server/__init__ and the basics at the package's top level (errors, roots, vocab, numbers, ...)
+    "server.writers": 2,
+    "server.folder": 3,
+    "server.findings": 3,
+    "server.render": 3,
+    "server.ingest": 4,
+    "server.synthetic": 4,
+    "server.scoring": 4,
+    "server.tools": 5,
+    "prompts": 6,
+    "server.mcp_server": 7,
+    "server.cli": 8,
+}
+MAX_MODULE_LINES = 900
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in (REPO / pkg).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            out[name] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _layer(module: str) -> int:
+    best = ""
+    for prefix in LAYERS:
+        if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+            best = prefix
+    return LAYERS[best]
+
+
+def _imports(path: Path) -> Iterator[tuple[str, int]]:
+    """(imported module, line) for every import in the file, at any depth."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module, node.lineno
+            for alias in node.names:  # `from server.tools import load` imports the module server.tools.load
+                sub = f"{node.module}.{alias.name}"
+                if sub in MODULES:
+                    yield sub, node.lineno
+
+
+def _project_edges() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {m: set() for m in MODULES}
+    for name, path in MODULES.items():
+        for target, _ in _imports(path):
+            if target in MODULES and target != name:
+                edges[name].add(target)
+    return edges
+
+
+def test_no_relative_imports() -> None:
+    bad = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                bad.append(f"{name}:{node.lineno}")
+    assert not bad, f"relative imports (use absolute ones): {bad}"
+
+
+def test_layers_point_one_way() -> None:
+    bad = []
+    for name, path in MODULES.items():
+        for target, line in _imports(path):
+            if target in MODULES and _layer(target) > _layer(name):
+                bad.append(f"{path.relative_to(REPO)}:{line} imports {target} (a higher layer)")
+    assert not bad, "\n".join(bad)
+
+
+def test_only_the_cli_imports_the_cli() -> None:
+    bad = [
+        f"{path.relative_to(REPO)}:{line}"
+        for name, path in MODULES.items()
+        if not name.startswith("server.cli")
+        for target, line in _imports(path)
+        if target == "server.cli" or target.startswith("server.cli.")
+    ]
+    assert not bad, bad
+
+
+@pytest.mark.parametrize(
+    ("library", "allowed"), [("mcp", ("server.mcp_server",)), ("argparse", ("server.cli", "prompts"))]
+)
+def test_protocol_and_argparse_stay_at_the_top(library: str, allowed: tuple[str, ...]) -> None:
+    bad = [
+        f"{path.relative_to(REPO)}:{line}"
+        for name, path in MODULES.items()
+        if not any(name == a or name.startswith(a + ".") for a in allowed)
+        for target, line in _imports(path)
+        if target == library or target.startswith(library + ".")
+    ]
+    assert not bad, f"{library} imported below its layer: {bad}"
+
+
+def test_perf_models_imports_nothing_of_ours_but_itself() -> None:
+    bad = [
+        f"{path.relative_to(REPO)}:{line} imports {target}"
+        for name, path in MODULES.items()
+        if name.startswith("perf_models")
+        for target, line in _imports(path)
+        if target.split(".")[0] in ("server", "prompts", "mcp")
+    ]
+    assert not bad, bad
+
+
+def test_no_import_cycles() -> None:
+    edges = _project_edges()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            # a package's __init__ importing its own submodules is a re-export, not a cycle of meaning
+            if len(comp) > 1 and not _reexport_only(comp, edges):
+                cycles.append(sorted(comp))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def _reexport_only(comp: list[str], edges: dict[str, set[str]]) -> bool:
+    """True when the cycle only exists through package __init__ files re-exporting their own submodules."""
+    inits = {m for m in comp if MODULES[m].name == "__init__.py"}
+    rest = [m for m in comp if m not in inits]
+    return bool(inits) and all(not (edges[m] & set(rest)) for m in rest)
+
+
+def test_no_dynamic_imports_of_our_modules() -> None:
+    bad = []
+    for name, path in MODULES.items():
+        text = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                "import_module",
+                "__import__",
+            ):
+                bad.append(f"{name}:{node.lineno} dynamic import")
+            if isinstance(node, ast.ExceptHandler) and node.type is not None:
+                names = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
+                if names & {"ImportError", "ModuleNotFoundError"}:
+                    bad.append(f"{name}:{node.lineno} except ImportError")
+    assert not bad, bad
+
+
+def test_no_module_is_oversized() -> None:
+    big = {
+        str(path.relative_to(REPO)): n
+        for path in MODULES.values()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not big, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {big}"
