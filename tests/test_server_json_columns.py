@@ -1,4 +1,4 @@
-"""server.writers.json_columns: a document written column-wise is byte-for-byte orjson's indented dump of the dicts."""
+"""server.writers.json_columns: a document written column-wise is byte-for-byte orjson's compact dump of the dicts."""
 
 from __future__ import annotations
 

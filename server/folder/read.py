@@ -163,15 +163,35 @@ def load_category(output_dir: Path, category: str) -> CategoryData:
     return data
 
 
+_READ_CHUNK_ROWS = 8192
+
+
 def _read_csv(path: Path) -> pd.DataFrame:
+    """The ops CSV, read a block of rows at a time with every repeated text cell kept once.
+
+    Real ops CSVs repeat their large cells (call stacks of 1-4 KB, kernel summaries) across thousands of rows;
+    read whole, each row's copy is its own Python string (a 100k-row, 400 MB CSV then needs ~600 MB). Interning
+    each block's text cells as it arrives keeps one copy of each distinct value, so memory follows the distinct
+    content, and the run is no slower than one `read_csv` call."""
+    distinct: dict[str, str] = {}
+    blocks = []
     try:
-        df = pd.read_csv(path, dtype={"name": str}, keep_default_na=True, low_memory=False)
+        with pd.read_csv(path, dtype={"name": str}, keep_default_na=True, chunksize=_READ_CHUNK_ROWS) as reader:
+            for block in reader:
+                for col in block.columns:
+                    if block[col].dtype.kind in "OT":
+                        cells = block[col].to_numpy(dtype=object)
+                        shared = [distinct.setdefault(v, v) if type(v) is str else v for v in cells.tolist()]
+                        block[col] = pd.Series(shared, index=block.index, dtype=object)
+                blocks.append(block)
     except pd.errors.EmptyDataError:
         raise InputError(f"{path}: the CSV is empty — regenerate it (analyze_trace) or delete it for NO_DATA") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InputError(f"{path}: not a readable CSV ({first}) — regenerate it with analyze_trace") from None
-    return df
+    if not blocks:  # a header and no rows
+        return pd.read_csv(path, dtype={"name": str}, nrows=0)
+    return blocks[0] if len(blocks) == 1 else pd.concat(blocks, ignore_index=True)
 
 
 def _validate_columns(df: pd.DataFrame, path: Path) -> None:

@@ -19,7 +19,10 @@ from server.scoring.records import RooflineTable
 from server.writers.atomic_stream import atomic_writer
 from server.writers.csv_columns import frame_csv_chunks
 
-_LIST_COLUMNS = ("warnings", "module_chain", "call_chain")
+_LIST_COLUMNS = ("warnings",)
+# Left out of the roofline CSV: they repeat what the ops CSV and the metrics JSON hold (the call stack, full kernel
+# names) and would make the table ~5x larger and slower to write; `row` joins it back to the ops CSV.
+_NOT_IN_CSV = ("call_chain", "module_chain", "kernel_name", "dominant_kernel")
 
 
 def roofline_csv_path(data: CategoryData) -> Path:
@@ -33,12 +36,13 @@ def metrics_path(data: CategoryData) -> Path:
 def write_roofline_table(
     data: CategoryData, table: RooflineTable, written: dict[Path, FileStamp] | None = None
 ) -> Path:
-    """`<cat>_roofline.csv`: every record, list columns as their repr."""
+    """`<cat>_roofline.csv`: every record (one row per ops-CSV row; `row` is its index there), lists as their repr."""
     path = roofline_csv_path(data)
     if written is not None and path in written and written[path] == file_stamp(path):
         return path
+    columns = [c for c in table.records.columns if c not in _NOT_IN_CSV]
     with atomic_writer(path) as fh:
-        for piece in frame_csv_chunks(table.records, codes=lambda col: _csv_codes(table, col)):
+        for piece in frame_csv_chunks(table.records[columns], codes=lambda col: _csv_codes(table, col)):
             fh.write(piece)
     if written is not None:
         written[path] = file_stamp(path)

@@ -1,21 +1,22 @@
-"""Write a JSON document whose one big list of objects is built column by column, in pieces.
+"""Write a compact JSON document whose one big list of objects is built column by column, in pieces.
 
-A metrics document holds one object per op row (10^5 rows: ~350 MB of indented JSON). Building 10^5 nested
-dicts and serializing them at once takes seconds and several GB; here each field of the per-row object is a
-column of ready JSON texts (numbers formatted by orjson from numpy arrays, repeated strings encoded once),
-and rows are assembled a chunk at a time with C-level joins. The bytes are exactly those of
-`orjson.dumps(doc, option=OPT_INDENT_2 | ...) + b"\\n"` with the list in place (tests/test_server_json_columns.py
-checks it against orjson on every kind of field).
+Why hand-written: a metrics document holds one object of ~70 values per op row; on 10^5 rows with real call
+stacks that is ~500 MB of JSON. Building the 10^5 nested dicts and handing them to orjson (the fastest JSON
+library) takes ~2.3 s and holds every dict and the whole output in memory at once; no library writes a list
+of records from columns. Here each field of the per-row object is a column of ready JSON texts (numbers
+formatted by orjson from numpy arrays, each distinct string or list encoded once) and rows are joined a chunk
+at a time with C-level joins, streamed to the file. The bytes are exactly those of
+`orjson.dumps(doc, option=OPT_SERIALIZE_NUMPY | OPT_NON_STR_KEYS) + b"\\n"` with the list in place
+(tests/test_server_json_columns.py checks it against orjson on every kind of field).
 
 An item is an `Obj` of `Field`s; a field's value is a nested `Obj` or a `Column` that gives the JSON text of
-rows [start, stop). Multi-line values (lists, dicts) are indented for their depth by the column. Runs of
-consecutive fields whose columns have few distinct values are pre-rendered once per distinct combination,
-so a row is joined from a few dozen pieces rather than a hundred and more.
+rows [start, stop). Runs of consecutive fields whose columns have few distinct values are pre-rendered once per
+distinct combination, so a row is joined from a few dozen pieces rather than a hundred and more.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any, Protocol
@@ -24,7 +25,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
-DUMPS_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
+DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 _PLACEHOLDER = "\ue000sdpa-analyzer:list\ue001"  # private-use characters: never in real data
 CHUNK_ROWS = 1024
@@ -40,12 +41,12 @@ Coded = tuple[np.ndarray, Sequence[bytes]]  # every row's code (>= 0) and the te
 
 
 class Column:
-    """JSON texts of a column's rows [start, stop); `indent` is the indentation of the line holding the key."""
+    """JSON texts of a column's rows [start, stop)."""
 
-    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+    def texts(self, start: int, stop: int) -> list[bytes]:
         raise NotImplementedError
 
-    def coded(self, indent: bytes) -> Coded | None:
+    def coded(self) -> Coded | None:
         """Every row's code and the texts of the codes, when the column has few distinct values."""
         return None
 
@@ -80,10 +81,10 @@ class Numbers(Column):
         arr = np.asarray(values, dtype=float)
         self.values = np.round(arr, ndigits) if ndigits is not None else arr
 
-    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+    def texts(self, start: int, stop: int) -> list[bytes]:
         return _split_array(self.values[start:stop])
 
-    def coded(self, indent: bytes) -> Coded | None:
+    def coded(self) -> Coded | None:
         if not _maybe_few(self.values):
             return None
         codes, uniques = pd.factorize(self.values, use_na_sentinel=True)
@@ -105,14 +106,14 @@ class Ints(Column):
         self.ok = ok
         self.all_ok = bool(ok.all())
 
-    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+    def texts(self, start: int, stop: int) -> list[bytes]:
         out = _split_array(self.values[start:stop])
         if not self.all_ok:
             for j in np.flatnonzero(~self.ok[start:stop]).tolist():
                 out[j] = b"null"
         return out
 
-    def coded(self, indent: bytes) -> Coded | None:
+    def coded(self) -> Coded | None:
         if not _maybe_few(self.values):
             return None
         codes, uniques = pd.factorize(self.values)
@@ -125,10 +126,10 @@ class Bools(Column):
     def __init__(self, values: Any) -> None:
         self.values = np.asarray(values, dtype=bool)
 
-    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+    def texts(self, start: int, stop: int) -> list[bytes]:
         return _BOOL_TEXT[self.values[start:stop].view(np.uint8)].tolist()
 
-    def coded(self, indent: bytes) -> Coded | None:
+    def coded(self) -> Coded | None:
         return self.values.astype(np.int64), [b"false", b"true"]
 
 
@@ -142,11 +143,11 @@ class Const(Column):
         self.value = value
         self.rows = rows
 
-    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
-        return [_encode(self.value, indent)] * (stop - start)
+    def texts(self, start: int, stop: int) -> list[bytes]:
+        return [_encode(self.value)] * (stop - start)
 
-    def coded(self, indent: bytes) -> Coded | None:
-        return np.zeros(self.rows, dtype=np.int64), [_encode(self.value, indent)]
+    def coded(self) -> Coded | None:
+        return np.zeros(self.rows, dtype=np.int64), [_encode(self.value)]
 
 
 class Values(Column):
@@ -158,22 +159,22 @@ class Values(Column):
 
     def __init__(self, values: Sequence[Any]) -> None:
         self.values = values if isinstance(values, list) else list(values)
-        self._by_indent: dict[bytes, tuple[np.ndarray, list[bytes]]] = {}
+        self._coded: tuple[np.ndarray, list[bytes]] | None = None
 
-    def coded(self, indent: bytes) -> Coded:
-        if indent not in self._by_indent:
+    def coded(self) -> Coded:
+        if self._coded is None:
             keys = [(id(v),) if type(v) in _UNHASHABLE or not _hashable(v) else (type(v), v) for v in self.values]
             index: dict[Any, Any] = dict.fromkeys(keys)
             for k, key in enumerate(index):
                 index[key] = k
             codes = np.fromiter(map(index.__getitem__, keys), dtype=np.int64, count=len(keys))
             firsts = np.unique(codes, return_index=True)[1] if len(codes) else np.zeros(0, dtype=np.int64)
-            texts = [_encode(self.values[i], indent) for i in firsts.tolist()]
-            self._by_indent[indent] = (codes, texts)
-        return self._by_indent[indent]
+            texts = [_encode(self.values[i]) for i in firsts.tolist()]
+            self._coded = (codes, texts)
+        return self._coded
 
-    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
-        codes, texts = self.coded(indent)
+    def texts(self, start: int, stop: int) -> list[bytes]:
+        codes, texts = self.coded()
         return np.array(texts, dtype=object)[codes[start:stop]].tolist() if stop > start else []
 
 
@@ -203,7 +204,7 @@ class Texts(Column):
             self._encoded[-1] = b"null"  # code -1
         return self._encoded
 
-    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+    def texts(self, start: int, stop: int) -> list[bytes]:
         if _few(len(self.uniques), len(self.codes)):
             return self._table()[self.codes[start:stop]].tolist()
         # mostly distinct values (whole cells of the CSV): encoded chunk by chunk, never all held at once
@@ -212,7 +213,7 @@ class Texts(Column):
             return encode_strings(list(map(self.uniques.__getitem__, codes.tolist())))
         return encode_strings([None if c < 0 else self.uniques[c] for c in codes.tolist()])
 
-    def coded(self, indent: bytes) -> Coded | None:
+    def coded(self) -> Coded | None:
         if not _few(len(self.uniques) + 1, len(self.codes)):
             return None
         table = self._table()
@@ -234,7 +235,7 @@ def encode_strings(values: Sequence[Any]) -> list[bytes]:
     out: list[bytes] = [b"null"] * len(values)
     if strings:
         texts = values if strings is values else [values[i] for i in strings]
-        body = orjson.dumps(texts, option=orjson.OPT_INDENT_2)
+        body = orjson.dumps(texts, option=orjson.OPT_INDENT_2)  # a JSON string holds no raw newline: split on them
         parts = body[4:-2].split(b",\n  ")
         if len(parts) != len(strings):  # cannot happen for valid JSON; stay correct regardless
             parts = [orjson.dumps([t])[1:-1] for t in texts]
@@ -244,7 +245,7 @@ def encode_strings(values: Sequence[Any]) -> list[bytes]:
             out[i] = text
     for i, v in enumerate(values):
         if type(v) is not str and v is not None:
-            out[i] = _encode(v, b"")
+            out[i] = _encode(v)
     return out
 
 
@@ -254,45 +255,31 @@ class Sparse(Column):
     def __init__(self, values: dict[int, Any]) -> None:
         self.values = values
 
-    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+    def texts(self, start: int, stop: int) -> list[bytes]:
         out: list[Any] = [None] * (stop - start)
         for i, v in self.values.items():
             if start <= i < stop:
-                out[i - start] = _encode(v, indent)
+                out[i - start] = _encode(v)
         return out
 
 
 class Pair(Column):
-    """A two-number list (`[lo, hi]`, written on three lines) from two columns."""
+    """A two-number list (`[lo,hi]`) from two columns."""
 
     def __init__(self, first: Column, second: Column) -> None:
         self.first, self.second = first, second
 
-    def _wrap(self, a: bytes, b: bytes, indent: bytes) -> bytes:
-        inner = b"\n" + indent + b"  "
-        return b"[" + inner + a + b"," + inner + b + b"\n" + indent + b"]"
+    def texts(self, start: int, stop: int) -> list[bytes]:
+        lo, hi = self.first.texts(start, stop), self.second.texts(start, stop)
+        return [b"[" + a + b"," + b + b"]" for a, b in zip(lo, hi, strict=True)]
 
-    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
-        lo, hi = self.first.texts(start, stop, indent), self.second.texts(start, stop, indent)
-        return [self._wrap(a, b, indent) for a, b in zip(lo, hi, strict=True)]
-
-    def coded(self, indent: bytes) -> Coded | None:
-        a, b = self.first.coded(indent), self.second.coded(indent)
+    def coded(self) -> Coded | None:
+        a, b = self.first.coded(), self.second.coded()
         if a is None or b is None:
             return None
         joint, _ = pd.factorize(a[0] * len(b[1]) + b[0])
         firsts = np.unique(joint, return_index=True)[1].tolist()
-        return joint, [self._wrap(a[1][a[0][i]], b[1][b[0][i]], indent) for i in firsts]
-
-
-class Apply(Column):
-    """Rows' texts from a function of (start, stop, indent): for columns with their own logic."""
-
-    def __init__(self, fn: Callable[[int, int, bytes], list[bytes]]) -> None:
-        self.fn = fn
-
-    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
-        return self.fn(start, stop, indent)
+        return joint, [b"[" + a[1][a[0][i]] + b"," + b[1][b[0][i]] + b"]" for i in firsts]
 
 
 class _Combined(Column):
@@ -302,7 +289,7 @@ class _Combined(Column):
         self.codes = codes
         self.table = np.array(texts, dtype=object)
 
-    def texts(self, start: int, stop: int, indent: bytes) -> list[bytes]:
+    def texts(self, start: int, stop: int) -> list[bytes]:
         return self.table[self.codes[start:stop]].tolist()
 
 
@@ -312,42 +299,36 @@ def _split_array(arr: np.ndarray) -> list[bytes]:
     return orjson.dumps(np.ascontiguousarray(arr), option=_NUMPY)[1:-1].split(b",")
 
 
-def _encode(value: Any, indent: bytes) -> bytes:
-    """orjson's indented text of a value whose key sits on a line indented by `indent`.
-
-    Always a new, exactly sized bytes object: orjson's own result keeps kilobytes of spare capacity.
-    """
-    text = orjson.dumps(value, option=DUMPS_OPTIONS)
-    if b"\n" in text:
-        return text.replace(b"\n", b"\n" + indent)
-    return orjson.dumps([value], option=DUMPS_OPTIONS & ~orjson.OPT_INDENT_2)[1:-1]
+def _encode(value: Any) -> bytes:
+    """orjson's text of a value, as a new exactly sized bytes object (orjson's own result keeps kilobytes of spare
+    capacity, which 10^5 held values would turn into hundreds of MB)."""
+    return orjson.dumps([value], option=DUMPS_OPTIONS)[1:-1]
 
 
 # ---------------------------------------------------------------- rendering
-Part = bytes | tuple[Column, bytes] | tuple[Column, bytes, bytes]
+Part = bytes | tuple[Column] | tuple[Column, bytes]
 
 
-def _plan(obj: Obj, indent: bytes) -> list[Part]:
-    """An object opened on a line indented by `indent`: constant bytes and (column, indent[, optional prefix])."""
+def _plan(obj: Obj) -> list[Part]:
+    """An object as constant bytes and (column[, the prefix an optional field writes before its value])."""
     if not obj.fields:
         return [b"{}"]
-    inner = indent + b"  "
     parts: list[Part] = [b"{"]
     for k, f in enumerate(obj.fields):
-        key = orjson.dumps(f.key) + b": "
+        key = orjson.dumps(f.key) + b":"
         if f.optional:
             if k == 0:
                 raise ValueError(f"optional field {f.key!r} cannot be an object's first field")
             if isinstance(f.value, Obj):
                 raise ValueError(f"optional field {f.key!r} must be a Column")
-            parts.append((f.value, inner, b",\n" + inner + key))
+            parts.append((f.value, b"," + key))
             continue
-        parts.append((b",\n" if k else b"\n") + inner + key)
+        parts.append((b"," if k else b"") + key)
         if isinstance(f.value, Obj):
-            parts.extend(_plan(f.value, inner))
+            parts.extend(_plan(f.value))
         else:
-            parts.append((f.value, inner))
-    parts.append(b"\n" + indent + b"}")
+            parts.append((f.value,))
+    parts.append(b"}")
     return _merge(parts)
 
 
@@ -373,10 +354,10 @@ def _combine_runs(parts: list[Part], n: int) -> list[Part]:
         if len(columns) >= 2:
             firsts = np.unique(joint, return_index=True)[1].tolist()
             texts = [b"".join(p[0] if isinstance(p[0], bytes) else p[0][1][p[0][0][i]] for p in run) for i in firsts]
-            out.append((_Combined(joint, texts), b""))
+            out.append((_Combined(joint, texts),))
         else:
             for p in run:
-                out.append(p[0] if isinstance(p[0], bytes) else (_Combined(*p[0]), b""))
+                out.append(p[0] if isinstance(p[0], bytes) else (_Combined(*p[0]),))
         run.clear()
         joint = np.zeros(n, dtype=np.int64)
 
@@ -384,7 +365,7 @@ def _combine_runs(parts: list[Part], n: int) -> list[Part]:
         if isinstance(p, bytes):
             run.append((p,))
             continue
-        coded = p[0].coded(p[1]) if len(p) == 2 else None
+        coded = p[0].coded() if len(p) == 1 else None
         if coded is None:
             flush()
             out.append(p)
@@ -408,11 +389,11 @@ def render_rows(parts: list[Part], start: int, stop: int) -> list[bytes]:
     for p in parts:
         if isinstance(p, bytes):
             iterables.append(repeat(p))
-        elif len(p) == 2:
-            iterables.append(p[0].texts(start, stop, p[1]))
+        elif len(p) == 1:
+            iterables.append(p[0].texts(start, stop))
         else:
-            raw = p[0].texts(start, stop, p[1])
-            iterables.append([b"" if t is None else p[2] + t for t in raw])
+            raw = p[0].texts(start, stop)
+            iterables.append([b"" if t is None else p[1] + t for t in raw])
     if all(isinstance(it, repeat) for it in iterables):  # no column: zip would never stop
         return [b"".join(next(it) for it in iterables)] * (stop - start)
     return list(map(b"".join, zip(*iterables, strict=False)))
@@ -421,27 +402,21 @@ def render_rows(parts: list[Part], start: int, stop: int) -> list[bytes]:
 def write_document(
     fh: Sink, doc: dict[str, Any], list_key: str, item: Obj, n: int, chunk_rows: int = CHUNK_ROWS
 ) -> None:
-    """Write `doc` with doc[list_key] = the n rendered items, as orjson.dumps(doc, OPT_INDENT_2) + b"\\n"."""
+    """Write `doc` with doc[list_key] = the n rendered items, as orjson.dumps(doc, DUMPS_OPTIONS) + b"\\n"."""
     text = orjson.dumps({**doc, list_key: _PLACEHOLDER}, option=DUMPS_OPTIONS)
     marker = orjson.dumps(_PLACEHOLDER)
     at = text.find(marker)
     if at < 0 or text.find(marker, at + 1) >= 0:
         raise RuntimeError("the list placeholder is not unique in the document")
     view = memoryview(text)
-    line_start = text.rfind(b"\n", 0, at) + 1
-    key_indent = b" " * (len(text[line_start:at]) - len(text[line_start:at].lstrip(b" ")))
-    item_indent = key_indent + b"  "
     fh.write(bytes(view[:at]))
-    if n == 0:
-        fh.write(b"[]")
-    else:
-        parts = _combine_runs(_plan(item, item_indent), n)
-        fh.write(b"[\n" + item_indent)
-        sep = b",\n" + item_indent
+    fh.write(b"[")
+    if n:
+        parts = _combine_runs(_plan(item), n)
         for start in range(0, n, chunk_rows):
             if start:
-                fh.write(sep)
-            fh.write(sep.join(render_rows(parts, start, min(n, start + chunk_rows))))
-        fh.write(b"\n" + key_indent + b"]")
+                fh.write(b",")
+            fh.write(b",".join(render_rows(parts, start, min(n, start + chunk_rows))))
+    fh.write(b"]")
     fh.write(view[at + len(marker) :])
     fh.write(b"\n")
