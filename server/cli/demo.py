@@ -6,7 +6,7 @@ from pathlib import Path
 
 from server.cli.main import human_rank, human_roofline
 from server.roots import DataRoots
-from server.synthetic.generator import build_trace, demo_calls, write_trace
+from server.synthetic import build_trace, demo_calls, write_trace
 from server.tools.plot_service import write_report
 from server.tools.service import compute_roofline, rank_findings
 from server.tools.trace_service import analyze
