@@ -186,6 +186,60 @@ def scalar_mul_functor(at: str) -> str:
     return f"at::native::AUnaryFunctor<{at}, {at}, {at}, at::native::binary_internal::MulFunctor<float> >"
 
 
+def add_functor(at: str) -> str:
+    return f"at::native::CUDAFunctor_add<{at}>"
+
+
+def silu_functor(at: str) -> str:
+    return (f"at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{{lambda()#1}}::operator()"
+            f"() const::{{lambda()#7}}::operator()() const::{{lambda({at})#1}}")
+
+
+def neg_functor(at: str) -> str:
+    return (f"at::native::neg_kernel_cuda(at::TensorIteratorBase&)::{{lambda()#2}}::operator()() const::"
+            f"{{lambda()#8}}::operator()() const::{{lambda({at})#1}}")
+
+
+# fp32-only element-wise lambdas (RMSNorm runs them on the upcast activations)
+POW_FLOAT_FUNCTOR = ("at::native::(anonymous namespace)::pow_tensor_scalar_kernel_impl<float, float>("
+                     "at::TensorIteratorBase&, float)::{lambda(float)#2}")
+RSQRT_FLOAT_FUNCTOR = ("at::native::(anonymous namespace)::rsqrt_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::"
+                       "operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}")
+
+
+def dropout_kernel(dtype: str, dur_ns: int, numel: int) -> Kernel:
+    at = ATEN_TYPE[dtype]
+    name = (f"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<{at}, float, unsigned int, "
+            f"1, 4, bool>(at::cuda::detail::TensorInfo<{at} const, unsigned int>, at::cuda::detail::"
+            f"TensorInfo<{at}, unsigned int>, at::cuda::detail::TensorInfo<bool, unsigned int>, unsigned "
+            f"int, float, at::PhiloxCudaState)")
+    return Kernel(name, dur_ns, (max(1, cdiv(numel, 1024)), 1, 1), (256, 1, 1))
+
+
+def layer_norm_kernel(dtype: str, dur_ns: int, rows: int) -> Kernel:
+    at = ATEN_TYPE[dtype]
+    name = (f"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<{at}, float>(int, float, "
+            f"{at} const*, {at} const*, {at} const*, float*, float*, {at}*)")
+    return Kernel(name, dur_ns, (rows, 1, 1), (32, 4, 1), "native", 34, 24, "filler")
+
+
+def mean_float_kernel(dur_ns: int, rows: int) -> Kernel:
+    """``x.float().mean(-1)``: one reduction block per row."""
+    mean = "at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4>"
+    return Kernel(f"void at::native::reduce_kernel<512, 1, {mean} >({mean})", dur_ns, (rows, 1, 1), (32, 16, 1),
+                  "native", 32, 16, "filler")
+
+
+def cat_kernel(dur_ns: int, numel: int) -> Kernel:
+    """``torch.cat`` of two 2-byte tensors along the last dim (RoPE's rotate_half)."""
+    name = ("void at::native::(anonymous namespace)::CatArrayBatchedCopy_aligned16_contig<at::native::"
+            "(anonymous namespace)::OpaqueType<2u>, unsigned int, 4, 128, 1>(at::native::(anonymous namespace)"
+            "::OpaqueType<2u>*, at::native::(anonymous namespace)::CatArrInputTensorMetadata<at::native::"
+            "(anonymous namespace)::OpaqueType<2u>, unsigned int, 128, 1>, at::native::(anonymous namespace)::"
+            "TensorSizeStride<unsigned int, 4u>, int, unsigned int)")
+    return Kernel(name, dur_ns, (max(1, cdiv(numel, 4096)), 2, 1), (128, 1, 1), "native", 30, 0, "filler")
+
+
 def copy_kernel(gpu: Gpu, dtype: str, dur_ns: int, numel: int, role: str = "copy") -> Kernel:
     at = ATEN_TYPE[dtype]
     lam = (f"at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::{{lambda()#3}}::operator()() const::"

@@ -21,7 +21,7 @@ from server.synthetic.builder import FIRST_CORRELATION, FIRST_SEQUENCE, TraceBui
 from server.synthetic.calls import SyntheticAttentionCall
 from server.synthetic.envelope import metadata_events, span_events, to_us, trace_header
 from server.synthetic.gpus import DEFAULT_GPU, Gpu
-from server.synthetic.kernels import mul_functor
+from server.synthetic.kernels import add_functor, mul_functor, silu_functor
 from server.synthetic.ops.fillers import elementwise, linear, rmsnorm, rope
 from server.synthetic.ops.registry import emit_forward
 from server.synthetic.slots import ATEN_TYPE
@@ -112,16 +112,15 @@ def _large_step(b: TraceBuilder, gpu: Gpu, layers: int, step_no: int, attn: Synt
                     fwd = emit_forward(b, attn, 0, 0)
                     del fwd
                     linear(b, dt, tokens, hidden, hidden, b.rand_ns(20_000, 40_000))
-                add = f"at::native::CUDAFunctor_add<{ATEN_TYPE[dt]}>"
+                add = add_functor(ATEN_TYPE[dt])
                 elementwise(b, "aten::add", add, 3, [1, tokens, hidden], dt, b.rand_ns(3_000, 5_000))
                 rmsnorm(b, tokens, hidden, dt)
                 with b.module("LlamaMLP"):
                     linear(b, dt, tokens, hidden, 4 * hidden, b.rand_ns(60_000, 90_000))
                     linear(b, dt, tokens, hidden, 4 * hidden, b.rand_ns(60_000, 90_000))
                     at = ATEN_TYPE[dt]
-                    silu = (f"at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{{lambda()#1}}::"
-                            f"operator()() const::{{lambda()#7}}::operator()() const::{{lambda({at})#1}}")
-                    elementwise(b, "aten::silu", silu, 2, [1, tokens, 4 * hidden], dt, b.rand_ns(6_000, 9_000))
+                    elementwise(b, "aten::silu", silu_functor(at), 2, [1, tokens, 4 * hidden], dt,
+                                b.rand_ns(6_000, 9_000))
                     mul = mul_functor(at)
                     elementwise(b, "aten::mul", mul, 3, [1, tokens, 4 * hidden], dt, b.rand_ns(8_000, 12_000))
                     linear(b, dt, tokens, 4 * hidden, hidden, b.rand_ns(60_000, 90_000))

@@ -27,10 +27,9 @@ from server.synthetic.builder import PTR, TraceBuilder
 from server.synthetic.calls import SyntheticAttentionCall
 from server.synthetic.envelope import metadata_events, span_events, to_us, trace_header
 from server.synthetic.gpus import DEFAULT_GPU, Gpu, lookup_gpu
-from server.synthetic.ops import vllm
 from server.synthetic.ops.common import ForwardPass, empty
 from server.synthetic.ops.fillers import filler
-from server.synthetic.ops.registry import emit_backward, emit_forward
+from server.synthetic.ops.registry import emit_backward, emit_forward, step_annotation
 from server.synthetic.slots import N, S, T
 from server.synthetic.truth import SyntheticTrace
 from server.writers.atomic import write_bytes_atomic
@@ -85,8 +84,8 @@ def build_trace_with_truth(
     dtype = calls[0].dtype if calls else "bf16"
     with b.py("train.py(112): <module>"), b.py("train.py(97): main"):
         step_scope = b.annotation(f"ProfilerStep#{step}") if with_profiler_step else nullcontext()
-        vllm_call = next((c for c in calls if c.flavour == "vllm_paged"), None)
-        batch_scope = b.annotation(vllm.batch_annotation(vllm_call)) if vllm_call is not None else nullcontext()
+        engine_step = step_annotation(calls)
+        batch_scope = b.annotation(engine_step) if engine_step is not None else nullcontext()
         with step_scope, b.py("train.py(64): run_step"), batch_scope:
             if with_memcpy:
                 with b.py(f"<built-in method to of Tensor object at {PTR}>"), \

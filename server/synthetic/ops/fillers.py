@@ -8,10 +8,22 @@ from collections.abc import Sequence
 
 from server.synthetic.builder import PTR, TraceBuilder, module_source
 from server.synthetic.calls import SyntheticAttentionCall
-from server.synthetic.kernels import Kernel, copy_kernel, gemm_kernel, mul_functor, vec_kernel
+from server.synthetic.kernels import (
+    POW_FLOAT_FUNCTOR,
+    RSQRT_FLOAT_FUNCTOR,
+    add_functor,
+    cat_kernel,
+    copy_kernel,
+    gemm_kernel,
+    layer_norm_kernel,
+    mean_float_kernel,
+    mul_functor,
+    neg_functor,
+    silu_functor,
+    vec_kernel,
+)
 from server.synthetic.ops.common import empty, empty_like, transpose
 from server.synthetic.slots import ATEN_TYPE, ELEM_BYTES, SCALAR_CODE, L, N, S, Slot, T, row_major
-from server.synthetic.units import cdiv
 
 
 def filler(b: TraceBuilder, kind: int, dtype: str, tokens: int, hidden: int) -> None:
@@ -24,8 +36,8 @@ def filler(b: TraceBuilder, kind: int, dtype: str, tokens: int, hidden: int) -> 
     elif kind % 5 == 1:
         with b.py(f"<built-in method add of Tensor object at {PTR}>"), \
                 b.op("aten::add", [T(x, at), T(x, at), S(1)]):
-            b.launch(vec_kernel(b.gpu, f"at::native::CUDAFunctor_add<{at}>", 3, b.rand_ns(2_000, 8_000), numel,
-                                "filler", ELEM_BYTES[dtype]))
+            b.launch(vec_kernel(b.gpu, add_functor(at), 3, b.rand_ns(2_000, 8_000), numel, "filler",
+                                ELEM_BYTES[dtype]))
     elif kind % 5 == 2:
         with b.py("torch/nn/functional.py(2900): layer_norm"), \
                 b.op("aten::layer_norm", [T(x, at), L([hidden]), T([hidden], at), T([hidden], at), S(1e-5),
@@ -35,14 +47,11 @@ def filler(b: TraceBuilder, kind: int, dtype: str, tokens: int, hidden: int) -> 
             empty(b, x, SCALAR_CODE[dtype])
             empty(b, [tokens], 6)
             empty(b, [tokens], 6)
-            name = (f"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<{at}, float>(int, float, "
-                    f"{at} const*, {at} const*, {at} const*, float*, float*, {at}*)")
-            b.launch(Kernel(name, b.rand_ns(3_000, 6_000), (tokens, 1, 1), (32, 4, 1), "native", 34, 24, "filler"))
+            b.launch(layer_norm_kernel(dtype, b.rand_ns(3_000, 6_000), tokens))
     elif kind % 5 == 3:
-        lam = (f"at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{{lambda()#1}}::operator()"
-               f"() const::{{lambda()#7}}::operator()() const::{{lambda({at})#1}}")
         with b.py("torch/nn/functional.py(2380): silu"), b.op("aten::silu", [T(x, at)]):
-            b.launch(vec_kernel(b.gpu, lam, 2, b.rand_ns(2_000, 8_000), numel, "filler", ELEM_BYTES[dtype]))
+            b.launch(vec_kernel(b.gpu, silu_functor(at), 2, b.rand_ns(2_000, 8_000), numel, "filler",
+                                ELEM_BYTES[dtype]))
     else:
         functor = mul_functor(at)
         with b.py(f"<built-in method mul of Tensor object at {PTR}>"), \
@@ -82,20 +91,14 @@ def rmsnorm(b: TraceBuilder, tokens: int, hidden: int, dtype: str) -> None:
             empty_like(b, x, row_major(x), at, 6)
             with b.op("aten::copy_", [T(x, "float"), T(x, at), S(False)]):
                 b.launch(copy_kernel(b.gpu, dtype, b.rand_ns(2_500, 4_000), math.prod(x), "filler"))
-        pow_f = ("at::native::(anonymous namespace)::pow_tensor_scalar_kernel_impl<float, float>("
-                 "at::TensorIteratorBase&, float)::{lambda(float)#2}")
-        elementwise(b, "aten::pow", pow_f, 2, x, "fp32", b.rand_ns(2_000, 3_500), [S(2)])
-        mean = ("at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4>")
+        elementwise(b, "aten::pow", POW_FLOAT_FUNCTOR, 2, x, "fp32", b.rand_ns(2_000, 3_500), [S(2)])
         with b.op("aten::mean", [T(x, "float"), L([-1]), S(True), N()]):
-            b.launch(Kernel(f"void at::native::reduce_kernel<512, 1, {mean} >({mean})", b.rand_ns(2_500, 4_000),
-                            (tokens, 1, 1), (32, 16, 1), "native", 32, 16, "filler"))
-        elementwise(b, "aten::add", "at::native::CUDAFunctor_add<float>", 2, [1, tokens, 1], "fp32",
+            b.launch(mean_float_kernel(b.rand_ns(2_500, 4_000), tokens))
+        elementwise(b, "aten::add", add_functor("float"), 2, [1, tokens, 1], "fp32",
                     b.rand_ns(1_500, 2_500), [S(1e-6), S(1)])
-        rsqrt = ("at::native::(anonymous namespace)::rsqrt_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::"
-                 "operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}")
-        elementwise(b, "aten::rsqrt", rsqrt, 2, [1, tokens, 1], "fp32", b.rand_ns(1_500, 2_500))
-        mulf = "at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >"
-        elementwise(b, "aten::mul", mulf, 3, x, "fp32", b.rand_ns(2_500, 4_000), [T([1, tokens, 1], "float")])
+        elementwise(b, "aten::rsqrt", RSQRT_FLOAT_FUNCTOR, 2, [1, tokens, 1], "fp32", b.rand_ns(1_500, 2_500))
+        elementwise(b, "aten::mul", mul_functor("float"), 3, x, "fp32", b.rand_ns(2_500, 4_000),
+                    [T([1, tokens, 1], "float")])
         with b.op("aten::to", [T(x, "float"), S(SCALAR_CODE[dtype]), S(False), S(False), N()]), \
                 b.op("aten::_to_copy", [T(x, "float"), S(SCALAR_CODE[dtype]), N(), N(), N(), S(False), N()]):
             empty_like(b, x, row_major(x), "float", SCALAR_CODE[dtype])
@@ -115,17 +118,8 @@ def rope(b: TraceBuilder, c: SyntheticAttentionCall) -> None:
             half = [c.batch, heads, c.seq_q, c.head_dim_qk // 2]
             mul, cos = mul_functor(at), [T([1, 1, c.seq_q, c.head_dim_qk], at)]
             elementwise(b, "aten::mul", mul, 3, x, c.dtype, b.rand_ns(2_000, 4_000), cos)
-            neg = (f"at::native::neg_kernel_cuda(at::TensorIteratorBase&)::{{lambda()#2}}::operator()() const::"
-                   f"{{lambda()#8}}::operator()() const::{{lambda({at})#1}}")
-            elementwise(b, "aten::neg", neg, 2, half, c.dtype, b.rand_ns(1_500, 3_000))
-            cat = ("void at::native::(anonymous namespace)::CatArrayBatchedCopy_aligned16_contig<at::native::"
-                   "(anonymous namespace)::OpaqueType<2u>, unsigned int, 4, 128, 1>(at::native::(anonymous namespace)"
-                   "::OpaqueType<2u>*, at::native::(anonymous namespace)::CatArrInputTensorMetadata<at::native::"
-                   "(anonymous namespace)::OpaqueType<2u>, unsigned int, 128, 1>, at::native::(anonymous namespace)::"
-                   "TensorSizeStride<unsigned int, 4u>, int, unsigned int)")
+            elementwise(b, "aten::neg", neg_functor(at), 2, half, c.dtype, b.rand_ns(1_500, 3_000))
             with b.op("aten::cat", [L([]), S(-1)]):
-                b.launch(Kernel(cat, b.rand_ns(2_000, 4_000), (max(1, cdiv(math.prod(x), 4096)), 2, 1), (128, 1, 1),
-                                "native", 30, 0, "filler"))
+                b.launch(cat_kernel(b.rand_ns(2_000, 4_000), math.prod(x)))
             elementwise(b, "aten::mul", mul, 3, x, c.dtype, b.rand_ns(2_000, 4_000), cos)
-            elementwise(b, "aten::add", f"at::native::CUDAFunctor_add<{at}>", 3, x, c.dtype, b.rand_ns(2_000, 4_000),
-                        [T(x, at), S(1)])
+            elementwise(b, "aten::add", add_functor(at), 3, x, c.dtype, b.rand_ns(2_000, 4_000), [T(x, at), S(1)])

@@ -1,4 +1,5 @@
-"""Which emitter writes each flavour's forward and backward op tree.
+"""Which emitter writes each flavour's forward and backward op tree, and which serving-engine step range
+a flavour's trace records.
 
 Adding a flavour: its name (and validation) in ``server.synthetic.calls.FLAVOURS``, a forward (and, unless
 it is inference-only, a backward) function in its family's module, and one entry in ``EMITTERS``.
@@ -6,7 +7,7 @@ it is inference-only, a backward) function in its family's module, and one entry
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from server.synthetic.builder import TraceBuilder
@@ -16,12 +17,17 @@ from server.synthetic.ops.common import ForwardPass
 
 ForwardEmitter = Callable[[TraceBuilder, SyntheticAttentionCall, ForwardPass], None]
 BackwardEmitter = Callable[[TraceBuilder, ForwardPass], None]
+StepAnnotation = Callable[[SyntheticAttentionCall], str]
 
 
 @dataclass(frozen=True)
 class FlavourEmitters:
+    """How one flavour is written: its forward and backward op trees, and its engine step range if any."""
+
     forward: ForwardEmitter
     backward: BackwardEmitter | None  # None: inference only (the spec rejects with_backward=True)
+    # the name of the record_function range a serving engine opens around each step (vLLM's execute_...)
+    step_annotation: StepAnnotation | None = None
 
 
 EMITTERS: dict[str, FlavourEmitters] = {
@@ -31,7 +37,7 @@ EMITTERS: dict[str, FlavourEmitters] = {
     "flash_attn": FlavourEmitters(flash_attn.forward, flash_attn.backward),
     "flash_attn_varlen": FlavourEmitters(flash_attn.forward, flash_attn.backward),
     "unfused": FlavourEmitters(unfused.forward, unfused.backward),
-    "vllm_paged": FlavourEmitters(vllm.forward, None),
+    "vllm_paged": FlavourEmitters(vllm.forward, None, vllm.batch_annotation),
 }
 
 # A flavour the spec accepts but nothing emits would only fail when a trace is built: fail at import instead.
@@ -52,3 +58,12 @@ def emit_backward(b: TraceBuilder, fwd: ForwardPass) -> None:
     if backward is None:
         raise RuntimeError(f"flavour {fwd.call.flavour!r} has no backward: the spec should have rejected it")
     backward(b, fwd)
+
+
+def step_annotation(calls: Sequence[SyntheticAttentionCall]) -> str | None:
+    """The engine step range of the first call whose flavour records one (one range per trace step)."""
+    for c in calls:
+        name = EMITTERS[c.flavour].step_annotation
+        if name is not None:
+            return name(c)
+    return None

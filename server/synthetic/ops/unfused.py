@@ -8,8 +8,9 @@ import math
 from server.synthetic.builder import PTR, TraceBuilder, module_source
 from server.synthetic.calls import SyntheticAttentionCall
 from server.synthetic.kernels import (
-    Kernel,
+    add_functor,
     copy_kernel,
+    dropout_kernel,
     gemm_kernel,
     scalar_mul_functor,
     softmax_kernel,
@@ -19,7 +20,7 @@ from server.synthetic.kernels import (
 from server.synthetic.ops.common import ForwardPass, autograd_node, copies
 from server.synthetic.slots import ATEN_TYPE, ELEM_BYTES, SCALAR_CODE, L, N, S, T
 from server.synthetic.truth import SyntheticInstance
-from server.synthetic.units import cdiv, to_ns
+from server.synthetic.units import to_ns
 
 
 def forward(b: TraceBuilder, c: SyntheticAttentionCall, fwd: ForwardPass) -> None:
@@ -75,8 +76,7 @@ def forward(b: TraceBuilder, c: SyntheticAttentionCall, fwd: ForwardPass) -> Non
         if c.causal or c.attn_mask:
             mask4 = [c.batch, 1, nq, nk]
             with b.op("aten::add", [T(s4, at), T(mask4, at), S(1)], seq=seq()):
-                b.launch(vec_kernel(b.gpu, f"at::native::CUDAFunctor_add<{at}>", 3, aux, math.prod(s4),
-                                    elem_bytes=ELEM_BYTES[c.dtype]))
+                b.launch(vec_kernel(b.gpu, add_functor(at), 3, aux, math.prod(s4), elem_bytes=ELEM_BYTES[c.dtype]))
         s_sm = seq()
         with b.py("torch/nn/functional.py(2140): softmax"), \
                 b.py(f"<built-in method softmax of Tensor object at {PTR}>"), \
@@ -88,11 +88,7 @@ def forward(b: TraceBuilder, c: SyntheticAttentionCall, fwd: ForwardPass) -> Non
         if c.dropout:
             with b.op("aten::dropout", [T(s4, at), S(c.dropout), S(True)], seq=seq()), \
                     b.op("aten::native_dropout", [T(s4, at), S(c.dropout), S(True)]):
-                name = (f"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<{at}, float, unsigned int, "
-                        f"1, 4, bool>(at::cuda::detail::TensorInfo<{at} const, unsigned int>, at::cuda::detail::"
-                        f"TensorInfo<{at}, unsigned int>, at::cuda::detail::TensorInfo<bool, unsigned int>, unsigned "
-                        f"int, float, at::PhiloxCudaState)")
-                b.launch(Kernel(name, aux, (max(1, cdiv(math.prod(s4), 1024)), 1, 1), (256, 1, 1)))
+                b.launch(dropout_kernel(c.dtype, aux, math.prod(s4)))
         s_pv = seq()
         with b.py(f"<built-in method matmul of type object at {PTR}>"), \
                 b.op("aten::matmul", [T(s4, at), T(v4, at)], seq=s_pv) as mm2:
