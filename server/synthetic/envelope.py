@@ -13,6 +13,7 @@ _BASE_TIME_NS = 1_751_410_836_000_000_000  # baseTimeNanoseconds of the header: 
 
 
 def metadata_events(b: TraceBuilder, ts: int, with_autograd: bool) -> list[dict]:
+    """Process and thread name / sort-index events (the autograd thread's only when it ran)."""
     cpu, gpu = b.pid, 0
     events = [
         {"name": "process_name", "ph": "M", "ts": ts, "pid": cpu, "tid": 0, "args": {"name": "python3"}},
@@ -41,6 +42,7 @@ def metadata_events(b: TraceBuilder, ts: int, with_autograd: bool) -> list[dict]
 
 
 def span_events(start: int, end: int) -> tuple[list[dict], list[dict]]:
+    """(the profiler's span events, its iteration-start and record-window-end instants)."""
     span = [{"ph": "X", "cat": "Trace", "ts": start, "dur": end - start, "pid": "Spans", "tid": "PyTorch Profiler",
              "name": "PyTorch Profiler (0)", "args": {"Op count": 0}},
             {"name": "process_sort_index", "ph": "M", "ts": start, "pid": "Spans", "tid": 0,
@@ -52,6 +54,7 @@ def span_events(start: int, end: int) -> tuple[list[dict], list[dict]]:
 
 
 def trace_header(gpu: Gpu, seed: int, name: str, distributed_info: dict | None) -> dict[str, Any]:
+    """The top-level keys before ``traceEvents``; the trace id is a stable hash of (name, seed)."""
     head: dict[str, Any] = {"schemaVersion": 1, "deviceProperties": [{"id": 0, **gpu.props}], **gpu.versions}
     if distributed_info is not None:
         head["distributedInfo"] = distributed_info
@@ -62,6 +65,7 @@ def trace_header(gpu: Gpu, seed: int, name: str, distributed_info: dict | None) 
 
 
 def to_us(events: list[dict]) -> None:
+    """Convert ``ts`` / ``dur`` from integer ns to µs in place (exact for multiples of 125 ns)."""
     for ev in events:
         ev["ts"] = ev["ts"] / 1000
         if "dur" in ev:

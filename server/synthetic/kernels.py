@@ -23,6 +23,8 @@ _HIP_T = {"bf16": "__hip_bfloat16", "fp16": "_Float16", "fp32": "float"}
 
 @dataclass(frozen=True)
 class Kernel:
+    """One kernel to launch: name, duration, geometry, resources, and its role in the ground truth."""
+
     name: str
     dur_ns: int
     grid: tuple[int, int, int]

@@ -28,5 +28,7 @@ class SyntheticInstance:
 
 @dataclass
 class SyntheticTrace:
+    """A built trace (the Kineto dict) and the ground truth of every attention instance in it."""
+
     trace: dict[str, Any]
     instances: list[SyntheticInstance]
