@@ -310,7 +310,7 @@ def _print_qwen(q: dict | None) -> None:
 def _generate(kind: str, events: int, path: Path) -> int:
     if kind == "synthetic":
         try:
-            from server.synthetic.generator import generate_large_trace
+            from server.synthetic import generate_large_trace
         except ImportError:
             kind = "own"
         else:
@@ -329,7 +329,7 @@ def main() -> None:
         "--generator",
         choices=("synthetic", "own"),
         default="synthetic",
-        help="server.synthetic.generator.generate_large_trace (default) or this script's generator",
+        help="server.synthetic.generate_large_trace (default) or this script's generator",
     )
     ap.add_argument("--qwen-only", action="store_true", help="skip the generated trace")
     ap.add_argument("--generate-to", type=Path, help=argparse.SUPPRESS)  # internal: generate in a child

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from server.mcp_server import create_server
-from server.synthetic.generator import SyntheticAttentionCall, build_trace, write_trace
+from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
 
 pytestmark = pytest.mark.anyio
 

@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from server.errors import InputError
-from server.synthetic.generator import (
+from server.synthetic import (
     SyntheticAttentionCall,
     build_trace,
     build_trace_with_truth,

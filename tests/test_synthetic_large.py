@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from server.synthetic.generator import generate_large_trace
+from server.synthetic import generate_large_trace
 
 
 def test_million_event_trace_is_complete_and_linked(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from server.ingest.analyze import analyze_trace
 
-syn = pytest.importorskip("server.synthetic.generator")
+syn = pytest.importorskip("server.synthetic")
 S = syn.SyntheticAttentionCall
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from server.cli.human import human_rank, human_roofline
 from server.roots import DataRoots
-from server.synthetic.generator import build_trace, demo_calls, write_trace
+from server.synthetic import build_trace, demo_calls, write_trace
 from server.tools import call
 
 DEMO_MARKER = ".sdpa-analyzer-demo"  # only a folder holding this (one the demo wrote) is emptied on a re-run
