@@ -82,9 +82,6 @@ def load_findings_format() -> str:
     return _read_packaged(FINDINGS_FORMAT_FILE)
 
 
-load_findings_format_text = load_findings_format  # the name the brief used
-
-
 def mcp_tool_names() -> list[str]:
     """The server's tools as Claude Code names them."""
     return [f"mcp__{SERVER_KEY}__{tool}" for tool in AGENT_TOOLS]

@@ -41,10 +41,3 @@ class DataRoots:
 
     def describe(self) -> str:
         return ", ".join(str(r) for r in self.roots)
-
-    def relative_label(self, path: Path) -> str:
-        """A short label for messages: the path relative to its root when possible."""
-        for root in self.roots:
-            if path.is_relative_to(root):
-                return str(path.relative_to(root)) or "."
-        return str(path)

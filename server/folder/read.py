@@ -90,10 +90,6 @@ class CategoryData:
             out[i] = v
         return out
 
-    @property
-    def is_comparative(self) -> bool:
-        return self.comparison_scope == "comparative"
-
 
 def check_category(category: str) -> str:
     """The category name, refused unless it is one of ours (a typo must never read as "no attention ops")."""

@@ -66,10 +66,6 @@ class TraceContext:
         out[has_op] = f.offset[CPU] + links.ext_op[has_op]
         return out
 
-    @cached_property
-    def gpu_end(self) -> np.ndarray:
-        return self.ev.gpu["ts"] + np.maximum(self.ev.gpu["dur"], 0.0)
-
     def thread_tid(self, thread: int) -> Any:
         return self.ev.threads[thread][1]
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from pathlib import Path
 
+from server.gc_pause import gc_paused
 from server.ingest import names as N
 from server.ingest.context import TraceContext
 from server.ingest.e2e import compute_baseline
@@ -24,17 +24,13 @@ def load_trace(path: Path, stage: Stage | None = None) -> TraceContext:
     reader = TraceReader(path, progress=lambda frac: report(frac, "parse"))
     builder = EventTablesBuilder(keep_args=N.keep_args)
     # The raw event objects are acyclic and die with their chunk; the cyclic GC only rescans them.
-    was_enabled = gc.isenabled()
-    gc.disable()
     try:
-        for chunk in reader.chunks():
-            builder.add(chunk)
+        with gc_paused():
+            for chunk in reader.chunks():
+                builder.add(chunk)
     except TraceError as exc:
         msg = str(exc)
         raise TraceError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
-    finally:
-        if was_enabled:
-            gc.enable()
     ev = builder.finish()
     if reader.n_events == 0:
         raise TraceError(f"{path}: traceEvents is empty — record with torch.profiler and export the trace again")

@@ -10,7 +10,6 @@ no dict per op is ever built, and the bytes are those the dicts would have given
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,11 +42,6 @@ ANOMALY_PCT = 110.0
 MIN_HIGH = 0.01
 MIN_GROUP_MID = 0.5
 HIGH_VARIANCE_COV = 0.1
-
-
-def _num(x: Any, nd: int = 2) -> float | None:
-    """A JSON-safe rounded float, or None for missing values (never NaN in the output)."""
-    return finite(x, nd)
 
 
 def eff_bucket(eff: float) -> str:
@@ -106,8 +100,8 @@ def _text_fields(table: RooflineTable, *columns: str) -> list[Field]:
 
 
 def _python_rounded(values: np.ndarray, nd: int) -> Numbers:
-    """_num (Python's round, which can differ from np.round in the last digit) of each value."""
-    rounded = [_num(x, nd) for x in np.asarray(values, dtype=float).tolist()]
+    """finite() (Python's round, which can differ from np.round in the last digit) of each value."""
+    rounded = [finite(x, nd) for x in np.asarray(values, dtype=float).tolist()]
     return Numbers(np.array([np.nan if v is None else v for v in rounded], dtype=float))
 
 
@@ -126,10 +120,6 @@ class Metrics:
     def write(self, fh: Sink) -> None:
         write_document(fh, self.document, "operations", self.operations, self.rows)
 
-    def to_bytes(self) -> bytes:
-        buf = io.BytesIO()
-        self.write(buf)
-        return buf.getvalue()
 
 
 def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: str) -> Metrics:
@@ -229,8 +219,8 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
         "has_perf_model_count": int(has_model.sum()),
         "flash_attention_detected": "flash" in att,
         "paged_attention_detected": "paged" in att,
-        "peak_maf_tflops": _num(default_peak),
-        "peak_hbm_bw_tbs": _num(peak_bw),
+        "peak_maf_tflops": finite(default_peak, 2),
+        "peak_hbm_bw_tbs": finite(peak_bw, 2),
         "memory_efficient_attention_count": att.count("memory_efficient"),
         "memory_efficient_attention_detected": "memory_efficient" in att,
         "cudnn_attention_count": att.count("cudnn"),
@@ -256,8 +246,8 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
         "category": data.category,
         "status": "OK",
         "comparison_scope": comparison_scope,
-        "total_time_ms": _num(total_ms, 3),
-        "percent_of_compute": _num(100.0 * total_ms / e2e),
+        "total_time_ms": finite(total_ms, 3),
+        "percent_of_compute": finite(100.0 * total_ms / e2e, 2),
         "operation_count": int(counts.sum()),
         "operations": None,  # written from Metrics.operations
         "category_specific": specific,
@@ -265,8 +255,8 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
         "category_findings": findings,
         "sdpa_analyzer": {
             "version": 1,
-            "e2e_baseline_ms": _num(e2e, 4),
-            "trace2_e2e_baseline_ms": _num(data.trace2_e2e_ms, 4),
+            "e2e_baseline_ms": finite(e2e, 4),
+            "trace2_e2e_baseline_ms": finite(data.trace2_e2e_ms, 4),
             "bytes_model": table.bytes_model,
             "gpu": {"key": table.gpu.key, "name": table.gpu.name, "origin": table.gpu.origin},
             "notes": table.peak_notes,
@@ -480,5 +470,3 @@ def _round_scores(items: list[dict[str, Any]]) -> None:
             d[k] = v
 
 
-def error_metrics(category: str, error: str, comparison_scope: str) -> dict[str, Any]:
-    return {"category": category, "status": "ERROR", "error": error, "comparison_scope": comparison_scope}

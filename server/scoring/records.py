@@ -375,12 +375,6 @@ def compute_records(
     )
 
 
-def _map_unique(values: list[Any], fn: Any) -> list[Any]:
-    """fn over each distinct value once (cells repeat across rows), results mapped back onto the rows."""
-    codes, results = _unique_map(values, fn)
-    return _per_row(results, codes).tolist()
-
-
 def _unique_map(values: list[Any], fn: Any) -> tuple[np.ndarray, list[Any]]:
     """fn of each distinct value, once, and each row's index into those results."""
     if not set(map(type, values)) <= {str, float, type(None)}:  # parsed cells (lists): by their repr

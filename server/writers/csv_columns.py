@@ -21,10 +21,9 @@ import orjson
 import pandas as pd
 
 from server.factorize import factorize
+from server.writers.runs import Coded, Combined, coded_numbers, combine_runs, few
 
 CHUNK_ROWS = 2048
-_FEW = 1 / 16  # a column with at most this share of distinct values joins a pre-rendered run
-_RUN_LIMIT = 1 / 4  # a run stops growing before its distinct combinations pass this share of the rows
 CodesOf = Callable[[str], tuple[np.ndarray, list[Any]]]
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 
@@ -70,65 +69,16 @@ class _Formatter:
         return None
 
 
-def _few(distinct: int, n: int) -> bool:
-    return distinct <= max(1.0, n * _FEW)
-
-
-Coded = tuple[np.ndarray, list[bytes]]
-
-
-def _coded_numbers(values: np.ndarray, fmt: Callable[[np.ndarray], list[bytes]]) -> Coded | None:
-    sample = values[:1024]
-    if len(sample) >= 64 and len(np.unique(sample)) > max(1.0, len(values) * _FEW):
-        return None  # the first rows alone have too many distinct values
-    codes, uniques = pd.factorize(values, use_na_sentinel=True)  # NaN: -1, written as ''
-    if not _few(len(uniques) + 1, len(values)):
-        return None
-    return np.where(codes < 0, len(uniques), codes), [*fmt(np.asarray(uniques)), b""]
-
-
 class _Combined(_Formatter):
-    """Adjacent columns rendered once per distinct combination (joined with commas)."""
-
-    def __init__(self, codes: np.ndarray, texts: list[bytes]) -> None:
-        self.codes = codes
-        self.table = np.array(texts, dtype=object)
+    def __init__(self, combined: Combined) -> None:
+        self.combined = combined
 
     def texts(self, start: int, stop: int) -> list[bytes]:
-        return self.table[self.codes[start:stop]].tolist()
+        return self.combined.texts(start, stop)
 
 
-def _combine_runs(formatters: list[_Formatter], n: int) -> list[_Formatter]:
-    """Replace each run of adjacent few-valued columns by one pre-rendered column."""
-    out: list[_Formatter] = []
-    run: list[Coded] = []
-    joint = np.zeros(n, dtype=np.int64)
-
-    def flush() -> None:
-        nonlocal joint
-        if len(run) == 1:
-            out.append(_Combined(*run[0]))
-        elif run:
-            firsts = np.unique(joint, return_index=True)[1].tolist()
-            out.append(_Combined(joint, [b",".join(t[c[i]] for c, t in run) for i in firsts]))
-        run.clear()
-        joint = np.zeros(n, dtype=np.int64)
-
-    for f in formatters:
-        coded = f.coded()
-        if coded is None:
-            flush()
-            out.append(f)
-            continue
-        codes, texts = coded
-        trial, uniques = pd.factorize(joint * len(texts) + codes)
-        if len(uniques) > max(1.0, n * _RUN_LIMIT):
-            flush()
-            trial, uniques = pd.factorize(codes)
-        joint = trial
-        run.append(coded)
-    flush()
-    return out
+def _combine(formatters: list[_Formatter], n: int) -> list[_Formatter]:
+    return combine_runs(formatters, n, coded=lambda f: f.coded(), constant=lambda f: None, wrap=_Combined, sep=b",")
 
 
 class _Floats(_Formatter):
@@ -155,7 +105,7 @@ class _Floats(_Formatter):
         return out
 
     def coded(self) -> Coded | None:
-        return _coded_numbers(self.values, lambda u: _Floats(u).texts(0, len(u)))
+        return coded_numbers(self.values, lambda u: _Floats(u).texts(0, len(u)))
 
 
 class _Ints(_Formatter):
@@ -167,7 +117,7 @@ class _Ints(_Formatter):
         return orjson.dumps(x, option=_NUMPY)[1:-1].split(b",") if len(x) else []
 
     def coded(self) -> Coded | None:
-        return _coded_numbers(self.values, lambda u: _Ints(u).texts(0, len(u)))
+        return coded_numbers(self.values, lambda u: _Ints(u).texts(0, len(u)))
 
 
 class _Bools(_Formatter):
@@ -200,7 +150,7 @@ class _Objects(_Formatter):
         self.texts_of[-1] = b""  # code -1: a missing value
 
     def coded(self) -> Coded | None:
-        if self.codes is None or not _few(len(self.texts_of), len(self.codes)):
+        if self.codes is None or not few(len(self.texts_of), len(self.codes)):
             return None
         return np.where(self.codes < 0, len(self.texts_of) - 1, self.codes), self.texts_of.tolist()
 
@@ -252,7 +202,7 @@ def frame_csv_chunks(
         return
     yield (",".join(map(_field, columns)) + "\n").encode("utf-8")
     n = len(df)
-    combined = _combine_runs([f for f in formatters if f is not None], n)
+    combined = _combine([f for f in formatters if f is not None], n)
     for start in range(0, n, chunk_rows):
         stop = min(n, start + chunk_rows)
         cols = [f.texts(start, stop) for f in combined]

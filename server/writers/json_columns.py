@@ -25,19 +25,18 @@ import numpy as np
 import orjson
 import pandas as pd
 
+from server.writers.runs import Coded, coded_numbers, combine_runs, few, maybe_few
+
 DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
 _PLACEHOLDER = "\ue000sdpa-analyzer:list\ue001"  # private-use characters: never in real data
 CHUNK_ROWS = 1024
-_FEW = 1 / 16  # a column with at most this share of distinct values joins a pre-rendered run
-_RUN_LIMIT = 1 / 4  # a run stops growing before its distinct combinations pass this share of the rows
 
 
 class Sink(Protocol):
     def write(self, data: bytes, /) -> Any: ...
 
 
-Coded = tuple[np.ndarray, Sequence[bytes]]  # every row's code (>= 0) and the text of each code
 
 
 class Column:
@@ -64,16 +63,6 @@ class Obj:
 
 
 # ---------------------------------------------------------------- columns
-def _few(distinct: int, n: int) -> bool:
-    return distinct <= max(1.0, n * _FEW)
-
-
-def _maybe_few(values: np.ndarray) -> bool:
-    """False when the first rows alone have too many distinct values (skips factorizing the column)."""
-    sample = values[:1024]
-    return len(sample) < 64 or len(np.unique(sample)) <= max(1.0, len(values) * _FEW)
-
-
 class Numbers(Column):
     """Floats (rounded with np.round when `ndigits` is given, as the dict version did); NaN/inf → null."""
 
@@ -85,12 +74,7 @@ class Numbers(Column):
         return _split_array(self.values[start:stop])
 
     def coded(self) -> Coded | None:
-        if not _maybe_few(self.values):
-            return None
-        codes, uniques = pd.factorize(self.values, use_na_sentinel=True)
-        if not _few(len(uniques) + 1, len(codes)):
-            return None
-        return np.where(codes < 0, len(uniques), codes), [*_split_array(np.asarray(uniques)), b"null"]
+        return coded_numbers(self.values, _split_array)
 
 
 class Ints(Column):
@@ -114,10 +98,10 @@ class Ints(Column):
         return out
 
     def coded(self) -> Coded | None:
-        if not _maybe_few(self.values):
+        if not maybe_few(self.values):
             return None
         codes, uniques = pd.factorize(self.values)
-        if not _few(len(uniques) + 1, len(codes)):
+        if not few(len(uniques) + 1, len(codes)):
             return None
         return np.where(self.ok, codes, len(uniques)), [*_split_array(np.asarray(uniques)), b"null"]
 
@@ -205,7 +189,7 @@ class Texts(Column):
         return self._encoded
 
     def texts(self, start: int, stop: int) -> list[bytes]:
-        if _few(len(self.uniques), len(self.codes)):
+        if few(len(self.uniques), len(self.codes)):
             return self._table()[self.codes[start:stop]].tolist()
         # mostly distinct values (whole cells of the CSV): encoded chunk by chunk, never all held at once
         codes = self.codes[start:stop]
@@ -214,7 +198,7 @@ class Texts(Column):
         return encode_strings([None if c < 0 else self.uniques[c] for c in codes.tolist()])
 
     def coded(self) -> Coded | None:
-        if not _few(len(self.uniques) + 1, len(self.codes)):
+        if not few(len(self.uniques) + 1, len(self.codes)):
             return None
         table = self._table()
         return np.where(self.codes < 0, len(table) - 1, self.codes), table.tolist()
@@ -282,17 +266,6 @@ class Pair(Column):
         return joint, [b"[" + a[1][a[0][i]] + b"," + b[1][b[0][i]] + b"]" for i in firsts]
 
 
-class _Combined(Column):
-    """A run of fields rendered once per distinct combination of their columns' values."""
-
-    def __init__(self, codes: np.ndarray, texts: list[bytes]) -> None:
-        self.codes = codes
-        self.table = np.array(texts, dtype=object)
-
-    def texts(self, start: int, stop: int) -> list[bytes]:
-        return self.table[self.codes[start:stop]].tolist()
-
-
 def _split_array(arr: np.ndarray) -> list[bytes]:
     if len(arr) == 0:
         return []
@@ -342,43 +315,16 @@ def _merge(parts: list[Part]) -> list[Part]:
     return out
 
 
-def _combine_runs(parts: list[Part], n: int) -> list[Part]:
-    """Replace each run of constants and few-valued columns (two columns or more) by one pre-rendered column."""
-    out: list[Part] = []
-    run: list[tuple[bytes | Coded]] = []  # constants and coded columns, in order
-    joint = np.zeros(n, dtype=np.int64)
-
-    def flush() -> None:
-        nonlocal joint
-        columns = [p for p in run if not isinstance(p[0], bytes)]
-        if len(columns) >= 2:
-            firsts = np.unique(joint, return_index=True)[1].tolist()
-            texts = [b"".join(p[0] if isinstance(p[0], bytes) else p[0][1][p[0][0][i]] for p in run) for i in firsts]
-            out.append((_Combined(joint, texts),))
-        else:
-            for p in run:
-                out.append(p[0] if isinstance(p[0], bytes) else (_Combined(*p[0]),))
-        run.clear()
-        joint = np.zeros(n, dtype=np.int64)
-
-    for p in parts:
-        if isinstance(p, bytes):
-            run.append((p,))
-            continue
-        coded = p[0].coded() if len(p) == 1 else None
-        if coded is None:
-            flush()
-            out.append(p)
-            continue
-        codes, texts = coded
-        trial, uniques = pd.factorize(joint * len(texts) + codes)
-        if len(uniques) > max(1.0, n * _RUN_LIMIT):
-            flush()
-            trial, uniques = pd.factorize(codes)
-        joint = trial
-        run.append(((codes, texts),))
-    flush()
-    return _merge(out)
+def _combine(parts: list[Part], n: int) -> list[Part]:
+    """Runs of constants and few-valued columns (two columns or more) as one pre-rendered column each."""
+    combined = combine_runs(
+        parts,
+        n,
+        coded=lambda p: p[0].coded() if isinstance(p, tuple) and len(p) == 1 else None,
+        constant=lambda p: p if isinstance(p, bytes) else None,
+        wrap=lambda c: (c,),
+    )
+    return _merge(combined)
 
 
 def render_rows(parts: list[Part], start: int, stop: int) -> list[bytes]:
@@ -412,7 +358,7 @@ def write_document(
     fh.write(bytes(view[:at]))
     fh.write(b"[")
     if n:
-        parts = _combine_runs(_plan(item), n)
+        parts = _combine(_plan(item), n)
         for start in range(0, n, chunk_rows):
             if start:
                 fh.write(b",")

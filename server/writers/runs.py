@@ -1,0 +1,105 @@
+"""Pre-rendered runs of few-valued columns, shared by the column-wise CSV and JSON writers.
+
+A row of a wide table is joined from one text per column. Adjacent columns that each have few distinct values
+(flags, units, labels) have few distinct combinations too: each combination is rendered once and every row
+takes its combination's text, so a row is joined from a few pieces instead of dozens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import numpy as np
+import pandas as pd
+
+FEW = 1 / 16  # a column with at most this share of distinct values joins a pre-rendered run
+RUN_LIMIT = 1 / 4  # a run stops growing before its distinct combinations pass this share of the rows
+
+Coded = tuple[np.ndarray, Sequence[bytes]]  # every row's code (>= 0) and the text of each code
+
+
+def few(distinct: int, n: int) -> bool:
+    """Whether `distinct` values over `n` rows are few enough to pre-render."""
+    return distinct <= max(1.0, n * FEW)
+
+
+def maybe_few(values: np.ndarray) -> bool:
+    """False when the first rows alone have too many distinct values (skips factorizing the column)."""
+    sample = values[:1024]
+    return len(sample) < 64 or len(np.unique(sample)) <= max(1.0, len(values) * FEW)
+
+
+def coded_numbers(values: np.ndarray, fmt: Callable[[np.ndarray], list[bytes]]) -> Coded | None:
+    """Codes and texts of a numeric column with few distinct values (NaN included as a value), else None."""
+    if not maybe_few(values):
+        return None
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    if not few(len(uniques), len(values)):
+        return None
+    return codes.astype(np.int64, copy=False), fmt(np.asarray(uniques))
+
+
+class Combined:
+    """Rows' texts as a table lookup: codes[i] indexes the pre-rendered texts."""
+
+    def __init__(self, codes: np.ndarray, texts: Sequence[bytes]) -> None:
+        self.codes = codes
+        self.table = np.array(texts, dtype=object)
+
+    def texts(self, start: int, stop: int) -> list[bytes]:
+        return self.table[self.codes[start:stop]].tolist()
+
+
+T = TypeVar("T")
+
+
+def combine_runs(
+    items: list[T],
+    n: int,
+    *,
+    coded: Callable[[T], Coded | None],
+    constant: Callable[[T], bytes | None],
+    wrap: Callable[[Combined], T],
+    sep: bytes = b"",
+) -> list[T]:
+    """Replace each run of constants and coded columns holding two columns or more by one pre-rendered column.
+
+    `coded(item)` gives a column's codes and texts (None: not few-valued, the run ends), `constant(item)` the
+    bytes of a constant piece (None: a column), `wrap` turns a Combined into an item, `sep` joins the pieces of
+    a combination. A lone coded column becomes a Combined of its own codes (a lookup is cheaper than formatting).
+    """
+    out: list[T] = []
+    run: list[tuple[T, Coded | None]] = []  # (item, its codes; None for a constant), in order
+    joint = np.zeros(n, dtype=np.int64)
+
+    def flush() -> None:
+        nonlocal joint
+        if sum(c is not None for _, c in run) >= 2:
+            firsts = np.unique(joint, return_index=True)[1].tolist()
+            pieces = [(constant(item), c) for item, c in run]
+            texts = [sep.join(b if c is None else c[1][c[0][i]] for b, c in pieces) for i in firsts]  # type: ignore[misc]
+            out.append(wrap(Combined(joint, texts)))
+        else:
+            out.extend(item if c is None else wrap(Combined(*c)) for item, c in run)
+        run.clear()
+        joint = np.zeros(n, dtype=np.int64)
+
+    for item in items:
+        if constant(item) is not None:
+            run.append((item, None))
+            continue
+        c = coded(item)
+        if c is None:
+            flush()
+            out.append(item)
+            continue
+        codes, texts = c
+        trial, uniques = pd.factorize(joint * len(texts) + codes)
+        if len(uniques) > max(1.0, n * RUN_LIMIT):
+            flush()
+            trial, uniques = pd.factorize(codes)
+        joint = trial
+        run.append((item, c))
+    flush()
+    return out
