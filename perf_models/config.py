@@ -25,7 +25,7 @@ class MaskKind(StrEnum):
 
 
 class Alignment(StrEnum):
-    """Where the causal diagonal sits when Nq != Nkv (see perf-model.md §1)."""
+    """Where the causal diagonal sits when Nq != Nkv (see docs/perf-model.md §1)."""
 
     TOP_LEFT = "top_left"  # query i sees keys 0..i
     BOTTOM_RIGHT = "bottom_right"  # query i sees keys 0..i+(Nkv-Nq)

@@ -1,4 +1,4 @@
-"""Tensor-core FLOPs of attention, vectorized over a ConfigTable (perf-model.md §2).
+"""Tensor-core FLOPs of attention, vectorized over a ConfigTable (docs/perf-model.md §2).
 
 Every count is 2 · Hq · (pairs summed over the batch for one query head) · (sum of the GEMM inner dims):
 
@@ -11,8 +11,9 @@ Every count is 2 · Hq · (pairs summed over the batch for one query head) · (s
   them recomputes O = PV: O is saved by the forward and only read by a separate preprocess kernel that
   forms D = rowsum(dO ∘ O), an elementwise reduction, not a GEMM. torch's flop counter, the CK runner
   and the FA2 benchmark count the same five.
-* `recompute_fwd` (6 GEMMs, 3d_qk + 3d_v: 3.0× for equal dims) adds the PV recompute that the seed PR
-  (seeds/002) assumed. No inspected kernel runs it; it exists so the seed's 25.77 G can be reproduced.
+* `recompute_fwd` (6 GEMMs, 3d_qk + 3d_v: 3.0× for equal dims) adds the PV recompute that the seed
+  perf-model PR (docs/perf-model.md) assumed. No inspected kernel runs it; it exists so the seed's 25.77 G can
+  be reproduced.
 * `two_phase` (7 GEMMs, 4d_qk + 3d_v: 3.5×) is what Triton-tutorial-style kernels execute: the dQ
   phase recomputes S and dP again.
 

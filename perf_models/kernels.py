@@ -2,7 +2,7 @@
 
 Attribution comes from the DOMINANT attention kernel (longest total duration), never from whichever
 kernel name appears first: a 4.5 µs FillFunctor launched before `attn_fwd` must not label the op
-(reference-pitfalls #8). Auxiliary kernels (fills, memsets, copies, dQ conversion, the dO·O
+(docs/perf-model.md, pitfall 8). Auxiliary kernels (fills, memsets, copies, dQ conversion, the dO·O
 preprocess, KV-cache writes) are recognised and kept out of the attribution, but reported.
 """
 

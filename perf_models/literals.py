@@ -1,6 +1,6 @@
 """Safe parsing of the Python-literal strings found in trace args and ops CSV cells.
 
-A trace is untrusted input (reference-pitfalls #10): nothing from it is ever evaluated. Cells such as
+A trace is untrusted input (docs/perf-model.md, pitfall 10): nothing from it is ever evaluated. Cells such as
 `Input Dims`, `Concrete Inputs`, `perf_params` and `kernel_details_summary` are Python literals, except
 that numbers may be wrapped as `np.float64(12.5)` / `np.int64(3)` and booleans written `np.True_`.
 Those wrappers are rewritten to plain literals by a regex, then `ast.literal_eval` does the rest; a
@@ -226,7 +226,7 @@ def parse_bool_str(value: Any, field: str = "value") -> bool | None:
     """'True' / 'False' (any case) -> bool; '' / None / NaN -> None; anything else raises.
 
     Numbers are refused on purpose: a float such as softmax_scale 0.088 in a causal slot is exactly the
-    misread this parser exists to catch (reference-pitfalls #2).
+    misread this parser exists to catch (docs/perf-model.md, pitfall 2).
     """
     if isinstance(value, bool):
         return value

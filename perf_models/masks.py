@@ -1,7 +1,7 @@
 """Mask model: exact kept-pair counts and tile-granular work, in closed form, vectorized over rows.
 
 Every supported mask keeps, in the Nq×Nkv score matrix of one (batch, head), the pairs (r, c) whose
-diagonal index t = c − r lies in a band [lo, hi] (perf-model.md §1):
+diagonal index t = c − r lies in a band [lo, hi] (docs/perf-model.md §1):
 
 | code | mask | band |
 |---|---|---|

@@ -1,4 +1,4 @@
-"""Roofline, efficiency and expected-efficiency bands (perf-model.md §4), vectorized; plus a scalar wrapper.
+"""Roofline, efficiency and expected-efficiency bands (docs/perf-model.md §4), vectorized; plus a scalar wrapper.
 
 * ideal time = max(FLOPs / peak FLOP/s, bytes / peak B/s); bound = compute when the compute time is
   at least the memory time; intensity = FLOPs / byte; ridge = peak FLOP/s / peak B/s.
@@ -29,7 +29,7 @@ BYTES_MODELS = ("compulsory", "tiled")
 ANOMALY_PCT = 100.0
 ANOMALY_FLAG_PCT = 110.0
 
-# Expected efficiency of flash-style kernels by sequence length (perf-model.md §4). The doc gives
+# Expected efficiency of flash-style kernels by sequence length (docs/perf-model.md §4). The doc gives
 # points (<512, ≈1024, ≈2048, >4096); a length belongs to the nearest point: [0, 512) → 5–15 %,
 # [512, 1536) → 20–40 %, [1536, 3072) → 40–60 %, [3072, ∞) → 50–70 % (1536 and 3072 are the
 # midpoints between the listed lengths; 512 is the doc's own boundary).

@@ -1,6 +1,6 @@
 """Default tile sizes (Br × Bc = query rows × key columns) by kernel family, head dim and direction.
 
-Values are the launch defaults listed in attention-research.md §2.3 (source files and lines there).
+Values are the launch defaults listed in docs/perf-model.md (tile sizes) (source files and lines there).
 A head dim selects the first bucket (64, 96, 128, 192, 256) that holds max(d_qk, d_v); larger dims use
 the 256 bucket. Families:
 
@@ -10,7 +10,8 @@ the 256 bucket. Families:
   causal/local variant at d = 128.
 * `ck` (alias `aiter`) — CK-tile FMHA. Forward: codegen tile table (bm0 × bn0). Backward: xformers'
   ck_tiled `FmhaBwdBlockTile` (64 × 128 for d ≤ 128; 128 × 128 at d = 32; larger dims not verified).
-  The seed PR (seeds/002) assumed 64 × 64 at d = 128 on MI300X; pass block sizes to reproduce it.
+  The seed perf-model PR (docs/perf-model.md) assumed 64 × 64 at d = 128 on MI300X; pass block sizes to
+  reproduce it.
 * `triton` — Triton tutorial `06-fused-attention.py`. Forward autotunes BM ∈ {64, 128},
   BN ∈ {32, 64}; 128 × 64 is taken as typical (not verified per shape). Backward uses different tiles
   per phase (dK/dV: BLOCK_M1 = 32, BLOCK_N1 = 128; dQ: BLOCK_M2 = 128, BLOCK_N2 = 32); the two-pass

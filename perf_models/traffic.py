@@ -1,4 +1,4 @@
-"""HBM bytes of attention, vectorized over a ConfigTable (perf-model.md §3).
+"""HBM bytes of attention, vectorized over a ConfigTable (docs/perf-model.md §3).
 
 Element sizes come from each tensor's dtype column (dO has O's dtype, dQ/dK/dV those of Q/K/V); LSE,
 D and the dQ accumulator are fp32 whatever the inputs are. Token counts: B·N for plain rows, the THD
@@ -20,7 +20,7 @@ head (each head's CTAs stream their own K/V tiles; no L2 sharing across a GQA gr
 visited tiles otherwise.
 
 * forward: Q once, K and V once per visited (Q block, KV block) tile, O and LSE written once;
-* backward `two_pass` — exactly the seed PR's model (seeds/002), which reproduces its 721 MB: the
+* backward `two_pass` — exactly the seed perf-model PR's model (docs/perf-model.md), which reproduces its 721 MB: the
   dK/dV pass reads Q, O and dO once per KV block (Q-side rows of every visited tile) and K, V once; the
   dQ pass reads K, V once per Q block and Q once; dQ, dK, dV are written once. Like the seed it reads
   O at full width (a kernel that reads the precomputed D moves 4 B per row instead) and leaves out the

@@ -14,7 +14,7 @@ from typing import Literal, get_args
 from perf_models.roofline import ANOMALY_FLAG_PCT, ANOMALY_PCT, BYTES_MODELS
 
 # ---- attention categories ------------------------------------------------------------------------
-# A category is one `<cat>_ops.csv` of the analysis folder (formats.md). The display name is what an
+# A category is one `<cat>_ops.csv` of the analysis folder (docs/formats.md). The display name is what an
 # orchestrator shows, and the `op category` column value of the category's rows.
 Category = Literal["sdpa_fwd", "sdpa_bwd", "inferenceattention"]
 CATEGORIES: tuple[Category, ...] = get_args(Category)
@@ -44,7 +44,7 @@ BYTES_MODEL_HELP = (
     "re-reads hit L2, as on NVIDIA) or tiled (tile re-reads counted; the better estimate on MI300-class parts)"
 )
 
-# ---- efficiency thresholds (perf-model.md §4; formats.md "Impact rules") ---------------------------
+# ---- efficiency thresholds (docs/perf-model.md §4; docs/formats.md "Impact rules") ---------------------------
 # Above ANOMALY_PCT a kernel beats its roofline: physically impossible, so an anomaly (wrong shapes, peaks or a
 # measured time missing kernels), never "excellent". Above ANOMALY_FLAG_PCT the efficiency is not used for a
 # gap projection: the orchestrator's impact rules then fall back to the heuristic estimate.

@@ -4,7 +4,7 @@ Every slot index below was checked against the library's real signature (quoted 
 each entry, with where it came from). Libraries change signatures between versions, so an op may have
 several `Signature`s; the row reader picks the first whose argument count fits AND whose scalar slots
 hold the right kinds (a causal slot must hold True/False, a dropout slot a number, ...). That check is
-what stops a softmax_scale of 0.088 from ever being read as `causal` (reference-pitfalls #2).
+what stops a softmax_scale of 0.088 from ever being read as `causal` (docs/perf-model.md, pitfall 2).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ class Layout(StrEnum):
 
 
 class AttentionType(StrEnum):
-    """What kind of attention implementation runs: five different things (perf-model.md §5)."""
+    """What kind of attention implementation runs: five different things (docs/perf-model.md §5)."""
 
     FLASH = "flash"
     MEMORY_EFFICIENT = "memory_efficient"
@@ -28,7 +28,7 @@ class AttentionType(StrEnum):
 
 
 class CausalRule(StrEnum):
-    """How an op's causal flag maps to a mask alignment (perf-model.md §1)."""
+    """How an op's causal flag maps to a mask alignment (docs/perf-model.md §1)."""
 
     BOTTOM_RIGHT = "bottom_right"
     TOP_LEFT = "top_left"

@@ -1,6 +1,6 @@
 """Findings files (`category_findings/<cat>_findings.md`): the validator and the template renderer.
 
-The contract is shared/docs/findings-format.md; every error carries a rule id `R<n>-<what>` (n = rule number of
+The contract is prompts/findings_format.md; every error carries a rule id `R<n>-<what>` (n = rule number of
 that page, R0 = unfilled template slot), a 1-based line and a fix hint.
 """
 

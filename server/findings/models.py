@@ -8,9 +8,9 @@ from pydantic import BaseModel, Field
 
 
 class FindingError(BaseModel):
-    """One broken rule of shared/docs/findings-format.md, where it is, and how to fix it."""
+    """One broken rule of prompts/findings_format.md, where it is, and how to fix it."""
 
-    rule: str = Field(description="rule id, e.g. 'R5-columns' (rule number of findings-format.md + sub-id)")
+    rule: str = Field(description="rule id, e.g. 'R5-columns' (rule number of prompts/findings_format.md + sub-id)")
     line: int | None = Field(description="1-based line of the findings file; None when the whole file is at fault")
     message: str = Field(description="what is wrong")
     fix: str = Field(description="a concrete edit that makes the rule pass")

@@ -1,4 +1,4 @@
-"""The fixed vocabulary of the findings-file contract (shared/docs/findings-format.md).
+"""The fixed vocabulary of the findings-file contract (prompts/findings_format.md).
 
 The validator and the template both read these constants and formatters, so that a rendered skeleton
 and the checks agree on every heading, label, column and number spelling.

@@ -1,4 +1,4 @@
-"""validate_findings: check a `<cat>_findings.md` against shared/docs/findings-format.md and its metrics JSON.
+"""validate_findings: check a `<cat>_findings.md` against prompts/findings_format.md and its metrics JSON.
 
 Every broken rule becomes a FindingError with a rule id (`R<n>-<what>`, n = the rule number of the
 spec, R0 = unfilled template slots), a 1-based line and a concrete fix. Arbitrary text never raises:

@@ -195,7 +195,7 @@ def _validate_columns(df: pd.DataFrame, path: Path) -> None:
     if missing:
         raise InputError(
             f"{path}: missing column(s) {', '.join(repr(c) for c in missing)} — the ops CSV needs "
-            f"{', '.join(REQUIRED_COLUMNS)} (see formats.md); regenerate it with analyze_trace"
+            f"{', '.join(REQUIRED_COLUMNS)} (see docs/formats.md); regenerate it with analyze_trace"
         )
     if df.empty:
         return

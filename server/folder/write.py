@@ -1,4 +1,4 @@
-"""Write the analysis folder of formats.md: per-category ops CSV + metadata, and the manifest.
+"""Write the analysis folder of docs/formats.md: per-category ops CSV + metadata, and the manifest.
 
 Every file is written atomically (temp file + rename). Category files of ours that this run does not
 produce (a category that disappeared since the last run) are removed together with their derived
@@ -24,7 +24,7 @@ SKILL = "sdpa-analyzer"
 
 
 def gpu_metadata(gpu: GpuSpec) -> dict[str, Any]:
-    """platform + peaks in the metadata layout of formats.md (achievable numbers where known)."""
+    """platform + peaks in the metadata layout of docs/formats.md (achievable numbers where known)."""
     bw, bw_kind = gpu.peak_tbs()
     return {
         "platform": gpu.key,

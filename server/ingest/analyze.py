@@ -2,7 +2,7 @@
 
 Stages (each reported to `progress(done, total, message)`): parse (streamed, once) -> tree (host
 nesting) -> link (launch -> kernel) -> attention (calls, unfused patterns, backward links, copies,
-inference workload) -> write (ops CSV, metadata, manifest per formats.md).
+inference workload) -> write (ops CSV, metadata, manifest per docs/formats.md).
 
 Input errors raise TraceError (one line, nothing written): missing file, truncated gzip, not JSON,
 no `traceEvents`, a CPU-only trace, an explicit unknown arch. A trace without attention is not an

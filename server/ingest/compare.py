@@ -5,7 +5,7 @@ Calls are matched by their anchor, the nearest enclosing op / module call / user
 i-th call under an anchor label in trace 1 pairs with the i-th under the same label in trace 2. So a
 fused op in trace 1 and the unfused matmul/softmax/matmul that replaced it in trace 2 line up.
 
-Columns (formats.md): `speedup (trace2/trace1)` = t2 / t1 and `delta_us (trace2 - trace1)` = t2 - t1
+Columns (docs/formats.md): `speedup (trace2/trace1)` = t2 / t1 and `delta_us (trace2 - trace1)` = t2 - t1
 with t the summed kernel time of the matched calls, `lca_count_trace2` (matched trace-2 calls),
 `lca_id`, `lca_name` (the anchor label), and `lca_total_kernel_time_trace{1,2}_us`: all kernel time
 under the matched anchors (attention and everything else the anchor launched).

@@ -10,7 +10,7 @@ Window, in order of preference:
 gaps included). Shares, as in the upstream tool: computation = union of compute kernels and memsets;
 exposed communication = collective kernels not hidden under computation; exposed memcpy = copies hidden
 under neither; idle = the rest. GPU work outside the window and kernels without any CPU launch are
-counted and reported, never silently dropped (reference-pitfalls #9).
+counted and reported, never silently dropped (docs/perf-model.md, pitfall 9).
 """
 
 from __future__ import annotations

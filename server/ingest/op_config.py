@@ -1,6 +1,6 @@
 """An attention call's config: read by the perf_models registry, and written back as a `perf_params` cell.
 
-`parse` never raises for a bad row: the reason says why there is no model (reference-pitfalls #4: a failed
+`parse` never raises for a bad row: the reason says why there is no model (docs/perf-model.md pitfall 4: a failed
 model is never silent). `perf_params_from_config` writes the config in the upstream tool's perf_params keys,
 which our registry reads back for rows (autograd nodes) that have no shapes of their own.
 """

@@ -1,4 +1,4 @@
-"""Attention calls -> the per-category op tables of formats.md (one row per argument signature).
+"""Attention calls -> the per-category op tables of docs/formats.md (one row per argument signature).
 
 Grouping key, as upstream: name, op category, process/thread, Input Dims, Input type, Input Strides,
 Concrete Inputs, number of kernels (+ the linked forward's signature for a shapeless backward node,

@@ -1,6 +1,6 @@
 """Unfused attention: matmul -> softmax -> matmul in one scope, with shapes of Q·Kᵀ and P·V.
 
-The reference tool never reports these (reference-pitfalls #6), so "migrate to a fused kernel" had no
+The reference tool never reports these (docs/perf-model.md, pitfall 6), so "migrate to a fused kernel" had no
 numbers. Here each such triple becomes an attention call of type `unfused`:
 
 - scope: the nearest enclosing op, annotation or user-code Python frame (builtin and torch-internal

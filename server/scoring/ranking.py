@@ -1,6 +1,6 @@
 """Impact estimates, grouping into ranked category findings, and the `<cat>_metrics.json` document.
 
-The impact rules are the orchestrator's contract (formats.md "Impact rules"): the same arithmetic
+The impact rules are the orchestrator's contract (docs/formats.md "Impact rules"): the same arithmetic
 for every category, so findings can be ranked across categories. Scores are rounded to 2 decimals
 once, at the very end, and those exact values are written and returned.
 
