@@ -2,9 +2,15 @@
 
 The tables are data files (`perf_models/data/gpus/<key>.json`, one per GPU), each number with its source.
 Peaks are dense (no 2:4 sparsity) TFLOPS keyed by compute spec (`matrix_bf16`, `matrix_fp8`, `vector_fp32`,
-… — the keys TraceLens arch files use) and HBM bandwidth in TB/s. `peak_tflops()` / `peak_tbs()` return the
-achievable (measured, "max-achievable") number when the table has one and the datasheet number otherwise,
-and say which one they returned.
+… — the keys TraceLens arch files use) and HBM bandwidth in TB/s.
+
+The roof a GPU is scored against is its datasheet dense peak, or an *achievable* peak only when it was
+measured with a stated method and a citable source (`achievable_method` in the file: AMD's MAF measurements
+for MI300X/MI325X qualify). Numbers without a method (an in-house run, a table that does not say how it was
+obtained) are kept as `*_unverified` for reference and never used as a roof: a roof below a published kernel
+(FlashAttention-4 reaches 1605 TFLOPS on a B200 whose unverified "achievable" is 1401) turns a good kernel
+into an "anomaly". `peak_tflops()` / `peak_tbs()` return the achievable number when there is one and the
+datasheet number otherwise, and say which; `compute_roof()` / `bandwidth_roof()` add the source.
 
 Compute-spec decision for fp32 on NVIDIA: `matrix_fp32` is the CUDA-core (non-tensor) FP32 peak, equal to
 `vector_fp32`, because PyTorch runs fp32 GEMMs and unfused attention without TF32 unless the user opts in
@@ -35,6 +41,7 @@ from perf_models.errors import ConfigError, PerfModelError, UnknownArchError
 
 PREFER_CHOICES = ("achievable", "datasheet")
 ORIGINS = ("builtin", "arch_json", "metadata")
+ROOF_KINDS = ("achievable", "datasheet")  # what a roof is: measured with a stated method, or the datasheet peak
 
 # A user's number within this relative distance of the datasheet value is the datasheet value.
 _SAME_AS_DATASHEET = 0.01
@@ -64,6 +71,9 @@ class GpuSpec:
     tflops_datasheet: Mapping[str, float] = field(hash=False)
     tflops_achievable: Mapping[str, float] = field(hash=False)
     sources: Mapping[str, str] = field(hash=False)
+    achievable_method: str | None = None  # how the achievable numbers were measured (required when any exist)
+    hbm_tbs_unverified: float | None = None  # reference only: never a roof
+    tflops_unverified: Mapping[str, float] = field(default_factory=dict, hash=False)
     origin: str = "builtin"  # 'builtin' | 'arch_json' | 'metadata'
     arch: str | None = None  # e.g. sm_90, gfx942
     llc_mb: float | None = None  # memory-side last-level cache (AMD Infinity Cache)
@@ -101,6 +111,23 @@ class GpuSpec:
             return float(self.hbm_tbs_achievable), "achievable"
         return float(self.hbm_tbs_datasheet), "datasheet"
 
+    def compute_roof(self, spec: str) -> Roof:
+        """The compute roof of a spec (achievable when measured, else datasheet), with its source."""
+        value, kind = self.peak_tflops(spec)
+        key = normalize_spec(spec)
+        source = self.sources.get(f"tflops_{kind}.{key}", "")
+        if kind == "achievable" and self.achievable_method:
+            source = f"{self.achievable_method}; {source}"
+        return Roof(value, kind, source, self.tflops_datasheet.get(key))
+
+    def bandwidth_roof(self) -> Roof:
+        """The HBM bandwidth roof (achievable when measured, else datasheet), with its source."""
+        value, kind = self.peak_tbs()
+        source = self.sources.get(f"hbm_tbs_{kind}", "")
+        if kind == "achievable" and self.achievable_method:
+            source = f"{self.achievable_method}; {source}"
+        return Roof(value, kind, source, self.hbm_tbs_datasheet)
+
     def ridge_point(self, spec: str, prefer: str = "achievable") -> float:
         """Arithmetic intensity (FLOP/byte) where the compute and bandwidth roofs meet: TFLOPS / (TB/s)."""
         tflops, _ = self.peak_tflops(spec, prefer)
@@ -130,9 +157,23 @@ class GpuSpec:
             "hbm_tbs_achievable": self.hbm_tbs_achievable,
             "tflops_datasheet": dict(self.tflops_datasheet),
             "tflops_achievable": dict(self.tflops_achievable),
+            "achievable_method": self.achievable_method,
+            "hbm_tbs_unverified": self.hbm_tbs_unverified,
+            "tflops_unverified": dict(self.tflops_unverified),
             "sources": dict(self.sources),
             "notes": list(self.notes),
         }
+
+
+@dataclass(frozen=True)
+class Roof:
+    """One roof: its value (TFLOP/s or TB/s), its kind (achievable | datasheet), where it comes from, and the
+    datasheet value of the same quantity (every result also gives the efficiency against the datasheet)."""
+
+    value: float
+    kind: str
+    source: str
+    datasheet: float | None
 
 
 def normalize_spec(spec: str) -> str:
@@ -236,6 +277,52 @@ def match_device_name(device_name: str) -> GpuSpec | None:
     return chosen if len(best) == 1 else None
 
 
+_MEMORY_TOLERANCE = 0.03  # totalGlobalMem (bytes, after the driver's reservation) vs the table's nominal size
+
+
+def arch_from_properties(props: Mapping[str, Any]) -> str | None:
+    """The architecture a Kineto `deviceProperties` entry describes: `sm_90` (NVIDIA, 32-wide warps) or a
+    `gfx94` prefix (AMD, 64-wide wavefronts: computeMajor 9, computeMinor 4 is gfx942), None when unreadable."""
+    major, minor, warp = props.get("computeMajor"), props.get("computeMinor"), props.get("warpSize")
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1000 for v in (major, minor, warp)):
+        return None
+    if warp == 32:
+        return f"sm_{major}{minor}"
+    if warp == 64:
+        return f"gfx{major}{minor}"
+    return None
+
+
+def match_device_properties(props: Mapping[str, Any]) -> GpuSpec | None:
+    """The built-in GPU of a `deviceProperties` entry: by its name, or, when the name is empty (vLLM writes
+    `""` on ROCm), by architecture, SM/CU count and memory size — when exactly one GPU fits all three."""
+    if not isinstance(props, Mapping):
+        return None
+    name = props.get("name")
+    if isinstance(name, str) and name.strip():
+        return match_device_name(name)
+    arch = arch_from_properties(props)
+    sms, mem = props.get("numSms"), props.get("totalGlobalMem")
+    if arch is None or not isinstance(sms, int) or not isinstance(mem, int | float) or isinstance(mem, bool):
+        return None
+    mem_gib = float(mem) / 2**30
+    fits = [
+        g for g in _registry().gpus
+        if g.arch is not None and g.arch.startswith(arch) and g.sm_count == sms and g.memory_gb is not None
+        and abs(mem_gib - g.memory_gb) <= _MEMORY_TOLERANCE * g.memory_gb
+    ]
+    return fits[0] if len(fits) == 1 else None
+
+
+def describe_properties(props: Mapping[str, Any]) -> str:
+    """`gfx94, 304 CUs, 192 GiB` — what an unnamed device's properties say, for messages."""
+    arch = arch_from_properties(props) or "unknown arch"
+    unit = "CUs" if arch.startswith("gfx") else "SMs"
+    mem = props.get("totalGlobalMem")
+    size = f"{float(mem) / 2**30:.0f} GiB" if isinstance(mem, int | float) and not isinstance(mem, bool) else "? GiB"
+    return f"{arch}, {props.get('numSms', '?')} {unit}, {size}"
+
+
 def _lookup(name: str) -> GpuSpec | None:
     if not isinstance(name, str) or not name.strip():
         return None
@@ -257,7 +344,9 @@ def get_gpu(name: str) -> GpuSpec:
 # ---------------------------------------------------------------- built-in tables
 
 
-_BUILTIN_NUMBERS = ("sm_count", "l2_cache_mb", "llc_mb", "memory_gb", "hbm_tbs_datasheet", "hbm_tbs_achievable")
+_BUILTIN_NUMBERS = (
+    "sm_count", "l2_cache_mb", "llc_mb", "memory_gb", "hbm_tbs_datasheet", "hbm_tbs_achievable", "hbm_tbs_unverified",
+)
 
 
 def _load_builtin(filename: str, text: str) -> GpuSpec:
@@ -290,12 +379,12 @@ def _load_builtin(filename: str, text: str) -> GpuSpec:
         raise PerfModelError(f"{where}: vendor={vendor!r} must be 'nvidia' or 'amd'")
     values: dict[str, float | None] = {}
     for name in _BUILTIN_NUMBERS:
-        optional = name in ("llc_mb", "hbm_tbs_achievable")
+        optional = name in ("llc_mb", "hbm_tbs_achievable", "hbm_tbs_unverified")
         if name not in raw:
             raise PerfModelError(f"{where}: field {name!r} is missing (use null when unknown)")
         values[name] = number(name, raw[name], optional)
     tables: dict[str, dict[str, float]] = {}
-    for table in ("tflops_datasheet", "tflops_achievable"):
+    for table in ("tflops_datasheet", "tflops_achievable", "tflops_unverified"):
         entries = need(table, dict)
         for spec, v in entries.items():
             if not _SPEC_RE.match(spec):
@@ -304,6 +393,12 @@ def _load_builtin(filename: str, text: str) -> GpuSpec:
         tables[table] = {spec: float(v) for spec, v in entries.items()}
     if not tables["tflops_datasheet"]:
         raise PerfModelError(f"{where}: tflops_datasheet is empty")
+    method = raw.get("achievable_method")
+    if (tables["tflops_achievable"] or values["hbm_tbs_achievable"] is not None) and not (
+        isinstance(method, str) and method.strip()
+    ):
+        # an achievable roof without a stated method is not a default roof: put it under *_unverified
+        raise PerfModelError(f"{where}: achievable numbers need achievable_method (how they were measured)")
 
     sources = _expand_sources(where, need("sources", dict), values, tables)
     patterns = tuple(need("device_patterns", list))
@@ -326,6 +421,9 @@ def _load_builtin(filename: str, text: str) -> GpuSpec:
         tflops_datasheet=MappingProxyType(tables["tflops_datasheet"]),
         tflops_achievable=MappingProxyType(tables["tflops_achievable"]),
         sources=MappingProxyType(sources),
+        achievable_method=method if isinstance(method, str) else None,
+        hbm_tbs_unverified=values["hbm_tbs_unverified"],
+        tflops_unverified=MappingProxyType(tables["tflops_unverified"]),
         origin="builtin",
         arch=raw.get("arch"),
         llc_mb=values["llc_mb"],

@@ -22,6 +22,7 @@ __all__ = [
     "classify_kernel",
     "classify_kernels",
     "is_auxiliary_kernel",
+    "kernel_vendor",
     "tile_sizes",
 ]
 
@@ -161,6 +162,25 @@ _RULES: tuple[_Rule, ...] = (
     _r(r"[Ss]oft[Mm]ax", KernelRole.SOFTMAX, None),
     _r(r"gemm|Cijk_|nvjet|xmma|cutlass\w*tensorop|\bbmm|matmul|wgmma", KernelRole.GEMM, None),
 )
+
+
+# Name fragments only one vendor's software stack emits (CUDA libraries and CUTLASS templates; ROCm's CK, Tensile,
+# aiter and hipBLASLt). Generic names (Triton kernels, at::native elementwise kernels) say nothing.
+_NVIDIA_ONLY = re.compile(
+    r"pytorch_flash::|cutlass|\bsm(?:80|86|89|90|100|120)_|xmma|nvjet|cudnn|cublas|fmhaSm\d|flash::enable_sm|"
+    r"__nv_|flashinfer::|trtllm|FlashAttn\w*Sm\d+"
+)
+_AMD_ONLY = re.compile(
+    r"ck_tile::|\bck::|Cijk_|aiter|hipblaslt|rocblas|__hip|miopen|MIOpen|paged_attention_ll4mi|_ZN5aiter"
+)
+
+
+def kernel_vendor(name: str) -> str | None:
+    """'nvidia' or 'amd' when a kernel name can only come from that vendor's stack, else None."""
+    nv, amd = bool(_NVIDIA_ONLY.search(name)), bool(_AMD_ONLY.search(name))
+    if nv == amd:
+        return None
+    return "nvidia" if nv else "amd"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from perf_models.errors import UnknownArchError
-from perf_models.hardware import get_gpu, known_keys, match_device_name
+from perf_models.hardware import GpuSpec, describe_properties, get_gpu, match_device_properties
 from server.folder.write import gpu_metadata, relative_trace_path, write_folder
 from server.ingest.attention import find_fused_calls, find_graph_calls
 from server.ingest.calls import Call
@@ -226,20 +226,21 @@ def _explicit_gpu(arch: str | None) -> Any:
         raise TraceError(str(exc)) from None
 
 
-def _device_name(ctx: TraceContext) -> str | None:
+def _device(ctx: TraceContext) -> tuple[GpuSpec | None, str | None]:
+    """The trace's first GPU (matched by name, or by arch/CUs/memory when unnamed) and how to call it."""
     props = ctx.header.get("deviceProperties")
-    if isinstance(props, list):
-        for p in props:
-            if isinstance(p, dict) and isinstance(p.get("name"), str) and p["name"].strip():
-                return p["name"].strip()
-    return None
+    first = next((p for p in props if isinstance(p, dict)), None) if isinstance(props, list) else None
+    if first is None:
+        return None, None
+    name = first.get("name") if isinstance(first.get("name"), str) else ""
+    label = name.strip() or f"unnamed device ({describe_properties(first)})"
+    return match_device_properties(first), label
 
 
 def _gpu(ctx: TraceContext, explicit: Any, warnings: list[str]) -> tuple[dict[str, Any], GpuResult]:
-    device = _device_name(ctx)
+    matched, device = _device(ctx)
     if explicit is not None:
         if device:
-            matched = match_device_name(device)
             if matched is None or matched.key != explicit.key:
                 warnings.append(f"arch {explicit.key} was requested; the trace was recorded on {device!r}")
         meta = gpu_metadata(explicit)
@@ -251,13 +252,14 @@ def _gpu(ctx: TraceContext, explicit: Any, warnings: list[str]) -> tuple[dict[st
             "the trace has no deviceProperties GPU name: metadata written without peaks; pass arch= to score it"
         )
         return {"platform": None, "gpu_device_name": None, "arch_source": "none"}, GpuResult()
-    gpu = match_device_name(device)
+    gpu = matched
     if gpu is None:
         warnings.append(
-            f"GPU {device!r} is not in the GPU table: metadata written without peaks; pass arch= one of "
-            f"{', '.join(known_keys())}"
+            f"GPU {device!r} is not in the GPU table: metadata written without peaks; pass arch= (one of "
+            "list_architectures) to score it"
         )
-        return {"platform": device, "gpu_device_name": device, "arch_source": "none"}, GpuResult(device_name=device)
+        platform = None if device.startswith("unnamed device") else device
+        return {"platform": platform, "gpu_device_name": device, "arch_source": "none"}, GpuResult(device_name=device)
     meta = gpu_metadata(gpu)
     meta["gpu_device_name"] = device
     meta["arch_source"] = "trace"

@@ -1,29 +1,39 @@
-"""Which GPU peaks score a category: caller's arch > GPU named in the trace > metadata peaks.
+"""Which GPU scores a category: the caller's arch > the GPU the trace names > the metadata's platform or peaks.
 
-Reading the GPU name from a trace does not parse the trace: Kineto writes `deviceProperties` either at
-the start or at the very end, so the decompressed text is scanned in chunks for the key and the first
-`"name"` after it.
+The trace's GPU is read from its `deviceProperties` (an unnamed device — vLLM writes `""` on ROCm — is matched
+by architecture, CU count and memory). When the trace cannot be used (no trace_path, outside the data roots,
+missing, no device entry, a GPU the table does not know) the result says why. The kernel names are a second
+witness: an NVIDIA-only kernel name on an AMD GPU (or the reverse) is a contradiction. With an explicit arch or
+the trace's own GPU it is a warning; when only the metadata names the GPU, the category is not scored, since
+every verdict would be measured against the wrong roof.
 """
 
 from __future__ import annotations
 
-import gzip
-import re
-import zlib
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from perf_models.errors import PerfModelError, UnknownArchError
-from perf_models.hardware import GpuSpec, get_gpu, gpu_from_arch_dict, list_gpus, match_device_name
-from server.errors import InputError
+from perf_models.hardware import (
+    GpuSpec,
+    describe_properties,
+    get_gpu,
+    gpu_from_arch_dict,
+    known_keys,
+    match_device_properties,
+)
+from perf_models.kernels import kernel_vendor
+from server.errors import InputError, PathOutsideRootsError
+from server.ingest.device import device_properties
 from server.roots import DataRoots
 
-_DEVICE_NAME_RE = re.compile(rb'"deviceProperties"\s*:\s*\[\s*\{[^\]]*?"name"\s*:\s*"([^"]{1,200})"', re.S)
-_CHUNK = 1 << 20
+SOURCES = ("argument", "arch_json", "trace", "metadata")
+_VENDOR_WORDS = {"nvidia": "NVIDIA", "amd": "AMD"}
 
 
 @dataclass
@@ -32,43 +42,26 @@ class ResolvedArch:
     source: str  # 'argument' | 'arch_json' | 'trace' | 'metadata'
     trace_gpu_name: str | None = None
     warnings: list[str] = field(default_factory=list)
+    trace_note: str | None = None  # why the trace's GPU was not used (None when it was, or was not needed)
 
     def describe(self) -> str:
-        bw, bw_kind = self.gpu.peak_tbs()
-        return f"{self.gpu.name} ({self.gpu.key}) from {self.source}; HBM {bw:g} TB/s ({bw_kind})"
+        """`trace (deviceProperties: NVIDIA H100 80GB HBM3)`, `metadata (trace_path is outside the data roots)`."""
+        if self.source == "trace":
+            return f"trace (deviceProperties: {self.trace_gpu_name})"
+        if self.source == "metadata" and self.trace_note:
+            return f"metadata ({self.trace_note})"
+        return self.source
+
+
+@dataclass(frozen=True)
+class TraceGpu:
+    gpu: GpuSpec | None
+    label: str | None  # the device's name, or what its properties say when unnamed
+    note: str | None  # why there is no GPU (None when there is one)
 
 
 def known_arch_names() -> list[str]:
-    return [g.key for g in list_gpus()]
-
-
-@lru_cache(maxsize=64)
-def _scan_device_name(path: str, mtime_ns: int, size: int) -> str | None:
-    tail = b""
-    opener = gzip.open if path.endswith(".gz") else open
-    try:
-        with opener(path, "rb") as fh:
-            while True:
-                chunk = fh.read(_CHUNK)
-                if not chunk:
-                    break
-                buf = tail + chunk
-                m = _DEVICE_NAME_RE.search(buf)
-                if m:
-                    return m.group(1).decode("utf-8", "replace")
-                tail = buf[-4096:]
-    except (OSError, EOFError, zlib.error):
-        return None
-    return None
-
-
-def device_name_from_trace(path: Path) -> str | None:
-    """The first GPU's `deviceProperties` name, or None when the trace has none (or cannot be read)."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return _scan_device_name(str(path), st.st_mtime_ns, st.st_size)
+    return known_keys()
 
 
 def gpu_by_name_or_file(arch: str, roots: DataRoots) -> tuple[GpuSpec, str]:
@@ -93,54 +86,117 @@ def gpu_by_name_or_file(arch: str, roots: DataRoots) -> tuple[GpuSpec, str]:
         raise InputError(str(exc)) from None
 
 
-def resolve_arch(arch: str | None, metadata: dict[str, Any], output_dir: Path, roots: DataRoots) -> ResolvedArch:
-    warnings: list[str] = []
-    trace_name: str | None = None
-    trace_gpu: GpuSpec | None = None
+def trace_gpu(metadata: dict[str, Any], output_dir: Path, roots: DataRoots) -> TraceGpu:
+    """The GPU of the trace the metadata names, or why it cannot be had."""
     tp = metadata.get("trace_path") if isinstance(metadata, dict) else None
-    if isinstance(tp, str) and tp:
-        # trace_path is written relative to the analysis folder (or absolute)
-        candidate = Path(tp) if Path(tp).is_absolute() else output_dir / tp
-        try:
-            trace_file = roots.resolve(candidate, what="trace_path")
-        except InputError:
-            trace_file = None
-        if trace_file is not None and trace_file.is_file():
-            trace_name = device_name_from_trace(trace_file)
-            if trace_name:
-                trace_gpu = match_device_name(trace_name)
-                if trace_gpu is None:
-                    warnings.append(f"the trace's GPU {trace_name!r} is not in the GPU table; pass arch=")
+    if not isinstance(tp, str) or not tp.strip():
+        return TraceGpu(None, None, "the metadata names no trace_path")
+    candidate = Path(tp) if Path(tp).is_absolute() else output_dir / tp
+    try:
+        trace_file = roots.resolve(candidate, what="trace_path")
+    except PathOutsideRootsError:
+        return TraceGpu(None, None, "trace_path is outside the data roots")
+    except InputError:
+        return TraceGpu(None, None, "trace_path is not a usable path")
+    if not trace_file.is_file():
+        return TraceGpu(None, None, "the trace file named by trace_path is missing")
+    props = device_properties(trace_file)
+    if not props:
+        return TraceGpu(None, None, "the trace has no deviceProperties")
+    first = props[0]
+    name = first.get("name") if isinstance(first.get("name"), str) else ""
+    label = name.strip() or f"unnamed device ({describe_properties(first)})"
+    gpu = match_device_properties(first)
+    if gpu is None:
+        return TraceGpu(None, label, f"the trace's GPU {label!r} is not in the GPU table")
+    return TraceGpu(gpu, label, None)
+
+
+def kernels_vendor(kernel_names: Iterable[str]) -> tuple[str | None, list[str]]:
+    """The vendor the kernel names say (when they agree), and a few of the names that say it."""
+    seen: Counter[str] = Counter()
+    examples: dict[str, list[str]] = {"nvidia": [], "amd": []}
+    for name in kernel_names:
+        vendor = kernel_vendor(name)
+        if vendor is not None:
+            seen[vendor] += 1
+            short = name.split("<")[0].split("(")[0].strip().removeprefix("void ").strip()[:48]
+            if len(examples[vendor]) < 1 and short:
+                examples[vendor].append(short)
+    if len(seen) != 1:
+        return None, []
+    (vendor,) = seen
+    return vendor, examples[vendor]
+
+
+def _contradiction(gpu: GpuSpec, kernel_names: Iterable[str]) -> str | None:
+    vendor, examples = kernels_vendor(kernel_names)
+    if vendor is None or gpu.vendor not in _VENDOR_WORDS or vendor == gpu.vendor:
+        return None
+    return (
+        f"the kernels are {_VENDOR_WORDS[vendor]}'s ({', '.join(examples)}) but {gpu.key} is an "
+        f"{_VENDOR_WORDS[gpu.vendor]} GPU"
+    )
+
+
+def resolve_arch(
+    arch: str | None,
+    metadata: dict[str, Any],
+    output_dir: Path,
+    roots: DataRoots,
+    kernel_names: Iterable[str] = (),
+) -> ResolvedArch:
+    names = list(kernel_names)
+    warnings: list[str] = []
+    found = trace_gpu(metadata, output_dir, roots)
     meta_platform = metadata.get("platform") if isinstance(metadata, dict) else None
+    if meta_platform is not None and not isinstance(meta_platform, str):
+        warnings.append(f"metadata platform {meta_platform!r} is not a name; ignored")
+        meta_platform = None
 
     if arch:
         gpu, source = gpu_by_name_or_file(arch, roots)
-        if trace_gpu is not None and trace_gpu.key != gpu.key:
-            warnings.append(f"arch {gpu.key} was requested; the trace was recorded on {trace_name}")
-        return ResolvedArch(gpu, source, trace_name, warnings)
-    if trace_gpu is not None:
-        if meta_platform and not _same_gpu(str(meta_platform), trace_gpu):
+        if found.gpu is not None and found.gpu.key != gpu.key:
+            warnings.append(f"arch {gpu.key} was requested; the trace was recorded on {found.label}")
+        if (clash := _contradiction(gpu, names)) is not None:
+            warnings.append(f"{clash}: check arch={arch}")
+        return ResolvedArch(gpu, source, found.label, warnings)
+    if found.gpu is not None:
+        if meta_platform and not _same_gpu(meta_platform, found.gpu):
             warnings.append(
-                f"metadata platform {meta_platform!r} disagrees with the trace's GPU {trace_name!r}: "
-                f"scoring against {trace_gpu.key} (the trace's GPU)"
+                f"metadata platform {meta_platform!r} disagrees with the trace's GPU {found.label!r}: "
+                f"scoring against {found.gpu.key} (the trace's GPU)"
             )
-        return ResolvedArch(trace_gpu, "trace", trace_name, warnings)
-    if meta_platform or metadata.get("max_achievable_tflops"):
-        if metadata.get("max_achievable_tflops") and (metadata.get("peak_hbm_bw_tbs") or metadata.get("mem_bw_gbps")):
-            try:
-                gpu = gpu_from_arch_dict(metadata, name=str(meta_platform or "metadata"))
-                return ResolvedArch(gpu, "metadata", trace_name, warnings)
-            except PerfModelError as exc:
-                warnings.append(f"metadata peaks unusable ({exc})")
-        if meta_platform:
-            try:
-                return ResolvedArch(get_gpu(str(meta_platform)), "metadata", trace_name, warnings)
-            except UnknownArchError:
-                pass
-    raise InputError(
-        f"{output_dir}: cannot tell which GPU scored this trace (no reachable trace_path, no metadata peaks) — "
-        f"pass arch= one of {', '.join(known_arch_names())} or an arch JSON file"
-    )
+        if (clash := _contradiction(found.gpu, names)) is not None:
+            warnings.append(clash)
+        return ResolvedArch(found.gpu, "trace", found.label, warnings)
+
+    gpu = _metadata_gpu(metadata, meta_platform, warnings)
+    if gpu is None:
+        raise InputError(
+            f"{output_dir.name}: cannot tell which GPU ran this trace ({found.note}; the metadata has no usable "
+            "platform or peaks) — pass arch= (see list_architectures)"
+        )
+    if (clash := _contradiction(gpu, names)) is not None:
+        raise InputError(
+            f"{output_dir.name} not scored: {clash} (the metadata's platform; {found.note}) — pass arch= the GPU "
+            "the trace ran on, or give the server a data root that holds the trace"
+        )
+    return ResolvedArch(gpu, "metadata", found.label, warnings, trace_note=found.note)
+
+
+def _metadata_gpu(metadata: dict[str, Any], platform: str | None, warnings: list[str]) -> GpuSpec | None:
+    if metadata.get("max_achievable_tflops") and (metadata.get("peak_hbm_bw_tbs") or metadata.get("mem_bw_gbps")):
+        try:
+            return gpu_from_arch_dict(metadata, name=str(platform or "metadata"))
+        except PerfModelError as exc:
+            warnings.append(f"metadata peaks unusable ({exc})")
+    if platform:
+        try:
+            return get_gpu(platform)
+        except UnknownArchError:
+            warnings.append(f"metadata platform {platform!r} is not in the GPU table")
+    return None
 
 
 def _same_gpu(platform: str, gpu: GpuSpec) -> bool:

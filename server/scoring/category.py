@@ -39,6 +39,7 @@ def score_category(
     data = cached_load(output_dir, category)
     if data.status != "OK":
         return ScoredCategory(data)
-    resolved = resolve_arch(arch, data.metadata, output_dir, roots)
+    kernel_names = [name for names in data.kernels.name_sets for name in names]
+    resolved = resolve_arch(arch, data.metadata, output_dir, roots, kernel_names)
     table, written = cached_records(data, resolved.gpu, bytes_model=bytes_model)
     return ScoredCategory(data, resolved, table, written)
