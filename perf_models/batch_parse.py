@@ -60,7 +60,8 @@ from perf_models.table import ConfigTable
 
 __all__ = ["ParsedTable", "parse_ops_table"]
 
-_TABLE_FIELDS = tuple(f.name for f in fields(ConfigTable))
+# shared_kv (an MLA latent cache) is not read from any op's arguments yet: ConfigTable.from_arrays defaults it
+_TABLE_FIELDS = tuple(f.name for f in fields(ConfigTable) if f.name != "shared_kv")
 _SHAPES = ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v")
 _INT, _FLOAT, _ANY, _OTHER = "int", "float", "any", "other"
 _BLANK, _VALID, _INVALID = 0, 1, 2  # kinds of a per-call scalar value

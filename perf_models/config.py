@@ -136,6 +136,9 @@ class AttentionConfig:
     dropout_p: float = 0.0
     varlen: VarlenInfo | None = None
     paged: PagedInfo | None = None
+    # MLA-style latent cache (DeepSeek, FlashMLA): V is the first d_v columns of K's cache, so a forward reads
+    # each cached token once (d_qk elements), not K (d_qk) plus V (d_v).
+    shared_kv: bool = False
 
     def __post_init__(self) -> None:
         for name in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v"):
@@ -160,6 +163,9 @@ class AttentionConfig:
             raise ConfigError("mask", self.mask, "a Mask")
         if not (0.0 <= float(self.dropout_p) < 1.0):
             raise ConfigError("dropout_p", self.dropout_p, "a probability in [0, 1)")
+        if self.shared_kv and self.head_dim_v > self.head_dim_qk:
+            limit = f"<= head_dim_qk={self.head_dim_qk} when V is a slice of K (shared_kv)"
+            raise ConfigError("head_dim_v", self.head_dim_v, limit)
 
     @property
     def gqa_ratio(self) -> int:

@@ -17,7 +17,14 @@ from perf_models.flops import SeqGroup, flops_per_pair, paged_pairs, varlen_sequ
 from perf_models.masks import MASK_NONE, TileSums, kept_and_tiles
 from perf_models.table import ConfigTable
 from perf_models.tiles import default_blocks, normalize_family
-from perf_models.traffic import TILED_BWD_MODELS, compulsory_bytes, compulsory_terms, tiled_bytes
+from perf_models.traffic import (
+    TILED_BWD_MODELS,
+    compulsory_bytes,
+    compulsory_terms,
+    fa_convention_bytes,
+    score_matrix_bytes,
+    tiled_bytes,
+)
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -41,6 +48,8 @@ class WorkEstimate:
     flops_executed:  FLOPs of the executed pairs (explains low efficiency on short causal shapes)
     flops_upper:     FLOPs of kept_pairs_upper
     bytes_compulsory, bytes_tiled: see traffic.py
+    bytes_fa_convention: the FA benchmarks' count (traffic.fa_convention_bytes), reported beside ours
+    bytes_score_matrix: what an unfused chain adds for its Nq × Nkv matrices (traffic.score_matrix_bytes)
     block_q, block_kv: the tile sizes used per row
     Paged (decode) rows have no tile grid: tile_visits 0, executed_pairs = kept_pairs, tiled = compulsory.
     """
@@ -54,28 +63,42 @@ class WorkEstimate:
     flops_upper: F64
     bytes_compulsory: F64
     bytes_tiled: F64
+    bytes_fa_convention: F64
+    bytes_score_matrix: F64
     block_q: I64
     block_kv: I64
     bwd_convention: str
     skip_masked_tiles: bool
     tiled_bwd_model: str
-    family: str
+    family: str  # the family asked for ('per_row' when each row named its own)
+    families: NDArray[np.object_]  # the tile family each row was modeled with
     tiled_note: str = TILED_BYTES_NOTE
 
     def __len__(self) -> int:
         return int(self.kept_pairs.shape[0])
 
 
-def _blocks(table: ConfigTable, family: str, block_q: ArrayLike | None,
-            block_kv: ArrayLike | None) -> tuple[I64, I64]:
-    """Tile sizes per row: the given scalars/arrays, else the family defaults (tiles.py)."""
-    n = len(table)
+def _family_blocks(table: ConfigTable, family: str) -> tuple[I64, I64]:
     fa3 = family == "fa3"  # only FA3 picks tiles by mask and fp8 (comparing object strings is slow)
-    dq, dk = default_blocks(
+    return default_blocks(
         family, table.head_dim_qk, table.head_dim_v, table.is_bwd,
         masked=(table.mask_code != MASK_NONE) if fa3 else False,
         fp8=(table.compute_spec == "matrix_fp8") if fa3 else False,
     )
+
+
+def _blocks(table: ConfigTable, families: NDArray[np.object_], block_q: ArrayLike | None,
+            block_kv: ArrayLike | None) -> tuple[I64, I64]:
+    """Tile sizes per row: the given scalars/arrays, else each row's family defaults (tiles.py)."""
+    n = len(table)
+    names = sorted(set(families.tolist()))
+    if len(names) <= 1:
+        dq, dk = _family_blocks(table, names[0] if names else "fa2")
+    else:
+        dq, dk = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        for fam in names:
+            rows = np.flatnonzero(families == fam)
+            dq[rows], dk[rows] = _family_blocks(table.take(rows), fam)
     out = []
     for name, given, default in (("block_q", block_q, dq), ("block_kv", block_kv, dk)):
         arr = default if given is None else np.broadcast_to(np.asarray(given, dtype=np.int64), (n,)).copy()
@@ -132,11 +155,12 @@ def _row_totals(table: ConfigTable, bq: I64, bk: I64, skip: bool) -> tuple[I64, 
 
 CHUNK_ROWS = 32768
 _INT_OUTPUTS = ("kept_pairs", "kept_pairs_upper", "tile_visits", "executed_pairs")
-_OUTPUTS = (*_INT_OUTPUTS, "flops_useful", "flops_executed", "flops_upper", "bytes_compulsory", "bytes_tiled")
+_OUTPUTS = (*_INT_OUTPUTS, "flops_useful", "flops_executed", "flops_upper", "bytes_compulsory", "bytes_tiled",
+            "bytes_fa_convention", "bytes_score_matrix")
 
 
 def _chunk(table: ConfigTable, bq: I64, bk: I64, conv: BwdConvention, skip: bool,
-           tiled_bwd_model: str) -> dict[str, NDArray[np.generic]]:
+           tiled_bwd_model: str, families: NDArray[np.object_]) -> dict[str, NDArray[np.generic]]:
     useful, upper, tiles = _row_totals(table, bq, bk, skip)
     per_pair = flops_per_pair(table, conv)
     terms = compulsory_terms(table)
@@ -151,7 +175,9 @@ def _chunk(table: ConfigTable, bq: I64, bk: I64, conv: BwdConvention, skip: bool
         "flops_upper": per_pair * upper,
         "bytes_compulsory": compulsory,
         "bytes_tiled": tiled_bytes(table, tiles, tiled_bwd_model=tiled_bwd_model, terms=terms,
-                                   compulsory=compulsory),
+                                   compulsory=compulsory, block_q=bq, family=families),
+        "bytes_fa_convention": fa_convention_bytes(table),
+        "bytes_score_matrix": score_matrix_bytes(table),
     }
 
 
@@ -163,9 +189,10 @@ def estimate_work(
     block_kv: ArrayLike | None = None,
     skip_masked_tiles: bool = True,
     tiled_bwd_model: str = "two_pass",
-    family: str | None = None,
+    family: str | ArrayLike | None = None,
 ) -> WorkEstimate:
-    """FLOPs, pairs and bytes for every row. Block sizes: scalars/arrays, or defaults by family.
+    """FLOPs, pairs and bytes for every row. Block sizes: scalars/arrays, or defaults by family (one for every
+    row, or one per row: the kernel family a row's kernels belong to).
 
     `skip_masked_tiles=False` models a kernel that visits every tile: executed pairs become dense and
     the tiled re-reads cover the whole grid (the seed PR's 721 MB assumes this).
@@ -177,10 +204,17 @@ def estimate_work(
         raise ConfigError("bwd_convention", bwd_convention, f"one of {allowed}") from None
     if tiled_bwd_model not in TILED_BWD_MODELS:
         raise ConfigError("tiled_bwd_model", tiled_bwd_model, f"one of {', '.join(TILED_BWD_MODELS)}")
-    fam = normalize_family(family)
-    skip = bool(skip_masked_tiles)
     n = len(table)
-    bq, bk = _blocks(table, fam, block_q, block_kv)
+    if family is None or isinstance(family, str):
+        fam = normalize_family(family)
+        families = np.full(n, fam, dtype=object)
+    else:
+        raw = np.broadcast_to(np.asarray(family, dtype=object), (n,)).tolist()
+        canon = {f: normalize_family(f) for f in set(raw)}
+        families = np.array([canon[f] for f in raw], dtype=object)
+        fam = "per_row"
+    skip = bool(skip_masked_tiles)
+    bq, bk = _blocks(table, families, block_q, block_kv)
     out: dict[str, NDArray[np.generic]] = {
         name: np.empty(n, dtype=np.int64 if name in _INT_OUTPUTS else np.float64) for name in _OUTPUTS
     }
@@ -188,7 +222,8 @@ def estimate_work(
     # which spend much of their time faulting in fresh pages for each temporary.
     for start in range(0, n, CHUNK_ROWS):
         rows = slice(start, min(start + CHUNK_ROWS, n))
-        for name, arr in _chunk(table.rows(rows), bq[rows], bk[rows], conv, skip, tiled_bwd_model).items():
+        chunk = _chunk(table.rows(rows), bq[rows], bk[rows], conv, skip, tiled_bwd_model, families[rows])
+        for name, arr in chunk.items():
             out[name][rows] = arr
     return WorkEstimate(
         **out,  # type: ignore[arg-type]
@@ -198,4 +233,5 @@ def estimate_work(
         skip_masked_tiles=bool(skip_masked_tiles),
         tiled_bwd_model=tiled_bwd_model,
         family=fam,
+        families=families,
     )

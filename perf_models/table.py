@@ -65,6 +65,7 @@ class ConfigTable:
     num_requests: NDArray[np.int64]
     sum_query_tokens: NDArray[np.int64]
     compute_spec: NDArray[np.object_]
+    shared_kv: NDArray[np.bool_]  # V read as a slice of K's cache (MLA latent): see AttentionConfig.shared_kv
 
     def __len__(self) -> int:
         return int(self.batch.shape[0])
@@ -118,6 +119,7 @@ class ConfigTable:
             out[name] = _column(columns.get(name, esize), n, np.float64, name)
         out["is_bwd"] = _column(columns.get("is_bwd", False), n, np.bool_, "is_bwd")
         out["mask_code"] = _column(columns.get("mask_code", 0), n, np.int8, "mask_code")
+        out["shared_kv"] = _column(columns.get("shared_kv", False), n, np.bool_, "shared_kv")
         spec = columns.get("compute_spec", matrix_compute_spec(dtype))
         out["compute_spec"] = _column(spec, n, np.object_, "compute_spec")
         table = cls(**out)
@@ -152,6 +154,7 @@ class ConfigTable:
             cols["num_requests"].append(p.num_requests if p else 0)
             cols["sum_query_tokens"].append((p.sum_query_tokens or 0) if p else 0)
             cols["compute_spec"].append(matrix_compute_spec(cfg.dtype_q))
+            cols["shared_kv"].append(cfg.shared_kv)
         dtypes = {f.name: _dtype_of(f.name) for f in fields(cls)}
         arrays = {k: np.asarray(v, dtype=dtypes[k]) if v else np.zeros(0, dtype=dtypes[k])
                   for k, v in cols.items()}
@@ -191,7 +194,7 @@ class ConfigTable:
 def _dtype_of(name: str) -> type:
     if name in _ELEM_COLUMNS:
         return np.float64
-    if name == "is_bwd":
+    if name in ("is_bwd", "shared_kv"):
         return np.bool_
     if name == "mask_code":
         return np.int8

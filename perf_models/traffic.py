@@ -14,12 +14,26 @@ Compulsory (each tensor touched once; the default roofline numerator):
 * paged: the KV cache e_kv·Σctx·Hkv·(d_qk + d_v) (fp8 caches count 1 B) plus Q and O; no LSE; the
   block table (4 B per page) is left out (< 0.1 % at 16-token pages and d ≥ 64).
 
-Tiled (what a tiled kernel moves when its re-reads miss the cache). Re-reads are charged per query
-head (each head's CTAs stream their own K/V tiles; no L2 sharing across a GQA group is assumed), and
-`TileSums` says how many rows a loop loads: dense grids when masked tiles are not skipped, only the
-visited tiles otherwise.
+What a forward reads follows the kernel, not the tensor shapes:
 
-* forward: Q once, K and V once per visited (Q block, KV block) tile, O and LSE written once;
+* only the keys some query can see are read: a top-left causal mask with Nq < Nkv never reads keys past
+  Nq − 1; a sliding window reads the keys of the union of its windows (decode with a 4096 window over 32k of
+  context reads 4097 keys). Paged rows with a window read min(Σctx, requests × (window + query tokens)):
+  exact when every context is longer than the window, an upper bound otherwise (only the sums are known);
+* a K/V cache dtype (e.g. fp8) is the element size of every forward K/V read, paged or not;
+* an MLA latent cache (`shared_kv`) is read once per token at d_qk: V is a slice of it.
+
+The FA benchmarks count fewer bytes (`fa_convention_bytes`: forward Q, K, V, O; backward Q, K, V, dO, dQ, dK,
+dV, all at full length): 58.7 MB where the compulsory count gives 101.1 MB for B1 H32 N1024 d128 bf16. Both are
+reported; compulsory is the roofline numerator.
+
+Tiled (what a tiled kernel moves when its re-reads miss the cache). `TileSums` says how many rows a loop
+loads: dense grids when masked tiles are not skipped, only the visited tiles otherwise.
+
+* forward: Q once, K and V once per visited (Q block, KV block) tile, O and LSE written once. The query heads
+  of a GQA group are packed into the same Q tiles (FA2's `seqlenq_ngroups_swapped` for decode, FA3's
+  `pack_gqa`): K/V re-reads are charged per KV head over ⌈g·Nq/Br⌉ packed tiles, so a GQA decode reads its
+  cache once (tiled = compulsory), not g times;
 * backward `two_pass` — exactly the seed perf-model PR's model (docs/perf-model.md), which reproduces its 721 MB: the
   dK/dV pass reads Q, O and dO once per KV block (Q-side rows of every visited tile) and K, V once; the
   dQ pass reads K, V once per Q block and Q once; dQ, dK, dV are written once. Like the seed it reads
@@ -29,7 +43,14 @@ visited tiles otherwise.
   main kernel reads K, V once and, per visited tile, the Q-block's Q, dO, LSE, D and an fp32 dQ
   accumulator read-modify-write (8 B per element, the worst case when atomics miss L2); dK, dV
   written once; the accumulator is zero-initialised and read by the convert kernel, which writes dQ;
+* backward with GQA: FA2/CK-style kernels write dK/dV expanded to every query head and sum them
+  (+ a write and a read of Hq-head dK/dV); FA3 accumulates them in fp32 per KV head (+ a zero-init write and
+  a read, 8 B per element);
 * paged rows: tiled = compulsory (a decode kernel streams the cache once).
+
+Unfused attention (matmul → softmax → matmul) also moves the score matrix: `score_matrix_bytes` counts the
+passes an eager chain makes at least (forward: S written and read, P written and read; backward: P read
+twice, dP written and read, dS written and read twice), at the dtype of Q.
 """
 
 from __future__ import annotations
@@ -38,7 +59,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from perf_models.errors import ConfigError
-from perf_models.masks import TileSums
+from perf_models.masks import MASK_CAUSAL_TL, MASK_WINDOW, TileSums
 from perf_models.table import ConfigTable
 
 F64 = NDArray[np.float64]
@@ -60,6 +81,39 @@ def token_counts(table: ConfigTable) -> tuple[F64, F64]:
     return tq, tkv
 
 
+def visible_keys(table: ConfigTable) -> F64:
+    """Key tokens some query can see, summed over the batch (the keys a forward must read at least once)."""
+    _, tkv = token_counts(table)
+    out = tkv.copy()
+    nq, nk, code = table.seq_q, table.seq_kv, table.mask_code
+    plain = ~table.is_varlen & ~table.is_paged
+    shift = nk - nq
+    wl, wr = table.window_left, table.window_right
+    lo = np.where(wl >= 0, np.maximum(0, shift - wl), 0)
+    hi = np.where(wr >= 0, np.minimum(nk - 1, nq - 1 + shift + wr), nk - 1)
+    window_union = np.maximum(0, hi - lo + 1)
+    union = np.where(code == MASK_CAUSAL_TL, np.minimum(nq, nk), np.where(code == MASK_WINDOW, window_union, nk))
+    sel = plain & ((code == MASK_CAUSAL_TL) | (code == MASK_WINDOW))
+    out[sel] = (table.batch * union)[sel].astype(np.float64)
+    pw = table.is_paged & (code == MASK_WINDOW) & (wl >= 0)
+    if pw.any():  # per-request windows, from the sums only: exact when every context exceeds the window
+        req = table.num_requests[pw]
+        per_req_q = np.maximum(1, np.where(table.sum_query_tokens[pw] > 0, table.sum_query_tokens[pw] // req, 1))
+        out[pw] = np.minimum(table.sum_ctx[pw], req * (wl[pw] + per_req_q)).astype(np.float64)
+    return out
+
+
+def _kv_read_sizes(table: ConfigTable) -> tuple[F64, F64]:
+    """Bytes per element of the K and V a forward reads: the cache dtype when one is given (fp8 caches), and V
+    free when it is a slice of K's latent cache (MLA)."""
+    ek, ev = table.elem_k.copy(), table.elem_v.copy()
+    cache = table.is_paged | (~table.is_bwd & (table.elem_kv_cache != table.elem_k))
+    ek[cache] = table.elem_kv_cache[cache]
+    ev[cache] = table.elem_kv_cache[cache]
+    ev[table.shared_kv & ~table.is_bwd] = 0.0
+    return ek, ev
+
+
 def compulsory_terms(table: ConfigTable) -> dict[str, F64]:
     """Bytes of each tensor touched once, by name (backward-only terms are 0 on forward rows).
 
@@ -67,18 +121,17 @@ def compulsory_terms(table: ConfigTable) -> dict[str, F64]:
     """
     tq, tkv = token_counts(table)
     rows_q = tq * table.heads_q  # query rows over all query heads
+    rows_kv_read = visible_keys(table) * table.heads_kv
     rows_kv = tkv * table.heads_kv
     dqk, dv = table.head_dim_qk, table.head_dim_v
-    ek, ev = table.elem_k, table.elem_v
+    ek, ev = _kv_read_sizes(table)
     lse = FP32 * rows_q
     pi = table.paged_rows
-    if pi.size:  # the cache dtype (e.g. fp8) is what a paged kernel reads; decode kernels keep no LSE
-        ek, ev = ek.copy(), ev.copy()
-        ek[pi] = ev[pi] = table.elem_kv_cache[pi]
+    if pi.size:  # decode kernels keep no LSE
         lse[pi] = 0.0
     q = rows_q * dqk * table.elem_q
-    k = rows_kv * dqk * ek
-    v = rows_kv * dv * ev
+    k = rows_kv_read * dqk * ek
+    v = rows_kv_read * dv * ev
     o = rows_q * dv * table.elem_o
     bwd = table.is_bwd  # multiplying by the flag is cheaper than np.where on mixed rows
     return {
@@ -89,11 +142,36 @@ def compulsory_terms(table: ConfigTable) -> dict[str, F64]:
         "lse": lse,
         "do": o * bwd,
         "dq": q * bwd,
-        "dk": k * bwd,
-        "dv": v * bwd,
+        "dk": rows_kv * dqk * table.elem_k * bwd,  # every key gets its gradient written
+        "dv": rows_kv * dv * table.elem_v * bwd,
         "d": (2 * FP32) * rows_q * bwd,
         "dq_accum": (2 * FP32) * rows_q * dqk * bwd,
     }
+
+
+def fa_convention_bytes(table: ConfigTable) -> F64:
+    """Bytes as the FlashAttention benchmarks count them: forward Q + K + V + O, backward Q + K + V + dO + dQ +
+    dK + dV, each once at its own dtype and full length (no LSE, D or fp32 accumulator)."""
+    tq, tkv = token_counts(table)
+    q = tq * table.heads_q * table.head_dim_qk * table.elem_q
+    o = tq * table.heads_q * table.head_dim_v * table.elem_o
+    ek, ev = _kv_read_sizes(table)
+    kv = tkv * table.heads_kv * (table.head_dim_qk * ek + table.head_dim_v * ev)
+    kv_grad = tkv * table.heads_kv * (table.head_dim_qk * table.elem_k + table.head_dim_v * table.elem_v)
+    fwd = q + kv + o
+    bwd = q + kv_grad + o + q + kv_grad  # Q, K, V, dO, dQ, dK, dV
+    return np.where(table.is_bwd, bwd, fwd)
+
+
+SCORE_PASSES_FWD = 4.0  # S written (QKᵀ) and read (softmax), P written (softmax) and read (PV)
+SCORE_PASSES_BWD = 7.0  # P read (dV, softmax bwd), dP written and read, dS written and read (dQ, dK)
+
+
+def score_matrix_bytes(table: ConfigTable) -> F64:
+    """HBM bytes an unfused (eager matmul → softmax → matmul) attention moves for its Nq × Nkv matrices, at least."""
+    rows = np.where(table.is_varlen, table.total_q * table.max_kv, table.batch * table.seq_q * table.seq_kv)
+    passes = np.where(table.is_bwd, SCORE_PASSES_BWD, SCORE_PASSES_FWD)
+    return passes * rows.astype(np.float64) * table.heads_q * table.elem_q
 
 
 def compulsory_bytes(table: ConfigTable, terms: dict[str, F64] | None = None) -> F64:
@@ -105,29 +183,53 @@ def compulsory_bytes(table: ConfigTable, terms: dict[str, F64] | None = None) ->
     return total
 
 
+def _gqa_packing(table: ConfigTable, block_q: NDArray[np.int64] | None) -> F64:
+    """⌈g·Nq/Br⌉ / (g·⌈Nq/Br⌉): the share of per-query-head K/V tile loads left when a GQA group's g query heads
+    share Q tiles (1 for MHA, 1/g for a decode step)."""
+    g = (table.heads_q // table.heads_kv).astype(np.float64)
+    if block_q is None:
+        return np.ones(len(table))
+    nq = np.where(table.is_varlen, np.maximum(table.max_q, 1), np.maximum(table.seq_q, 1)).astype(np.float64)
+    bq = block_q.astype(np.float64)
+    return np.ceil(g * nq / bq) / (g * np.ceil(nq / bq))
+
+
 def tiled_bytes(table: ConfigTable, tiles: TileSums, *, tiled_bwd_model: str = "two_pass",
-                terms: dict[str, F64] | None = None, compulsory: F64 | None = None) -> F64:
-    """Tiled HBM traffic per row; `tiles` holds per-query-head totals over the batch (or sequences)."""
+                terms: dict[str, F64] | None = None, compulsory: F64 | None = None,
+                block_q: NDArray[np.int64] | None = None, family: NDArray[np.object_] | None = None) -> F64:
+    """Tiled HBM traffic per row; `tiles` holds per-query-head totals over the batch (or sequences).
+
+    `block_q` (the tiles' query rows) sets the GQA packing of forward K/V re-reads; `family` (fa2 / fa3 / ck /
+    triton per row) picks how a GQA backward reduces dK/dV.
+    """
     if tiled_bwd_model not in TILED_BWD_MODELS:
         raise ConfigError("tiled_bwd_model", tiled_bwd_model, f"one of {', '.join(TILED_BWD_MODELS)}")
     t = compulsory_terms(table) if terms is None else terms
     _, tkv = token_counts(table)
-    hq = table.heads_q
+    hq, hkv = table.heads_q, table.heads_kv
     dqk = table.head_dim_qk
+    ek, ev = _kv_read_sizes(table)
     w_q = dqk * table.elem_q  # bytes of one query row of Q (or dQ)
     w_o = table.head_dim_v * table.elem_o  # bytes of one row of O (or dO)
-    w_kv = dqk * table.elem_k + table.head_dim_v * table.elem_v  # one key row of K and V together
+    w_kv = dqk * ek + table.head_dim_v * ev  # one key row of K and V together, as read
+    w_kv_grad = dqk * table.elem_k + table.head_dim_v * table.elem_v
     q_rows = hq * tiles.q_rows.astype(np.float64)  # query rows loaded over visited tiles, all heads
     kv_cols = hq * tiles.kv_cols.astype(np.float64)  # key rows loaded over visited tiles, all heads
     kv_once = hq * tkv * w_kv
 
-    fwd = t["q"] + kv_cols * w_kv + t["o"] + t["lse"]
+    fwd = t["q"] + kv_cols * _gqa_packing(table, block_q) * w_kv + t["o"] + t["lse"]
     writes = t["dq"] + t["dk"] + t["dv"]
     if tiled_bwd_model == "two_pass":
         bwd = q_rows * (w_q + 2.0 * w_o) + kv_once + kv_cols * w_kv + t["q"] + writes
     else:
         per_row = w_q + w_o + 2 * FP32 + 2 * FP32 * dqk  # Q, dO, LSE, D, dQaccum read+write
         bwd = (t["o"] + t["do"] + t["d"] / 2) + t["dq_accum"] + kv_once + q_rows * per_row + writes
+    gqa = (hq > hkv) & table.is_bwd
+    if gqa.any():
+        fa3 = np.zeros(len(table), dtype=bool) if family is None else (np.asarray(family, dtype=object) == "fa3")
+        expanded = 2.0 * tkv * hq * w_kv_grad  # Hq-head dK/dV written, then read by the reduction
+        accum = 2.0 * FP32 * tkv * hkv * (dqk + table.head_dim_v)  # fp32 per-KV-head accumulators: init + read
+        bwd = bwd + np.where(gqa, np.where(fa3, accum, expanded), 0.0)
     out = fwd + table.is_bwd * (bwd - fwd)
     pi = table.paged_rows
     if pi.size:

@@ -48,6 +48,13 @@ BYTES_MODEL_HELP = (
 # Above ANOMALY_PCT a kernel beats its roofline: physically impossible, so an anomaly (wrong shapes, peaks or a
 # measured time missing kernels), never "excellent". Above ANOMALY_FLAG_PCT the efficiency is not used for a
 # gap projection: the orchestrator's impact rules then fall back to the heuristic estimate.
+# The unit of every impact score: the share of the profiled window (the E2E baseline) the ops would give back.
+IMPACT_UNIT = "% of E2E"
+IMPACT_UNIT_HELP = (
+    "impact_score is in % of the E2E baseline: the share of the profiled window the ops would give back if they "
+    "ran at 100 % of their roofline (low/high: 0.75x/1x of that; heuristic rows: a share of their time)"
+)
+
 __all__ = [
     "ANOMALY_FLAG_PCT",
     "ANOMALY_PCT",
@@ -57,6 +64,8 @@ __all__ = [
     "CATEGORY_HELP",
     "COMPARATIVE",
     "DISPLAY_NAMES",
+    "IMPACT_UNIT",
+    "IMPACT_UNIT_HELP",
     "INFERENCE",
     "SCOPES",
     "SCOPE_HELP",

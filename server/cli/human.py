@@ -36,7 +36,8 @@ def _peaks_line(p: Any) -> str:
     if p is None:
         return ""
     t = f"{p.peak_tflops:g} TFLOPS {p.compute_spec} ({p.peak_tflops_kind})" if p.peak_tflops else "no compute peak"
-    return f"GPU: {p.gpu_name} [{p.gpu_key}, from {p.source}] — {t}, {p.peak_tbs:g} TB/s ({p.peak_tbs_kind})"
+    where = p.source + (f": {p.source_detail}" if p.source_detail else "")
+    return f"GPU: {p.gpu_name} [{p.gpu_key}, from {where}] — roofs {t}, {p.peak_tbs:g} TB/s ({p.peak_tbs_kind})"
 
 
 def _warnings(items: Sequence[str]) -> list[str]:
@@ -80,14 +81,16 @@ def human_roofline(r: Any) -> str:
             x.time_ms,
             x.achieved_tflops,
             x.efficiency_pct,
-            x.bound,
-            f"{x.expected_band_pct[0]:g}-{x.expected_band_pct[1]:g}" if x.expected_band_pct else None,
+            x.compute_pct,
+            x.memory_pct,
+            x.regime,
+            f"{x.band_pct[0]:g}-{x.band_pct[1]:g} {x.band_status}" if x.band_pct else "no band",
         ]
         for x in r.rows
     ]
-    lines.append(
-        table(["op", "shape", "type", "library", "count", "time ms", "TFLOPS", "eff %", "bound", "band %"], rows, 40)
-    )
+    headers = ["op", "shape", "type", "library", "count", "time ms", "TFLOPS", "eff %", "tensor %", "HBM %",
+               "regime", "band % (datasheet)"]
+    lines.append(table(headers, rows, 40))
     lines += [f"note: {n}" for n in r.notes] + _warnings(r.warnings)
     if r.roofline_file:
         lines.append(f"full table: {r.roofline_file}")
@@ -142,13 +145,17 @@ def human_model(r: Any) -> str:
         ["intensity (FLOP/B)", r.intensity],
         ["ridge (FLOP/B)", r.ridge],
         ["ideal time (µs)", r.ideal_us],
-        ["bound", r.bound],
+        ["bound / regime", f"{r.bound} / {r.regime}"],
         ["measured (µs)", r.measured_us],
         ["TFLOPS achieved", r.achieved_tflops],
-        ["efficiency %", r.efficiency_pct],
-        ["expected band %", f"{r.expected_band_pct[0]:g}-{r.expected_band_pct[1]:g}"],
+        ["efficiency % (roofline)", r.efficiency_pct],
+        ["efficiency % (datasheet)", r.efficiency_datasheet_pct],
+        ["tensor % / HBM %", f"{fmt(r.compute_pct)} / {fmt(r.memory_pct)}"],
+        ["expected band", f"{r.band.low_pct:g}-{r.band.high_pct:g} % {r.band.metric} ({r.band_status})" if r.band
+         else "no reference band"],
     ]
-    return "\n".join([_peaks_line(r.peaks), table(["quantity", "value"], rows), *[f"note: {n}" for n in r.notes]])
+    lines = [_peaks_line(r.peaks), table(["quantity", "value"], rows), f"verdict: {r.verdict}"]
+    return "\n".join(lines + [f"note: {n}" for n in r.notes])
 
 
 def human_archs(r: Any) -> str:

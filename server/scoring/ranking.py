@@ -21,6 +21,7 @@ from server.factorize import factorize
 from server.folder.read import KERNEL_MEAN, CategoryData
 from server.numbers import finite
 from server.scoring.records import RooflineTable, workload_profile
+from server.vocab import ANOMALY_FLAG_PCT, IMPACT_UNIT
 from server.writers.json_columns import (
     Bools,
     Const,
@@ -38,7 +39,6 @@ from server.writers.json_columns import (
 
 HEURISTIC_MID, HEURISTIC_LOW, HEURISTIC_HIGH = 0.30, 0.15, 0.45
 MID_FACTOR, LOW_FACTOR = 0.875, 0.75
-ANOMALY_PCT = 110.0
 MIN_HIGH = 0.01
 MIN_GROUP_MID = 0.5
 HIGH_VARIANCE_COV = 0.1
@@ -258,6 +258,7 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
             "e2e_baseline_ms": finite(e2e, 4),
             "trace2_e2e_baseline_ms": finite(data.trace2_e2e_ms, 4),
             "bytes_model": table.bytes_model,
+            "impact_unit": IMPACT_UNIT,
             "gpu": {"key": table.gpu.key, "name": table.gpu.name, "origin": table.gpu.origin},
             "notes": table.peak_notes,
         },
@@ -336,10 +337,21 @@ def _roofline_block(r: pd.DataFrame, table: RooflineTable) -> Obj:
         Field("ideal_us", num("ideal_us", 3)),
         Field("mean_us", num("mean_us", 3)),
         Field("ridge", num("ridge", 2)),
+        Field("bytes_fa_convention", num("bytes_fa_convention", 0)),
+        Field("bytes_unfused", num("bytes_unfused", 0)),
+        *_text_fields(table, "kind", "regime", "tile_family"),
+        Field("compute_pct", num("compute_pct", 2)),
+        Field("memory_pct", num("memory_pct", 2)),
+        Field("compute_datasheet_pct", num("compute_datasheet_pct", 2)),
+        Field("memory_datasheet_pct", num("memory_datasheet_pct", 2)),
+        Field("efficiency_datasheet_pct", num("efficiency_datasheet_pct", 2)),
         Field("expected_band_pct", Pair(Numbers(r["band_low"].to_numpy(), 1), Numbers(r["band_high"].to_numpy(), 1))),
+        *_text_fields(table, "band_id", "band_metric", "band_status"),
         Field("in_expected_band", Bools(r["in_expected_band"].to_numpy(dtype=bool))),
         Field("anomaly_over_110", Bools(r["anomaly_flag"].to_numpy(dtype=bool))),
         *_text_fields(table, "peak_tflops_kind", "peak_tbs_kind"),
+        Field("peak_tflops_datasheet", num("peak_tflops_datasheet", 2)),
+        Field("peak_tbs_datasheet", num("peak_tbs_datasheet", 3)),
         Field("upstream_efficiency_pct", num("upstream_efficiency_pct", 2)),
         Field("copy_overhead_us", num("copy_overhead_us", 3)),
         Field("bytes_model", Const(table.bytes_model, len(r))),
@@ -378,8 +390,14 @@ def _impact_estimates(
     """One estimate per op row. Arithmetic is vectorized; dicts are built only for the rows that qualify."""
     pct_total = 100.0 * time_ms / e2e
     finite = np.isfinite(eff)
-    quantified = finite & ((np.nan_to_num(eff) <= ANOMALY_PCT) | comparative) & (e2e > 0)
+    quantified = finite & ((np.nan_to_num(eff) <= ANOMALY_FLAG_PCT) | comparative) & (e2e > 0)
     high = np.maximum(0.0, 1.0 - np.nan_to_num(eff) / 100.0) * time_ms / e2e * 100.0
+    # band-aware: what reaching the upper edge of the expected band would give back (% of E2E); 0 in comparative
+    band_value, band_high = r["band_value"].to_numpy(dtype=float), r["band_high"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        to_band = np.maximum(0.0, 1.0 - band_value / band_high) * time_ms / e2e * 100.0
+    to_band_r = _rounded(np.where(np.isfinite(to_band) & ~comparative, to_band, np.nan), 2)
+    band_status = r["band_status"].tolist()
     names = r["name"].tolist()
     libs = [x if x != "Unknown" else None for x in r["library"].tolist()]
     bounds = [b if isinstance(b, str) else None for b in r["bound"].tolist()]
@@ -392,7 +410,8 @@ def _impact_estimates(
         out.append({
             "operation": names[i], "category": category, "type": "kernel_tuning", "estimate_method": "quantified",
             "impact_score": mid, "impact_score_low": low, "impact_score_high": hi, "efficiency_pct": eff_r[i],
-            "bound_type": bounds[i], "library": libs[i], "time_ms": t_r[i],
+            "bound_type": bounds[i], "library": libs[i], "time_ms": t_r[i], "band_status": band_status[i],
+            "impact_to_band": to_band_r[i],
         })  # fmt: skip
     if not comparative:
         h = np.flatnonzero(~quantified)
@@ -441,6 +460,11 @@ def _group(estimates: list[dict[str, Any]], comparative: bool) -> list[dict[str,
         f["impact_score"] = mid
         f["impact_score_low"] = sum(m["impact_score_low"] for m in members)
         f["impact_score_high"] = sum(m["impact_score_high"] for m in members)
+        if key[0] == "q" and not comparative:
+            to_band = [m["impact_to_band"] for m in members if m.get("impact_to_band") is not None]
+            f["impact_to_band"] = round(sum(to_band), 2) if to_band else None
+            f["members_within_band"] = sum(m.get("band_status") == "within" for m in members)
+            f["members_without_band"] = sum(m.get("band_status") in (None, "none") for m in members)
         if key[0] == "h":
             f["percent_of_total"] = sum(m["percent_of_total"] for m in members)
         f["member_count"] = len(members)

@@ -14,15 +14,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perf_models.assess import assess
 from perf_models.batch_parse import ParsedTable, parse_ops_table
 from perf_models.config import AttentionConfig, BwdConvention
-from perf_models.dtypes import SHORT_LABEL, matrix_compute_spec, try_normalize_dtype
-from perf_models.errors import PerfModelError
+from perf_models.dtypes import SHORT_LABEL, try_normalize_dtype
 from perf_models.estimate import estimate_work
 from perf_models.hardware import GpuSpec
 from perf_models.kernels import classify_kernels
+from perf_models.model_attention import default_family
 from perf_models.registry import parse_op
-from perf_models.roofline import expected_band, roofline
 from server.factorize import factorize
 from server.folder.read import _SEP, KERNEL_SUM, CategoryData
 
@@ -214,39 +214,6 @@ def _final_type(op_type: str, kc: Any) -> str:
     return kern if kern and kern != "unknown" else (op_type or "unknown")
 
 
-def _spec_of(dtype: Any) -> str:
-    """The matrix spec of a dtype; a dtype with none (e.g. int32) gets a name no GPU has, so the row is
-    reported as 'no peak for ...' instead of being scored against a guessed peak."""
-    try:
-        return matrix_compute_spec(str(dtype))
-    except PerfModelError:
-        return f"matrix_{dtype}"
-
-
-def _compute_specs(dtypes: np.ndarray, att_types: np.ndarray, gpu: GpuSpec) -> np.ndarray:
-    """The peak each modeled row is scored against. fp32 memory-efficient attention on NVIDIA runs CUTLASS
-    3xTF32 on the tensor cores (not the CUDA cores), so its roof is matrix_fp32_3xtf32 when the table has it."""
-    codes, distinct = _distinct(dtypes)
-    specs = _per_row([_spec_of(d) for d in distinct], codes)
-    if gpu.vendor == "nvidia" and "matrix_fp32_3xtf32" in gpu.specs():
-        specs[(specs == "matrix_fp32") & (att_types == "memory_efficient")] = "matrix_fp32_3xtf32"
-    return specs
-
-
-def _peaks(specs: np.ndarray, gpu: GpuSpec) -> tuple[np.ndarray, np.ndarray]:
-    values = np.full(len(specs), np.nan)
-    kinds = np.full(len(specs), "missing", dtype=object)
-    for spec in set(specs.tolist()):
-        try:
-            v, kind = gpu.peak_tflops(spec)
-        except PerfModelError:
-            continue
-        sel = specs == spec
-        values[sel] = v
-        kinds[sel] = kind
-    return values, kinds
-
-
 # ---------------------------------------------------------------- the records
 def compute_records(
     data: CategoryData,
@@ -294,70 +261,80 @@ def compute_records(
     }
     float_cols = (
         "kept_pairs", "flops_useful", "flops_executed", "flops_upper", "bytes_compulsory", "bytes_tiled",
-        "bytes_used", "ideal_us", "intensity", "ridge", "achieved_tflops", "achieved_tbs", "efficiency_pct",
-        "peak_tflops", "peak_tbs", "band_low", "band_high", "block_q", "block_kv", "gqa_ratio",
+        "bytes_fa_convention", "bytes_used", "bytes_unfused", "ideal_us", "intensity", "ridge", "achieved_tflops",
+        "achieved_tbs", "efficiency_pct", "efficiency_datasheet_pct", "compute_pct", "memory_pct",
+        "compute_datasheet_pct", "memory_datasheet_pct", "peak_tflops", "peak_tflops_datasheet", "peak_tbs",
+        "peak_tbs_datasheet", "band_low", "band_high", "band_value", "block_q", "block_kv", "gqa_ratio",
         "batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v",
     )  # fmt: skip
     for col in float_cols:
         rec[col] = np.full(n, np.nan)
-    rec["bound"] = np.full(n, None, dtype=object)
-    rec["compute_spec"] = np.full(n, None, dtype=object)
-    rec["peak_tflops_kind"] = np.full(n, None, dtype=object)
-    rec["peak_tbs_kind"] = np.full(n, None, dtype=object)
+    for col in ("bound", "regime", "kind", "compute_spec", "peak_tflops_kind", "peak_tbs_kind", "tile_family",
+                "band_id", "band_metric"):
+        rec[col] = np.full(n, None, dtype=object)
+    rec["band_status"] = np.full(n, "none", dtype=object)
     warnings: list[list[str]] = [list(w) for w in pt.warnings]
     for i in np.flatnonzero(~pt.modeled):
         warnings[i].insert(0, f"no perf model: {pt.reason[i]}")
 
     if len(idx):
         t = pt.table
-        work = estimate_work(t, bwd_convention=bwd_convention, skip_masked_tiles=skip_masked_tiles)
-        specs = _compute_specs(pt.dtype_q[idx], att_types[idx], gpu)
-        peak_t, kinds_t = _peaks(specs, gpu)
-        peak_bw, bw_kind = gpu.peak_tbs()
-        bytes_used = work.bytes_tiled if bytes_model == "tiled" else work.bytes_compulsory
-        rf = roofline(work.flops_useful, bytes_used, peak_t, np.full(len(idx), peak_bw), mean_us[idx])
-        # band lookup length: max(Nq, Nkv); varlen: max lengths; paged: mean context (perf_models.band_seq_len)
-        seq = np.maximum(t.seq_q, t.seq_kv)
-        seq = np.where(t.num_seqs > 0, np.maximum(t.max_q, t.max_kv), seq)
-        seq = np.where(t.sum_ctx > 0, t.sum_ctx // np.maximum(t.num_requests, 1), seq)
-        lo, hi = expected_band(seq)
+        tile_families = _per_row([getattr(k, "tile_family", None) for k in classes], class_of)[idx]
+        tile_families = np.where(tile_families == None, default_family(gpu), tile_families)  # noqa: E711
+        work = estimate_work(t, bwd_convention=bwd_convention, skip_masked_tiles=skip_masked_tiles,
+                             family=tile_families)
+        a = assess(t, work, gpu, mean_us[idx], bytes_model=bytes_model, attention_types=att_types[idx])
+        rf = a.roofline
         cols = {
             "kept_pairs": work.kept_pairs, "flops_useful": work.flops_useful, "flops_executed": work.flops_executed,
             "flops_upper": work.flops_upper, "bytes_compulsory": work.bytes_compulsory,
-            "bytes_tiled": work.bytes_tiled, "bytes_used": bytes_used, "ideal_us": rf.ideal_time_us,
+            "bytes_tiled": work.bytes_tiled, "bytes_fa_convention": work.bytes_fa_convention,
+            "bytes_used": a.bytes_used, "bytes_unfused": a.bytes_unfused, "ideal_us": rf.ideal_time_us,
             "intensity": rf.intensity, "ridge": rf.ridge, "achieved_tflops": rf.achieved_tflops,
-            "achieved_tbs": rf.achieved_tbs, "efficiency_pct": rf.efficiency_pct, "peak_tflops": peak_t,
-            "peak_tbs": np.full(len(idx), peak_bw), "band_low": lo, "band_high": hi, "block_q": work.block_q,
-            "block_kv": work.block_kv, "gqa_ratio": t.heads_q // t.heads_kv, "batch": t.batch, "heads_q": t.heads_q,
-            "heads_kv": t.heads_kv, "seq_q": t.seq_q, "seq_kv": t.seq_kv, "head_dim_qk": t.head_dim_qk,
-            "head_dim_v": t.head_dim_v,
+            "achieved_tbs": rf.achieved_tbs, "efficiency_pct": rf.efficiency_pct,
+            "efficiency_datasheet_pct": a.efficiency_datasheet_pct, "compute_pct": a.compute_pct,
+            "memory_pct": a.memory_pct, "compute_datasheet_pct": a.compute_datasheet_pct,
+            "memory_datasheet_pct": a.memory_datasheet_pct, "peak_tflops": a.peak_tflops,
+            "peak_tflops_datasheet": a.peak_tflops_datasheet, "peak_tbs": np.full(len(idx), a.peak_tbs),
+            "peak_tbs_datasheet": np.full(len(idx), a.peak_tbs_datasheet), "band_low": a.band_low,
+            "band_high": a.band_high, "band_value": a.band_value, "block_q": work.block_q, "block_kv": work.block_kv,
+            "gqa_ratio": t.heads_q // t.heads_kv, "batch": t.batch, "heads_q": t.heads_q, "heads_kv": t.heads_kv,
+            "seq_q": t.seq_q, "seq_kv": t.seq_kv, "head_dim_qk": t.head_dim_qk, "head_dim_v": t.head_dim_v,
         }  # fmt: skip
         for k, v in cols.items():
             rec[k][idx] = np.asarray(v, dtype=float)
-        rec["bound"][idx] = np.where(np.asarray(rf.bound) == "unknown", None, np.asarray(rf.bound, dtype=object))
-        rec["compute_spec"][idx] = specs
-        rec["peak_tflops_kind"][idx] = kinds_t
-        rec["peak_tbs_kind"][idx] = bw_kind
-        for j in np.flatnonzero(kinds_t == "missing"):
-            warnings[idx[j]].append(f"{gpu.name} has no peak for {specs[j]}; efficiency not computed")
+        # the roof that limits: the roofline's, except for unfused rows, whose own score-matrix traffic decides
+        binary = np.where(a.regime == "balanced", rf.bound, a.regime).astype(object)
+        rec["bound"][idx] = np.where(np.isin(binary, ("compute", "memory")), binary, None)
+        rec["regime"][idx] = np.where(a.regime == "unknown", None, a.regime)
+        rec["kind"][idx] = a.kind
+        rec["compute_spec"][idx] = a.compute_spec
+        rec["peak_tflops_kind"][idx] = a.peak_tflops_kind
+        rec["peak_tbs_kind"][idx] = a.peak_tbs_kind
+        rec["tile_family"][idx] = work.families
+        rec["band_id"][idx] = a.band_id
+        rec["band_metric"][idx] = a.band_metric
+        rec["band_status"][idx] = a.band_status
+        for j in np.flatnonzero(a.peak_tflops_kind == "missing"):
+            warnings[idx[j]].append(f"{gpu.name} has no compute roof for {pt.dtype_q[idx[j]]}; efficiency not computed")
         for j in np.flatnonzero(~np.asarray(rf.has_measurement)):
             warnings[idx[j]].append("no measured kernel time; efficiency not computed")
-
-    eff = rec["efficiency_pct"]
-    finite = np.isfinite(eff)
-    rec["is_anomaly"] = finite & (np.nan_to_num(eff) > 100.0)
-    rec["anomaly_flag"] = finite & (np.nan_to_num(eff) > 110.0)
-    rec["in_expected_band"] = (
-        finite & (np.nan_to_num(eff) >= rec["band_low"]) & (np.nan_to_num(eff) <= rec["band_high"])
-    )
-    flagged = np.flatnonzero(rec["anomaly_flag"])
-    messages = map(
-        "efficiency {:.1f}% exceeds the roofline by more than 10%: check the shapes, the peaks or whether the "
-        "measured time misses kernels — an anomaly, not an excellent kernel".format,
-        eff[flagged].tolist(),
-    )
-    for i, message in zip(flagged.tolist(), messages, strict=True):
-        warnings[i].append(message)
+        flagged = np.flatnonzero(rf.anomaly_flag)
+        for j in flagged.tolist():
+            warnings[idx[j]].append(
+                f"efficiency {rf.efficiency_pct[j]:.1f}% exceeds the roofline by more than 10%: check the shapes, the "
+                "peaks or whether the measured time misses kernels — an anomaly, not an excellent kernel"
+            )
+        rec_anomaly = np.zeros(n, dtype=bool)
+        rec_anomaly[idx] = rf.is_anomaly
+        rec_flag = np.zeros(n, dtype=bool)
+        rec_flag[idx] = rf.anomaly_flag
+    else:
+        rec_anomaly = np.zeros(n, dtype=bool)
+        rec_flag = np.zeros(n, dtype=bool)
+    rec["is_anomaly"] = rec_anomaly
+    rec["anomaly_flag"] = rec_flag
+    rec["in_expected_band"] = rec["band_status"] == "within"
     rec["warnings"] = warnings
     rec["no_model_reason"] = pt.reason
     _add_descriptive_columns(rec, data, classes, class_of, known)

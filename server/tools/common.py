@@ -13,8 +13,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, Field, StringConstraints
 
 from perf_models.dtypes import try_normalize_dtype
-from perf_models.errors import UnknownArchError
-from perf_models.hardware import get_gpu, known_keys
+from perf_models.errors import PerfModelError, UnknownArchError
+from perf_models.hardware import GpuSpec, get_gpu, known_keys
+from server.errors import shorten_message
 from server.roots import DataRoots
 from server.vocab import BYTES_MODEL_HELP, CATEGORY_HELP, SCOPE_HELP, BytesModel, Category, Scope
 
@@ -88,14 +89,50 @@ def resolve_output_dir(roots: DataRoots, output_dir: str) -> Path:
 
 
 class PeaksUsed(BaseModel):
-    """The GPU peaks a result was scored against, and where the GPU came from."""
+    """The roofs a result was scored against, what they are and where they come from, and where the GPU came
+    from. A roof is the datasheet dense peak, or an achievable peak measured with a stated method (AMD MAF)."""
 
     gpu_key: str
     gpu_name: str
     source: str = Field(description="where the GPU came from: argument | arch_json | trace | metadata")
-    compute_spec: str | None = Field(None, description="the compute spec most rows are scored against")
+    source_detail: str | None = Field(
+        None, description="for metadata: why the trace's GPU was not used (e.g. trace_path outside the data roots)"
+    )
+    compute_spec: str | None = Field(None, description="the compute spec with the most kernel time")
     peak_tflops: float | None = Field(None, description="compute roof of that spec, TFLOP/s")
-    peak_tflops_kind: str | None = Field(None, description="achievable | datasheet")
+    peak_tflops_kind: str | None = Field(None, description="achievable (measured, with a method) | datasheet")
+    peak_tflops_source: str | None = Field(None, description="where the compute roof comes from")
+    peak_tflops_datasheet: float | None = Field(None, description="the datasheet dense peak of that spec, TFLOP/s")
     peak_tbs: float = Field(description="HBM bandwidth roof, TB/s")
-    peak_tbs_kind: str = Field(description="achievable | datasheet")
+    peak_tbs_kind: str = Field(description="achievable (measured, with a method) | datasheet")
+    peak_tbs_source: str | None = Field(None, description="where the bandwidth roof comes from")
+    peak_tbs_datasheet: float | None = Field(None, description="the datasheet HBM bandwidth, TB/s")
     trace_gpu_name: str | None = Field(None, description="the GPU named in the trace's deviceProperties")
+
+
+def peaks_of(gpu: GpuSpec, source: str, spec: str | None, *, detail: str | None = None,
+             trace_gpu_name: str | None = None) -> PeaksUsed:
+    """PeaksUsed of a GPU for one compute spec (None: no modeled row), with every roof's kind and source."""
+    bw = gpu.bandwidth_roof()
+    roof = None
+    if spec is not None:
+        try:
+            roof = gpu.compute_roof(spec)
+        except PerfModelError:
+            roof = None
+    return PeaksUsed(
+        gpu_key=gpu.key,
+        gpu_name=gpu.name,
+        source=source,
+        source_detail=detail,
+        compute_spec=spec,
+        peak_tflops=roof.value if roof else None,
+        peak_tflops_kind=roof.kind if roof else None,
+        peak_tflops_source=shorten_message(roof.source, 240) if roof else None,
+        peak_tflops_datasheet=roof.datasheet if roof else None,
+        peak_tbs=bw.value,
+        peak_tbs_kind=bw.kind,
+        peak_tbs_source=shorten_message(bw.source, 240),
+        peak_tbs_datasheet=bw.datasheet,
+        trace_gpu_name=trace_gpu_name,
+    )

@@ -9,12 +9,13 @@ from pydantic import BaseModel, Field, model_validator
 
 from perf_models.config import AttentionConfig, BwdConvention, Mask, PagedInfo, VarlenInfo
 from perf_models.errors import PerfModelError
-from perf_models.roofline import model_attention as estimate_attention
+from perf_models.model_attention import model_attention as estimate_attention
 from server.errors import InputError
 from server.numbers import finite
 from server.scoring.arch import gpu_by_name_or_file
+from server.scoring.verdicts import verdict
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
-from server.tools.common import BytesModelArg, DtypeArg, KvCacheDtypeArg, PeaksUsed, RequiredArch
+from server.tools.common import BytesModelArg, DtypeArg, KvCacheDtypeArg, PeaksUsed, RequiredArch, peaks_of
 
 PositiveInt = Annotated[int, Field(gt=0, le=2**31)]
 Window = Annotated[int, Field(ge=-1, le=2**31)]
@@ -78,6 +79,16 @@ class ModelInput(ToolInput):
     skip_masked_tiles: Annotated[
         bool, Field(description="tiled bytes and executed FLOPs skip tiles the mask hides entirely (causal kernels do)")
     ] = True
+    shared_kv: Annotated[
+        bool,
+        Field(description="MLA latent cache (DeepSeek/FlashMLA): V is the first head_dim_v columns of K's cache, so "
+              "each cached token is read once"),
+    ] = False
+    kernel_family: Annotated[
+        Literal["fa2", "fa3", "ck", "triton"] | None,
+        Field(description="kernel family whose default tiles the tiled bytes use (fa2: flash-attn 2 / PyTorch flash; "
+              "fa3: Hopper FA3; ck: CK/aiter; triton); default: ck on AMD, fa2 elsewhere"),
+    ] = None
     varlen_num_seqs: Annotated[
         PositiveInt | None,
         Field(
@@ -117,38 +128,60 @@ class ConfigOut(BaseModel):
     dtype_kv: str = Field(description="dtype of the K/V bytes read (the cache dtype when one is given)")
     direction: str
     dropout_p: float
+    shared_kv: bool = False
     varlen_num_seqs: int | None = None
     paged_requests: int | None = None
     paged_context_tokens: int | None = None
+
+
+class BandOut(BaseModel):
+    id: str
+    low_pct: float
+    high_pct: float
+    metric: str = Field(description="compute: compared with the tensor utilization against the datasheet; memory: "
+                        "with the HBM utilization against the datasheet")
+    anchor: str = Field(description="the published figures the band rests on")
+    source: str
 
 
 class ModelResult(BaseModel):
     config: ConfigOut
     mask: MaskOut
     peaks: PeaksUsed
+    kind: str = Field(description="fwd | bwd | decode | mixed")
     kept_pairs: float = Field(description="exact kept (query, key) pairs per query head, summed over the batch")
-    flops_useful: float
-    flops_executed: float
-    flops_upper: float
-    bytes_compulsory: float
-    bytes_tiled: float
+    flops_useful: float = Field(description="FLOPs over the kept pairs (the efficiency numerator)")
+    flops_executed: float = Field(description="FLOPs over the visited tiles (masked pairs inside them included)")
+    flops_upper: float = Field(description="varlen/paged: the upper bound of the useful FLOPs")
+    bytes_compulsory: float = Field(description="each tensor touched once (our convention: Q, K, V, O, LSE; "
+                                    "backward adds dO, dQ + fp32 accumulator, dK, dV, D)")
+    bytes_tiled: float = Field(description="with tile re-reads that miss the cache")
+    bytes_fa_convention: float = Field(description="as the FA benchmarks count: fwd Q+K+V+O; bwd Q+K+V+dO+dQ+dK+dV")
     bytes_model: str
     bwd_convention: str
     block_q: int
     block_kv: int
+    kernel_family: str = Field(description="the tile family the tiled bytes were modeled with")
     skip_masked_tiles: bool
     tile_visits: int
-    intensity: float
-    ridge: float
+    intensity: float = Field(description="FLOPs per byte under the chosen bytes model")
+    ridge: float = Field(description="compute roof / bandwidth roof, FLOPs per byte")
     ideal_us: float
-    bound: str
+    bound: str = Field(description="compute | memory: the roof that gives the larger time")
+    regime: str = Field(description="compute | memory | balanced (intensity within ±30 % of the ridge)")
     measured_us: float | None = None
     achieved_tflops: float | None = None
     achieved_tbs: float | None = None
-    efficiency_pct: float | None = None
+    efficiency_pct: float | None = Field(None, description="% of the roofline (the roofs in peaks)")
+    efficiency_datasheet_pct: float | None = Field(None, description="% of the roofline at the datasheet peaks")
+    compute_pct: float | None = Field(None, description="achieved TFLOP/s / compute roof × 100")
+    memory_pct: float | None = Field(None, description="achieved TB/s / bandwidth roof × 100")
+    compute_datasheet_pct: float | None = None
+    memory_datasheet_pct: float | None = None
     is_anomaly: bool = False
-    expected_band_pct: tuple[float, float]
-    in_expected_band: bool | None = None
+    band: BandOut | None = Field(None, description="the expected band for this shape (None: no reference band)")
+    band_status: str = Field(description="within | below | above | none")
+    verdict: str
     notes: list[str] = Field(default_factory=list)
 
 
@@ -196,6 +229,7 @@ def _config(args: ModelInput) -> AttentionConfig:
         dropout_p=args.dropout_p,
         varlen=varlen,
         paged=paged,
+        shared_kv=args.shared_kv,
     )
 
 
@@ -212,12 +246,11 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
             block_q=args.block_q,
             block_kv=args.block_kv,
             skip_masked_tiles=args.skip_masked_tiles,
+            family=args.kernel_family,
         )
     except PerfModelError as exc:
         raise InputError(str(exc)) from None
-    in_band = None
-    if est.efficiency_pct is not None:
-        in_band = est.expected_low_pct <= est.efficiency_pct <= est.expected_high_pct
+    band = est.band
     return ModelResult(
         config=ConfigOut(
             batch=cfg.batch,
@@ -231,44 +264,49 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
             dtype_kv=cfg.kv_dtype,
             direction=cfg.direction.value,
             dropout_p=cfg.dropout_p,
+            shared_kv=cfg.shared_kv,
             varlen_num_seqs=cfg.varlen.num_seqs if cfg.varlen else None,
             paged_requests=cfg.paged.num_requests if cfg.paged else None,
             paged_context_tokens=cfg.paged.sum_context_tokens if cfg.paged else None,
         ),
         mask=_mask_out(cfg.mask),
-        peaks=PeaksUsed(
-            gpu_key=gpu.key,
-            gpu_name=gpu.name,
-            source=source,
-            compute_spec=est.compute_spec,
-            peak_tflops=est.peak_tflops,
-            peak_tflops_kind=est.peak_tflops_kind,
-            peak_tbs=est.peak_tbs,
-            peak_tbs_kind=est.peak_tbs_kind,
-        ),
+        peaks=peaks_of(gpu, source, est.compute_spec),
+        kind=est.kind,
         kept_pairs=float(est.kept_pairs),
         flops_useful=est.flops,
         flops_executed=est.flops_executed,
         flops_upper=est.flops_upper,
         bytes_compulsory=est.bytes_compulsory,
         bytes_tiled=est.bytes_tiled,
+        bytes_fa_convention=est.bytes_fa_convention,
         bytes_model=args.bytes_model,
         bwd_convention=est.bwd_convention,
         block_q=est.block_q,
         block_kv=est.block_kv,
+        kernel_family=est.family,
         skip_masked_tiles=est.skip_masked_tiles,
         tile_visits=est.tile_visits,
         intensity=est.intensity,
         ridge=est.ridge,
         ideal_us=est.ideal_time_us,
         bound=est.bound,
+        regime=est.regime,
         measured_us=args.measured_us,
         achieved_tflops=finite(est.achieved_tflops),
         achieved_tbs=finite(est.achieved_tbs),
         efficiency_pct=finite(est.efficiency_pct, 2),
+        efficiency_datasheet_pct=finite(est.efficiency_datasheet_pct, 2),
+        compute_pct=finite(est.compute_pct, 2),
+        memory_pct=finite(est.memory_pct, 2),
+        compute_datasheet_pct=finite(est.compute_datasheet_pct, 2),
+        memory_datasheet_pct=finite(est.memory_datasheet_pct, 2),
         is_anomaly=est.is_anomaly,
-        expected_band_pct=(est.expected_low_pct, est.expected_high_pct),
-        in_expected_band=in_band,
+        band=BandOut(id=band.id, low_pct=band.low_pct, high_pct=band.high_pct, metric=band.metric,
+                     anchor=band.anchor, source=band.source) if band else None,
+        band_status=est.band_status,
+        verdict=verdict(est.regime, est.compute_pct, est.memory_pct, est.band_status,
+                        band.low_pct if band else None, band.high_pct if band else None,
+                        band.metric if band else None, est.is_anomaly),
         notes=list(est.notes),
     )
 

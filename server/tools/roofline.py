@@ -8,17 +8,18 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from perf_models.errors import PerfModelError
 from server.numbers import finite
 from server.scoring.arch import ResolvedArch
 from server.scoring.category import score_category
 from server.scoring.outputs import write_roofline_table
 from server.scoring.records import RooflineTable
+from server.scoring.verdicts import verdict
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
-from server.tools.common import ArchArg, BytesModelArg, CategoryArg, OutputDir, PeaksUsed, resolve_output_dir
+from server.tools.common import ArchArg, BytesModelArg, CategoryArg, OutputDir, PeaksUsed, peaks_of, resolve_output_dir
 
 MAX_LIMIT = 200
 MAX_UNMODELED_LISTED = 20
+MAX_ROW_WARNINGS = 3
 
 
 class RooflineInput(ToolInput):
@@ -31,34 +32,42 @@ class RooflineInput(ToolInput):
 
 
 class RooflineRow(BaseModel):
-    row: int
+    """One op row's model and verdict (the full record, every column, is in <category>_roofline.csv)."""
+
+    row: int = Field(description="row index in <category>_ops.csv (0-based)")
     name: str
-    direction: str | None = None
-    attention_type: str
+    direction: str | None = Field(None, description="fwd | bwd")
+    kind: str | None = Field(None, description="fwd | bwd | decode | mixed (prefill + decode in one paged call)")
+    attention_type: str = Field(description="flash | memory_efficient | cudnn | unfused | paged | …")
     library: str
-    shape: str
-    mask: str | None = None
+    shape: str = Field(description="B batch, H heads (q/kv), N lengths (q×kv), d head dims, mask")
+    mask: str | None = Field(None, description="none | causal (top-left/bottom-right) | sliding window (left, right)")
     dtype: str | None = None
     count: int
-    time_ms: float
-    mean_us: float | None = None
-    flops_useful: float | None = None
-    flops_executed: float | None = None
-    bytes_compulsory: float | None = None
-    bytes_tiled: float | None = None
-    ideal_us: float | None = None
+    time_ms: float = Field(description="total kernel time of the row, ms")
+    mean_us: float | None = Field(None, description="kernel time of one call, µs")
+    flops_useful: float | None = Field(None, description="FLOPs of one call over the kept pairs")
+    bytes_compulsory: float | None = Field(None, description="HBM bytes of one call, each tensor once")
+    bytes_tiled: float | None = Field(None, description="HBM bytes of one call with tile re-reads that miss the cache")
+    ideal_us: float | None = Field(None, description="ideal time of one call at the roofs, µs")
     intensity: float | None = Field(None, description="FLOPs per byte under the chosen bytes model")
     achieved_tflops: float | None = None
     achieved_tbs: float | None = None
-    efficiency_pct: float | None = None
-    bound: str | None = None
-    expected_band_pct: tuple[float, float] | None = None
-    in_expected_band: bool | None = None
+    efficiency_pct: float | None = Field(None, description="% of the roofline (ideal time / measured time)")
+    efficiency_datasheet_pct: float | None = Field(None, description="the same against the datasheet peaks")
+    compute_pct: float | None = Field(None, description="achieved TFLOP/s / compute roof × 100")
+    memory_pct: float | None = Field(None, description="achieved TB/s / bandwidth roof × 100")
+    bound: str | None = Field(None, description="compute | memory: the roof that limits")
+    regime: str | None = Field(None, description="compute | memory | balanced (intensity within ±30 % of the ridge)")
+    band_pct: tuple[float, float] | None = Field(
+        None, description="expected band, % of the datasheet peak of band_metric (None: no reference band)"
+    )
+    band_metric: str | None = Field(None, description="compute (tensor %) | memory (HBM %)")
+    band_status: str = Field("none", description="within | below | above | none (no reference band)")
+    verdict: str = Field(description="the verdict in words")
     is_anomaly: bool = False
     gqa_ratio: int | None = None
-    upstream_efficiency_pct: float | None = None
     kernel_name_trunc: str = ""
-    module_chain: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
 
 
@@ -82,26 +91,9 @@ class RooflineResult(BaseModel):
 
 
 def peaks_used(arch: ResolvedArch, table: RooflineTable | None) -> PeaksUsed:
-    """The peaks behind a table's numbers: the GPU, its bandwidth, and the roof of its dominant compute spec."""
-    bw, bw_kind = arch.gpu.peak_tbs()
+    """The roofs behind a table's numbers: the GPU's bandwidth and the roof of its dominant compute spec."""
     spec = table.dominant_compute_spec() if table is not None else None
-    peak = kind = None
-    if spec is not None:
-        try:
-            peak, kind = arch.gpu.peak_tflops(spec)
-        except PerfModelError:
-            peak = kind = None
-    return PeaksUsed(
-        gpu_key=arch.gpu.key,
-        gpu_name=arch.gpu.name,
-        source=arch.source,
-        compute_spec=spec,
-        peak_tflops=peak,
-        peak_tflops_kind=kind,
-        peak_tbs=bw,
-        peak_tbs_kind=bw_kind,
-        trace_gpu_name=arch.trace_gpu_name,
-    )
+    return peaks_of(arch.gpu, arch.source, spec, detail=arch.trace_note, trace_gpu_name=arch.trace_gpu_name)
 
 
 def _text(x: object) -> str | None:
@@ -110,11 +102,13 @@ def _text(x: object) -> str | None:
 
 
 def _row_model(r: pd.Series) -> RooflineRow:
-    band = (float(r["band_low"]), float(r["band_high"])) if np.isfinite(r["band_low"]) else None
+    has_band = bool(np.isfinite(r["band_low"]))
+    compute, memory = finite(r["compute_pct"], 2), finite(r["memory_pct"], 2)
     return RooflineRow(
         row=int(r["row"]),
         name=str(r["name"]),
         direction=_text(r["direction"]),
+        kind=_text(r["kind"]),
         attention_type=str(r["attention_type"]),
         library=str(r["library"]),
         shape=str(r["shape_label"]),
@@ -124,7 +118,6 @@ def _row_model(r: pd.Series) -> RooflineRow:
         time_ms=round(float(r["time_ms"]), 4),
         mean_us=finite(r["mean_us"], 3),
         flops_useful=finite(r["flops_useful"], 0),
-        flops_executed=finite(r["flops_executed"], 0),
         bytes_compulsory=finite(r["bytes_compulsory"], 0),
         bytes_tiled=finite(r["bytes_tiled"], 0),
         ideal_us=finite(r["ideal_us"], 3),
@@ -132,15 +125,20 @@ def _row_model(r: pd.Series) -> RooflineRow:
         achieved_tflops=finite(r["achieved_tflops"], 2),
         achieved_tbs=finite(r["achieved_tbs"], 3),
         efficiency_pct=finite(r["efficiency_pct"], 2),
+        efficiency_datasheet_pct=finite(r["efficiency_datasheet_pct"], 2),
+        compute_pct=compute,
+        memory_pct=memory,
         bound=_text(r["bound"]),
-        expected_band_pct=band,
-        in_expected_band=bool(r["in_expected_band"]) if band else None,
+        regime=_text(r["regime"]),
+        band_pct=(float(r["band_low"]), float(r["band_high"])) if has_band else None,
+        band_metric=_text(r["band_metric"]),
+        band_status=str(r["band_status"]),
+        verdict=verdict(_text(r["regime"]), compute, memory, str(r["band_status"]),
+                        finite(r["band_low"]), finite(r["band_high"]), _text(r["band_metric"]), bool(r["is_anomaly"])),
         is_anomaly=bool(r["is_anomaly"]),
         gqa_ratio=int(r["gqa_ratio"]) if r["gqa_ratio"] and r["gqa_ratio"] == r["gqa_ratio"] else None,
-        upstream_efficiency_pct=finite(r["upstream_efficiency_pct"], 2),
         kernel_name_trunc=str(r["kernel_name_trunc"]),
-        module_chain=list(r["module_chain"]),
-        warnings=list(r["warnings"]),
+        warnings=list(r["warnings"])[:MAX_ROW_WARNINGS],
     )
 
 

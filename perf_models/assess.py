@@ -1,0 +1,215 @@
+"""The verdicts of every row of a ConfigTable on one GPU: roofs, roofline, both utilizations, regime, band.
+
+This is the one place a measured kernel time becomes a verdict (the server turns rows into a table and calls
+`assess`; perf_models.model_attention calls it for one config):
+
+* roofs: per row, the compute roof of the row's compute spec (fp32 memory-efficient attention on NVIDIA runs
+  CUTLASS 3xTF32 on the tensor cores: `matrix_fp32_3xtf32`) and the bandwidth roof, each achievable when
+  measured with a stated method, else the datasheet (perf_models.hardware); the datasheet values beside them;
+* roofline: ideal time = max(FLOPs / compute roof, bytes / bandwidth roof); efficiency = ideal / measured;
+  above 100 % an anomaly, above 110 % flagged (perf_models.roofline);
+* both utilizations: compute % = achieved TFLOP/s of useful FLOPs / compute roof, memory % = achieved TB/s /
+  bandwidth roof (so efficiency = max of the two), and both again against the datasheet;
+* regime: compute- or memory-bound, or *balanced* when the arithmetic intensity is within ±30 % of the ridge
+  (FA3 forward at N=512, d=128 runs at intensity ≈ 255 against a 295 ridge: ≈ 47 % of tensor peak and ≈ 54 % of
+  HBM; neither roof alone limits it);
+* unfused rows (matmul → softmax → matmul) are scored against the fused kernel's ideal time (the migration
+  gap), but their regime comes from their own traffic, the score matrices included (traffic.score_matrix_bytes):
+  an unfused chain is dominated by Nq × Nkv reads and writes, whatever the fused kernel's bound would be;
+* band (perf_models.bands): the compute band is compared with the compute utilization against the datasheet,
+  the decode band with the memory utilization against the datasheet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from perf_models.bands import band_status, lookup_bands
+from perf_models.errors import ConfigError, PerfModelError
+from perf_models.estimate import WorkEstimate
+from perf_models.hardware import GpuSpec
+from perf_models.masks import MASK_NONE, MASK_WINDOW
+from perf_models.roofline import BYTES_MODELS, RooflineArrays, roofline
+from perf_models.table import ConfigTable
+
+F64 = NDArray[np.float64]
+OBJ = NDArray[np.object_]
+
+BALANCED_RATIO = 1.3  # intensity within [ridge / 1.3, ridge × 1.3] is "balanced" (verdicts-evidence §4)
+DECODE_MAX_QUERY_TOKENS = 16  # a forward with at most this many query tokens per sequence is a decode step
+REGIMES = ("compute", "memory", "balanced", "unknown")
+KINDS = ("fwd", "bwd", "decode", "mixed")
+_FP32_3XTF32 = "matrix_fp32_3xtf32"
+
+
+@dataclass(frozen=True, eq=False)
+class Assessment:
+    """Per-row verdict arrays; see the module docstring. NaN / None where a row has no value."""
+
+    compute_spec: OBJ
+    peak_tflops: F64
+    peak_tflops_kind: OBJ  # achievable | datasheet | missing
+    peak_tflops_datasheet: F64
+    peak_tbs: float
+    peak_tbs_kind: str
+    peak_tbs_datasheet: float
+    bytes_used: F64
+    roofline: RooflineArrays
+    compute_pct: F64
+    memory_pct: F64
+    compute_datasheet_pct: F64
+    memory_datasheet_pct: F64
+    efficiency_datasheet_pct: F64
+    regime: OBJ
+    bytes_unfused: F64  # unfused rows: bytes_used + the score matrices; NaN elsewhere
+    kind: OBJ  # fwd | bwd | decode | mixed
+    band_low: F64
+    band_high: F64
+    band_metric: OBJ
+    band_id: OBJ
+    band_value: F64  # the utilization the band is compared with
+    band_status: OBJ  # within | below | above | none
+
+
+def row_kinds(table: ConfigTable) -> OBJ:
+    """fwd | bwd | decode | mixed: a forward of few query tokens per sequence is a decode step; a paged row with
+    more query tokens than requests mixes prefill and decode."""
+    kind = np.where(table.is_bwd, "bwd", "fwd").astype(object)
+    paged = table.is_paged
+    per_req = np.where(table.sum_query_tokens > 0, table.sum_query_tokens, table.num_requests)
+    pure_decode = paged & (per_req <= table.num_requests)
+    kind[paged & ~pure_decode] = "mixed"
+    kind[pure_decode] = "decode"
+    plain_decode = ~paged & ~table.is_bwd & ~table.is_varlen & (table.seq_q <= DECODE_MAX_QUERY_TOKENS) & (
+        table.seq_kv > table.seq_q
+    )
+    kind[plain_decode] = "decode"
+    return kind
+
+
+def _mask_classes(table: ConfigTable) -> OBJ:
+    code = table.mask_code
+    return np.where(code == MASK_NONE, "none", np.where(code == MASK_WINDOW, "window", "causal")).astype(object)
+
+
+def _dtype_names(table: ConfigTable) -> OBJ:
+    """The Q dtype class of each row for band matching (bf16/fp16 share 2 bytes: told apart by compute spec)."""
+    spec = table.compute_spec.astype(object)
+    names = {"matrix_bf16": "bf16", "matrix_fp16": "fp16", "matrix_fp8": "fp8_e4m3", "matrix_fp32": "fp32"}
+    return np.array([names.get(s, s) for s in spec.tolist()], dtype=object)
+
+
+def _row_specs(table: ConfigTable, gpu: GpuSpec, attention_types: ArrayLike | None) -> OBJ:
+    specs = table.compute_spec.astype(object).copy()
+    if attention_types is not None and gpu.vendor == "nvidia" and _FP32_3XTF32 in gpu.specs():
+        att = np.asarray(attention_types, dtype=object)
+        specs[(specs == "matrix_fp32") & (att == "memory_efficient")] = _FP32_3XTF32
+    return specs
+
+
+def _compute_roofs(specs: OBJ, gpu: GpuSpec) -> tuple[F64, OBJ, F64]:
+    n = len(specs)
+    value = np.full(n, np.nan)
+    kind = np.full(n, "missing", dtype=object)
+    datasheet = np.full(n, np.nan)
+    for spec in sorted(set(specs.tolist())):
+        try:
+            roof = gpu.compute_roof(spec)
+        except PerfModelError:
+            continue
+        sel = specs == spec
+        value[sel], kind[sel] = roof.value, roof.kind
+        datasheet[sel] = roof.datasheet if roof.datasheet is not None else np.nan
+    return value, kind, datasheet
+
+
+def _regime(intensity: F64, ridge: F64, known: NDArray[np.bool_]) -> OBJ:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = intensity / ridge
+    code = np.where(ratio > BALANCED_RATIO, 0, np.where(ratio < 1.0 / BALANCED_RATIO, 1, 2))
+    code = np.where(known & np.isfinite(ratio), code, 3)
+    return np.asarray(REGIMES, dtype=object)[code]
+
+
+def _pct(num: F64, den: F64) -> F64:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.isfinite(num) & (den > 0), 100.0 * num / den, np.nan)
+
+
+def assess(
+    table: ConfigTable,
+    work: WorkEstimate,
+    gpu: GpuSpec,
+    measured_us: ArrayLike,
+    *,
+    bytes_model: str = "compulsory",
+    attention_types: ArrayLike | None = None,
+) -> Assessment:
+    """Verdict arrays for every row (measured_us: one call's kernel time, µs; NaN = not measured)."""
+    if bytes_model not in BYTES_MODELS:
+        raise ConfigError("bytes_model", bytes_model, f"one of {', '.join(BYTES_MODELS)}")
+    n = len(table)
+    specs = _row_specs(table, gpu, attention_types)
+    peak_t, kind_t, peak_t_ds = _compute_roofs(specs, gpu)
+    bw = gpu.bandwidth_roof()
+    peak_b, kind_b, peak_b_ds = float(bw.value), str(bw.kind), float(bw.datasheet or bw.value)
+    used = work.bytes_tiled if bytes_model == "tiled" else work.bytes_compulsory
+    rf = roofline(work.flops_useful, used, peak_t, np.full(n, peak_b), measured_us)
+    compute_pct = _pct(rf.achieved_tflops, peak_t)
+    memory_pct = _pct(rf.achieved_tbs, np.full(n, peak_b))
+    compute_ds = _pct(rf.achieved_tflops, peak_t_ds)
+    memory_ds = _pct(rf.achieved_tbs, np.full(n, peak_b_ds))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ideal_ds = np.maximum(work.flops_useful / (peak_t_ds * 1e6), used / (peak_b_ds * 1e6))
+        measured = np.broadcast_to(np.asarray(measured_us, dtype=np.float64), (n,))
+        eff_ds = np.where(rf.has_measurement & np.isfinite(ideal_ds), 100.0 * ideal_ds / measured, np.nan)
+
+    known = ~rf.peak_missing
+    regime = _regime(rf.intensity, rf.ridge, known)
+    bytes_unfused = np.full(n, np.nan)
+    if attention_types is not None:
+        unfused = np.asarray(attention_types, dtype=object) == "unfused"
+        if unfused.any():
+            bytes_unfused[unfused] = (used + work.bytes_score_matrix)[unfused]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                own_intensity = work.flops_useful / np.where(bytes_unfused > 0, bytes_unfused, np.nan)
+            regime[unfused] = _regime(own_intensity, rf.ridge, known)[unfused]
+
+    kinds = row_kinds(table)
+    seq = np.maximum(table.seq_q, table.seq_kv)
+    seq = np.where(table.is_varlen, np.maximum(table.max_q, table.max_kv), seq)
+    hd = np.maximum(table.head_dim_qk, table.head_dim_v)
+    bands = lookup_bands(getattr(gpu, "arch", None), kinds, _mask_classes(table), _dtype_names(table), hd, seq)
+    value = np.where(bands.metric == "memory", memory_ds, compute_ds)
+    status = band_status(value, bands.low, bands.high)
+    return Assessment(
+        compute_spec=specs,
+        peak_tflops=peak_t,
+        peak_tflops_kind=kind_t,
+        peak_tflops_datasheet=peak_t_ds,
+        peak_tbs=peak_b,
+        peak_tbs_kind=kind_b,
+        peak_tbs_datasheet=peak_b_ds,
+        bytes_used=used,
+        roofline=rf,
+        compute_pct=compute_pct,
+        memory_pct=memory_pct,
+        compute_datasheet_pct=compute_ds,
+        memory_datasheet_pct=memory_ds,
+        efficiency_datasheet_pct=eff_ds,
+        regime=regime,
+        bytes_unfused=bytes_unfused,
+        kind=kinds,
+        band_low=bands.low,
+        band_high=bands.high,
+        band_metric=bands.metric,
+        band_id=bands.band_id,
+        band_value=np.where(np.isfinite(bands.low), value, np.nan),
+        band_status=status,
+    )
+
+
+__all__ = ["BALANCED_RATIO", "REGIMES", "Assessment", "assess", "row_kinds"]
