@@ -13,7 +13,8 @@ from server.findings.spec import NOT_QUANTIFIABLE, SUBSECTIONS
 _LABELS = "|".join(re.escape(label) for label in SUBSECTIONS)
 _LABEL_EXACT = re.compile(rf"\*\*({_LABELS}):\*\*")
 _LABEL_NEAR = re.compile(rf"^\s*[*_]{{0,2}}\s*({_LABELS})\s*(?:[*_]{{0,2}}\s*:|:\s*[*_]{{0,2}})", re.I)
-_BULLET = re.compile(r"^\s*[-*]\s*(Low|High) end impact_score:\s*(\S+?)\s*$")
+# the number, then optionally its unit as the template writes it
+_BULLET = re.compile(r"^\s*[-*]\s*(Low|High) end impact_score:\s*(\S+?)(?:\s+\(% of E2E\))?\s*$")
 
 
 def check_candidate_set(doc: Document, expected: list[int] | None, tier: str, out: Collector) -> None:

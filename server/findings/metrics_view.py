@@ -12,7 +12,16 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from server.findings.spec import MISSING, as_float, bound_cell, efficiency_cell, has_efficiency, number_text
+from server.findings.spec import (
+    MISSING,
+    VERDICT_COLUMNS,
+    as_float,
+    bound_cell,
+    cell_text,
+    efficiency_cell,
+    has_efficiency,
+    number_text,
+)
 
 
 class MetricsFormatError(ValueError):
@@ -188,3 +197,22 @@ def expected_bound_cell(op: dict[str, Any], heuristic: bool, scope: str) -> str:
 
 def flops_per_byte(op: dict[str, Any]) -> Any:
     return _efficiency(op).get("flops_per_byte")
+
+
+def _roofline(op: dict[str, Any]) -> dict[str, Any]:
+    value = op.get("roofline")
+    return value if isinstance(value, dict) else {}
+
+
+def expected_verdict_cells(op: dict[str, Any], heuristic: bool) -> list[str]:
+    """The verdict columns after the mandatory ones (VERDICT_COLUMNS): compute %, memory %, regime, band."""
+    if heuristic:
+        return [MISSING] * len(VERDICT_COLUMNS)
+    r = _roofline(op)
+    band = r.get("expected_band_pct")
+    status = r.get("band_status")
+    if isinstance(band, list) and len(band) == 2 and all(as_float(x) is not None for x in band):
+        band_cell = f"{number_text(band[0])}–{number_text(band[1])} % ({status})"
+    else:
+        band_cell = "no reference band"
+    return [cell_text(r.get("compute_pct")), cell_text(r.get("memory_pct")), cell_text(r.get("regime")), band_cell]

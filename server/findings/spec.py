@@ -40,6 +40,10 @@ COMPARATIVE_COLUMNS = (
     "FLOPS/Byte (T1)",
     "Bound (T1)",
 )
+# Columns the template adds after the mandatory ones (rule 5 allows extra columns): both utilizations against the
+# roofs, the regime and the expected band, from operations[].roofline.
+VERDICT_COLUMNS = ("Compute %", "Memory %", "Regime", "Expected Band (% of datasheet)")
+
 # Table column -> operations[] field copied verbatim (rule 6).
 VERBATIM_COLUMNS = {
     "Args": "args",

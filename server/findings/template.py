@@ -15,6 +15,7 @@ from server.findings.metrics_view import (
     MetricsView,
     expected_bound_cell,
     expected_efficiency_cell,
+    expected_verdict_cells,
     finding_operation_indices,
     flops_per_byte,
     view_metrics,
@@ -27,6 +28,7 @@ from server.findings.spec import (
     SLOT_CLOSE,
     SLOT_OPEN,
     TIERS,
+    VERDICT_COLUMNS,
     as_float,
     cell_text,
     columns_for,
@@ -36,6 +38,7 @@ from server.findings.spec import (
 )
 
 PAGED_COLUMNS = ("Dominant Kernel Component", "Workload Type", "Attention Pattern")
+IMPACT_TEXT = "(% of E2E)"  # the unit of every impact score (server.vocab.IMPACT_UNIT)
 
 
 def slot(hint: str) -> str:
@@ -111,7 +114,7 @@ def _p_item(finding: FindingView) -> list[str]:
             "implementation; never 'fuse the SDPA kernel'"
         ),
         f"<!-- impact-begin kind=p_item {_marker_numbers(finding, 'p_item')} -->",
-        f"**Impact**: impact_score: {finding.mid}"
+        f"**Impact**: impact_score: {finding.mid} {IMPACT_TEXT}"
         if finding.quantifiable
         else f"**Impact**: impact {NOT_QUANTIFIABLE}",
         "<!-- impact-end -->",
@@ -166,8 +169,8 @@ def _candidate(finding: FindingView, view: MetricsView, category: str, scope: st
     if finding.quantifiable:
         lines += [
             f"<!-- impact-begin kind=detail_estimate {_marker_numbers(finding, 'detail_estimate')} -->",
-            f"- Low end impact_score: {finding.low}",
-            f"- High end impact_score: {finding.high}",
+            f"- Low end impact_score: {finding.low} {IMPACT_TEXT}",
+            f"- High end impact_score: {finding.high} {IMPACT_TEXT}",
             "<!-- impact-end -->",
         ]
     else:
@@ -191,11 +194,25 @@ def _identification_hint(finding: FindingView, ops: list[dict[str, Any]]) -> str
             "paged: name the dominant kernel component and the workload profile "
             "(prefill-heavy ctx_ratio > 0.8, decode-heavy < 0.2)"
         )
+    statuses = [str(_roofline_of(op).get("band_status") or "none") for op in ops]
+    within, below = statuses.count("within"), statuses.count("below")
+    facts.append(
+        f"expected band: {within} of {len(ops)} op(s) within it (say 'within the expected band', not a bottleneck), "
+        f"{below} below it (say 'below the best published kernels for this shape'), "
+        f"{statuses.count('none')} with no reference band"
+    )
+    regimes = sorted({str(_roofline_of(op).get("regime")) for op in ops} - {"None"})
+    if regimes:
+        facts.append(f"regime: {', '.join(regimes)} (balanced: neither roof alone limits it)")
     return (
         "Identification — why these ops were flagged, in plain language; name the implementation, library "
-        "and model layer; say if the efficiency is inside the expected band for the sequence length. Facts: "
-        + "; ".join(facts)
+        "and model layer; say where the efficiency sits against the expected band. Facts: " + "; ".join(facts)
     )
+
+
+def _roofline_of(op: dict[str, Any]) -> dict[str, Any]:
+    value = op.get("roofline")
+    return value if isinstance(value, dict) else {}
 
 
 def _as_list(value: Any) -> list[Any]:
@@ -237,13 +254,14 @@ def _paged_cells(op: dict[str, Any]) -> list[str]:
 
 
 def _data_table(finding: FindingView, ops: list[dict[str, Any]], scope: str) -> list[str]:
-    columns = list(columns_for(scope))
+    columns = [*columns_for(scope), *VERDICT_COLUMNS]
     paged = _paged(ops)
     if paged:
         columns += PAGED_COLUMNS
     rows = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for op in ops:
-        cells = _row_cells(op, finding.heuristic, scope) + (_paged_cells(op) if paged else [])
+        cells = _row_cells(op, finding.heuristic, scope) + expected_verdict_cells(op, finding.heuristic)
+        cells += _paged_cells(op) if paged else []
         rows.append("| " + " | ".join(cells) + " |")
     return rows
 

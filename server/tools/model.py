@@ -84,6 +84,11 @@ class ModelInput(ToolInput):
         Field(description="MLA latent cache (DeepSeek/FlashMLA): V is the first head_dim_v columns of K's cache, so "
               "each cached token is read once"),
     ] = False
+    tiled_bwd_model: Annotated[
+        Literal["two_pass", "single_pass"],
+        Field(description="tiled backward bytes: two_pass (a dK/dV pass and a dQ pass, the seed PR's model) or "
+              "single_pass (FA2/CK style with an fp32 dQ accumulated atomically)"),
+    ] = "two_pass"
     kernel_family: Annotated[
         Literal["fa2", "fa3", "ck", "triton"] | None,
         Field(description="kernel family whose default tiles the tiled bytes use (fa2: flash-attn 2 / PyTorch flash; "
@@ -163,6 +168,7 @@ class ModelResult(BaseModel):
     block_kv: int
     kernel_family: str = Field(description="the tile family the tiled bytes were modeled with")
     skip_masked_tiles: bool
+    tiled_bwd_model: str
     tile_visits: int
     intensity: float = Field(description="FLOPs per byte under the chosen bytes model")
     ridge: float = Field(description="compute roof / bandwidth roof, FLOPs per byte")
@@ -246,6 +252,7 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
             block_q=args.block_q,
             block_kv=args.block_kv,
             skip_masked_tiles=args.skip_masked_tiles,
+            tiled_bwd_model=args.tiled_bwd_model,
             family=args.kernel_family,
         )
     except PerfModelError as exc:
@@ -285,6 +292,7 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
         block_kv=est.block_kv,
         kernel_family=est.family,
         skip_masked_tiles=est.skip_masked_tiles,
+        tiled_bwd_model=est.tiled_bwd_model,
         tile_visits=est.tile_visits,
         intensity=est.intensity,
         ridge=est.ridge,
