@@ -31,7 +31,7 @@ from prompts.render import PromptArgumentError, load_findings_format, render_ana
 from server import __version__
 from server.roots import DataRoots
 from server.tools import TOOLS
-from server.tools.archs import ArchList, architecture_table
+from server.tools.archs import ArchInfo, full_table
 from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute, format_validation_error
 from server.vocab import CATEGORY_HELP, SCOPE_HELP
 
@@ -157,7 +157,7 @@ def create_server(roots: list[Path] | None = None) -> MCPServer:
         description="Every known GPU with its dense peaks per compute spec, HBM bandwidth and sources "
         "(the same table as list_architectures).",
     )
-    def architectures() -> ArchList:
-        return architecture_table()
+    def architectures() -> list[ArchInfo]:
+        return full_table()
 
     return server

@@ -90,3 +90,39 @@ FLASH_ROW = (
 )
 
 __all__ = ["FIXTURES_WITH_OPS", "FLASH_ROW", "SHARED", "copy_fixture", "make_folder", "roots_for"]
+
+
+def make_large_folder(tmp_path: Path, rows: int, seed: int = 0, name: str = "large") -> Path:
+    """An analysis folder of `rows` distinct flash rows with long call stacks and two kernels each (a fill and
+    the flash kernel): what a long training trace gives, for result-size and budget tests."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    flash = "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<{d}, 128, 64, 4, false> >(Params)"
+    fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >(int)"
+    frames = [f"project/models/block_{k}/attention.py({100 + k}): forward" for k in range(30)]
+    out = []
+    for i in range(rows):
+        b, h, n, d = int(rng.integers(1, 9)), int(rng.choice([8, 16, 32])), int(rng.integers(64, 4097)), 128
+        count, mean = int(rng.integers(1, 20)), float(rng.uniform(20, 3000))
+        stack = repr([*frames, f"nn.Module: Layer_{i % 24}", "aten::_scaled_dot_product_flash_attention"])
+        kd = (f"[{{'name': '{fill}', 'stream': 7, 'count': {count}, 'total_duration_us': np.float64({count * 1.5})}}, "
+              f"{{'name': '{flash.format(d=d)}', 'stream': 7, 'count': {count}, "
+              f"'total_duration_us': np.float64({count * mean:.3f})}}]")
+        out.append({
+            "name": "aten::_scaled_dot_product_flash_attention", "op category": "SDPA_fwd",
+            "Input Dims": f"(({b}, {h}, {n}, {d}), ({b}, {h}, {n}, {d}), ({b}, {h}, {n}, {d}), (), (), (), ())",
+            "Input type": "('c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16', 'Scalar', 'Scalar', 'Scalar', 'Scalar')",
+            "Concrete Inputs": f"('', '', '', '0.', '{bool(i % 2)}', 'False', '0.125')", "operation_count": count,
+            "Kernel Time (µs)_sum": count * (mean + 1.5), "Kernel Time (µs)_mean": mean + 1.5,
+            "kernel_details_summary": kd, "entry_point": "project/train.py(88): step", "call_stack_full": stack,
+        })
+    folder = tmp_path / name
+    (folder / "category_data").mkdir(parents=True)
+    (folder / "metadata").mkdir()
+    pd.DataFrame(out).to_csv(folder / "category_data" / "sdpa_fwd_ops.csv", index=False)
+    total = sum(r["Kernel Time (µs)_sum"] for r in out) / 1000.0 * 1.5
+    meta = {"platform": "H100", "gpu_utilization": {"total_time_ms": total}}
+    (folder / "metadata" / "sdpa_fwd_metadata.json").write_text(json.dumps(meta))
+    return folder

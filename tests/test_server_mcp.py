@@ -130,8 +130,10 @@ async def test_synthetic_gqa_backward_is_non_causal(tmp_path: Path) -> None:
 
 
 async def _archs(tmp_path: Path) -> list[dict]:
+    """Every GPU in full: list_architectures(gpu=key) for each key of the short table."""
     async with Client(create_server([tmp_path]), raise_exceptions=True) as c:
-        return (await call(c, "list_architectures", {}))["architectures"]
+        keys = [a["key"] for a in (await call(c, "list_architectures", {}))["architectures"]]
+        return [(await call(c, "list_architectures", {"gpu": k}))["details"] for k in keys]
 
 
 async def test_hand_made_row_numbers_and_ranking(tmp_path: Path) -> None:
@@ -141,7 +143,7 @@ async def test_hand_made_row_numbers_and_ranking(tmp_path: Path) -> None:
             c, "compute_roofline", {"output_dir": str(folder), "category": "sdpa_fwd", "arch": "h100-sxm"}
         )
         ranked = await call(c, "rank_findings", {"output_dir": str(folder), "category": "sdpa_fwd", "arch": "h100-sxm"})
-        archs = {a["key"]: a for a in (await call(c, "list_architectures", {}))["architectures"]}
+        archs = {"h100-sxm": (await call(c, "list_architectures", {"gpu": "h100-sxm"}))["details"]}
     row = roof["rows"][0]
     # aten flash, causal, Nq = Nkv = 1024: kept pairs 1024·1025/2 = 524,800 per (batch, head)
     pairs = 1024 * 1025 // 2

@@ -159,11 +159,18 @@ def human_model(r: Any) -> str:
 
 
 def human_archs(r: Any) -> str:
-    rows = [
-        [a.key, a.name, a.vendor, a.tflops.get("matrix_bf16"), a.tflops.get("matrix_fp8"), a.hbm_tbs, a.sm_count]
-        for a in r.architectures
-    ]
-    return table(["key", "name", "vendor", "bf16 TFLOPS", "fp8 TFLOPS", "HBM TB/s", "SMs/CUs"], rows)
+    if r.details is not None:
+        d = r.details
+        rows = [[spec, v, d.tflops_kind.get(spec), d.tflops_datasheet.get(spec)] for spec, v in d.tflops.items()]
+        lines = [f"{d.name} [{d.key}] — {d.vendor}, {d.sm_count} SMs/CUs, {fmt(d.memory_gb, 0)} GB, "
+                 f"HBM roof {d.hbm_tbs:g} TB/s ({d.hbm_tbs_kind})",
+                 table(["spec", "roof TFLOPS", "kind", "datasheet"], rows)]
+        if d.unverified:
+            lines.append("unverified (never a roof): " + ", ".join(f"{k} {v:g}" for k, v in d.unverified.items()))
+        return "\n".join(lines)
+    rows = [[a.key, a.name, a.vendor, a.bf16_tflops, a.bf16_kind, a.fp8_tflops, a.hbm_tbs, a.sm_count]
+            for a in r.architectures]
+    return table(["key", "name", "vendor", "bf16 TFLOPS", "kind", "fp8 TFLOPS", "HBM TB/s", "SMs/CUs"], rows)
 
 
 def human_analyze(r: Any) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import types
 import typing
@@ -190,6 +191,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INPUT
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `sdpa-analyzer archs | head`: the reader left; say nothing more
+        sys.stdout = open(os.devnull, "w")
+        return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -25,8 +25,9 @@ FileKind = Literal["findings", "empty", "no_data", "error"]
 
 class ValidationReport(BaseModel):
     passed: bool
-    errors: list[FindingError]
+    errors: list[FindingError] = Field(description="the broken rules, in file order (a result lists the first 40)")
     warnings: list[FindingError]
+    error_count: int = Field(0, description="all errors, listed or not")
     p_items: int = Field(description="number of `### P<rank>:` items found")
     scope: str = Field(description="comparison scope the file was checked against")
     tier: str

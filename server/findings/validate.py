@@ -101,6 +101,7 @@ def validate_findings_text(
         passed=not out.errors,
         errors=out.errors,
         warnings=out.warnings,
+        error_count=len(out.errors) + out.dropped,
         p_items=p_items,
         scope=scope,
         tier=tier,

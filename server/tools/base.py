@@ -87,6 +87,13 @@ class ToolFailure(Exception):
         self.internal = internal
 
 
+def capped(items: list[str], limit: int) -> list[str]:
+    """At most `limit` messages; the last one says how many were left out (results must stay small)."""
+    if len(items) <= limit:
+        return items
+    return [*items[: limit - 1], f"... and {len(items) - limit + 1} more"]
+
+
 def format_validation_error(exc: ValidationError, limit: int = 3) -> str:
     """A pydantic error as one line: `field=value is invalid: reason` for each error (at most `limit`)."""
     parts = []

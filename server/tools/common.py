@@ -32,7 +32,7 @@ ScopeArg = Annotated[Scope, Field(description=SCOPE_HELP)]
 BytesModelArg = Annotated[BytesModel, Field(description=BYTES_MODEL_HELP)]
 
 
-def _canonical_arch(value: Any) -> Any:
+def canonical_arch(value: Any) -> Any:
     """A GPU name in any spelling the table knows (`H100`, `mi300x`, a trace device name) → its key; a path to
     an arch JSON file is left as it is; anything else is refused naming the known keys."""
     if value is None or not isinstance(value, str):
@@ -54,10 +54,10 @@ ARCH_HELP = (
 )
 ArchArg = Annotated[
     ArchKey | ArchFile | None,
-    BeforeValidator(_canonical_arch),
+    BeforeValidator(canonical_arch),
     Field(description=ARCH_HELP + "; default: the trace's GPU, else the metadata's platform"),
 ]
-RequiredArch = Annotated[ArchKey | ArchFile, BeforeValidator(_canonical_arch), Field(description=ARCH_HELP)]
+RequiredArch = Annotated[ArchKey | ArchFile, BeforeValidator(canonical_arch), Field(description=ARCH_HELP)]
 
 
 def _canonical_dtype(value: Any) -> Any:

@@ -17,6 +17,8 @@ from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_outpu
 from server.vocab import CATEGORIES, Category
 from server.writers.atomic import write_bytes_atomic
 
+MAX_UNPLOTTED_LISTED = 10
+
 
 class PlotInput(ToolInput):
     output_dir: OutputDir
@@ -37,7 +39,8 @@ class PlotResult(BaseModel):
     compute_spec: str
     bytes_model: str
     plotted: int
-    unplotted: list[str] = Field(default_factory=list, description="ops without a model: listed, not plotted")
+    unplotted_count: int = Field(0, description="op rows without a model or a measurement: not plotted")
+    unplotted: list[str] = Field(default_factory=list, description=f"the first {MAX_UNPLOTTED_LISTED} of them, why")
     width_px: int
     height_px: int
     _png: bytes = PrivateAttr(default=b"")
@@ -90,7 +93,8 @@ def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
         compute_spec=ceilings.compute_spec,
         bytes_model=args.bytes_model,
         plotted=len(plot.points),
-        unplotted=[f"{u.name} ({u.label}): {u.reason}" for u in plot.unplotted],
+        unplotted_count=len(plot.unplotted),
+        unplotted=[f"{u.name} ({u.label}): {u.reason}" for u in plot.unplotted[:MAX_UNPLOTTED_LISTED]],
         width_px=plot.width_px,
         height_px=plot.height_px,
     )

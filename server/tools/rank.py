@@ -9,11 +9,14 @@ from pydantic import BaseModel, Field
 from server.scoring.category import score_category
 from server.scoring.outputs import write_metrics, write_roofline_table
 from server.scoring.ranking import build_metrics
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from server.tools.common import ArchArg, BytesModelArg, CategoryArg, OutputDir, PeaksUsed, ScopeArg, resolve_output_dir
 from server.tools.roofline import peaks_used
+from server.vocab import IMPACT_UNIT_HELP
 
 MAX_MEMBERS_SHOWN = 20
+MAX_FINDINGS_SHOWN = 25  # the template renders every finding; the result lists the first ones
+MAX_WARNINGS = 15
 
 
 class RankInput(ToolInput):
@@ -30,10 +33,14 @@ class FindingSummary(BaseModel):
     library: str
     eff_bucket: str
     estimate_method: str
-    impact_score: float
+    impact_score: float = Field(description=IMPACT_UNIT_HELP)
     impact_score_low: float
     impact_score_high: float
     percent_of_total: float | None = None
+    impact_to_band: float | None = Field(
+        None, description="what reaching the upper edge of the members' expected bands would give back, % of E2E"
+    )
+    members_within_band: int | None = Field(None, description="members inside their expected band (not bottlenecks)")
     member_count: int
     members: list[str] = Field(
         description=f"distinct member op names (at most {MAX_MEMBERS_SHOWN}; member_count has the total)"
@@ -48,7 +55,10 @@ class RankResult(BaseModel):
     total_time_ms: float | None = None
     percent_of_compute: float | None = None
     operation_count: int | None = None
-    findings: list[FindingSummary] = Field(default_factory=list)
+    findings_total: int = Field(0, description="category_findings in the metrics JSON (one P-item each)")
+    findings: list[FindingSummary] = Field(
+        default_factory=list, description=f"the findings in rank order (the first {MAX_FINDINGS_SHOWN})"
+    )
     impact_estimates: int = 0
     peaks: PeaksUsed | None = None
     warnings: list[str] = Field(default_factory=list)
@@ -93,14 +103,17 @@ def rank_findings(ctx: ToolContext, args: RankInput) -> RankResult:
                 impact_score_low=f["impact_score_low"],
                 impact_score_high=f["impact_score_high"],
                 percent_of_total=f.get("percent_of_total"),
+                impact_to_band=f.get("impact_to_band"),
+                members_within_band=f.get("members_within_band"),
                 member_count=f["member_count"],
                 # distinct member op names, capped: a group can hold thousands of rows (all in the metrics file)
                 members=list(dict.fromkeys(m["operation"] for m in f["members"]))[:MAX_MEMBERS_SHOWN],
             )
-            for f in metrics["category_findings"]
+            for f in metrics["category_findings"][:MAX_FINDINGS_SHOWN]
         ],
+        findings_total=len(metrics["category_findings"]),
         peaks=peaks,
-        warnings=warnings,
+        warnings=capped(warnings, MAX_WARNINGS),
     )
 
 

@@ -14,12 +14,16 @@ from server.scoring.category import score_category
 from server.scoring.outputs import write_roofline_table
 from server.scoring.records import RooflineTable
 from server.scoring.verdicts import verdict
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from server.tools.common import ArchArg, BytesModelArg, CategoryArg, OutputDir, PeaksUsed, peaks_of, resolve_output_dir
 
-MAX_LIMIT = 200
-MAX_UNMODELED_LISTED = 20
-MAX_ROW_WARNINGS = 3
+MAX_LIMIT = 50
+# A result must fit an LLM's context whatever the category size (Claude Code warns above 10k tokens): the rows
+# of a page stop at this many characters of JSON, and the page says where the next one starts.
+ROWS_BUDGET_CHARS = 11_000
+MAX_UNMODELED_LISTED = 10
+MAX_ROW_WARNINGS = 2
+MAX_WARNINGS = 15
 
 
 class RooflineInput(ToolInput):
@@ -27,7 +31,10 @@ class RooflineInput(ToolInput):
     category: CategoryArg
     arch: ArchArg = None
     bytes_model: BytesModelArg = "compulsory"
-    limit: Annotated[int, Field(ge=0, le=MAX_LIMIT, description="rows to return, longest kernel time first")] = 10
+    limit: Annotated[
+        int, Field(ge=0, le=MAX_LIMIT, description="rows to return, longest kernel time first (a page also stops "
+                   "when its rows reach the result budget; next_offset says where to continue)")
+    ] = 10
     offset: Annotated[int, Field(ge=0, description="rows to skip before the page (paging)")] = 0
 
 
@@ -84,6 +91,7 @@ class RooflineResult(BaseModel):
     anomalies: int = 0
     offset: int = 0
     limit: int = 0
+    next_offset: int | None = Field(None, description="offset of the next page (None: this page ends the table)")
     rows: list[RooflineRow] = Field(default_factory=list, description="rows by time, descending, paged")
     roofline_file: str | None = Field(None, description="full per-row records (CSV) in the analysis folder")
     notes: list[str] = Field(default_factory=list)
@@ -156,20 +164,29 @@ def compute_roofline(ctx: ToolContext, args: RooflineInput) -> RooflineResult:
     assert table is not None and resolved is not None
     r = table.records
     order = np.argsort(-r["time_ms"].to_numpy(), kind="stable")
-    page = r.iloc[order[args.offset : args.offset + args.limit]]
+    rows: list[RooflineRow] = []
+    used = 0
+    for _, row in r.iloc[order[args.offset : args.offset + args.limit]].iterrows():
+        model = _row_model(row)
+        used += len(model.model_dump_json())
+        if rows and used > ROWS_BUDGET_CHARS:
+            break
+        rows.append(model)
+    end = args.offset + len(rows)
     path = write_roofline_table(data, table, scored.written)
     modeled = r["has_model"].to_numpy()
     ideal_total = float(np.nansum((r["ideal_us"] * r["count"]).to_numpy()[modeled]))
     meas_total = float(np.nansum((r["mean_us"] * r["count"]).to_numpy()[modeled]))
     warnings = list(resolved.warnings) + list(data.warnings)
-    unmodeled = r[~r["has_model"]]
-    if len(unmodeled) <= MAX_UNMODELED_LISTED:
+    unmodeled = r[~r["has_model"]].iloc[:MAX_UNMODELED_LISTED + 1]
+    n_unmodeled = int((~r["has_model"]).sum())
+    if n_unmodeled <= MAX_UNMODELED_LISTED:
         warnings += [
             f"row {int(row)} {name}: {why}"
             for row, name, why in zip(unmodeled["row"], unmodeled["name"], unmodeled["no_model_reason"], strict=True)
         ]
     else:
-        warnings.append(f"{len(unmodeled)} rows have no perf model; see {path.name} column no_model_reason")
+        warnings.append(f"{n_unmodeled} rows have no perf model; see {path.name} column no_model_reason")
     return RooflineResult(
         category=data.category,
         status="OK",
@@ -183,10 +200,11 @@ def compute_roofline(ctx: ToolContext, args: RooflineInput) -> RooflineResult:
         anomalies=int(r["anomaly_flag"].sum()),
         offset=args.offset,
         limit=args.limit,
-        rows=[_row_model(row) for _, row in page.iterrows()],
+        next_offset=end if end < len(r) else None,
+        rows=rows,
         roofline_file=str(path),
         notes=list(table.peak_notes),
-        warnings=warnings,
+        warnings=capped(warnings, MAX_WARNINGS),
     )
 
 

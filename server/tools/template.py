@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from server.errors import InputError
+from server.errors import InputError, shorten_middle
+from server.findings.spec import SLOT_CLOSE, SLOT_OPEN
 from server.findings.template import render_findings_template as render_template
 from server.folder.read import read_json_file
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
@@ -17,13 +18,29 @@ class TemplateInput(ToolInput):
     category: CategoryArg
 
 
+MAX_SLOTS_LISTED = 60
+SLOT_HINT_CHARS = 160
+
+
+class Slot(BaseModel):
+    line: int = Field(description="1-based line of the findings file")
+    hint: str = Field(description="what the slot needs (shortened)")
+
+
 class TemplateResult(BaseModel):
     category: str
-    findings_file: str = Field(description="where the skeleton was written")
+    findings_file: str = Field(description="where the skeleton was written: read it with the Read tool")
     wrote_main_file: bool = Field(description="False when a findings file existed and was left untouched")
     slots: int = Field(description="number of {{FILL: ...}} prose slots to replace")
+    slot_list: list[Slot] = Field(
+        default_factory=list, description=f"where the slots are (the first {MAX_SLOTS_LISTED})"
+    )
     p_items: int
-    markdown: str
+    lines: int = Field(description="lines in the file")
+
+
+def _slot_hint(line: str) -> str:
+    return line.split(SLOT_OPEN, 1)[1].split(SLOT_CLOSE, 1)[0].strip()
 
 
 def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateResult:
@@ -47,13 +64,19 @@ def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateR
         target = main.with_name(f"{cat}_findings.template.md")
         wrote_main = False
     write_text_atomic(target, text)
+    lines = text.splitlines()
+    slot_list = [
+        Slot(line=i + 1, hint=shorten_middle(_slot_hint(line), SLOT_HINT_CHARS)) for i, line in enumerate(lines)
+        if SLOT_OPEN in line
+    ]
     return TemplateResult(
         category=cat,
         findings_file=str(target),
         wrote_main_file=wrote_main,
-        slots=text.count("{{FILL:"),
-        p_items=sum(1 for line in text.splitlines() if line.startswith("### P")),
-        markdown=text,
+        slots=text.count(SLOT_OPEN),
+        slot_list=slot_list[:MAX_SLOTS_LISTED],
+        p_items=sum(1 for line in lines if line.startswith("### P")),
+        lines=len(lines),
     )
 
 
@@ -62,9 +85,9 @@ TOOL = ToolSpec(
     title="Render the findings skeleton",
     description=(
         "Write category_findings/<category>_findings.md with every heading, marker, number and table filled from "
-        "<category>_metrics.json (run rank_findings first). Replace each {{FILL: ...}} slot with prose, then run "
-        "validate_findings. An existing findings file is never overwritten (the skeleton then goes to "
-        "<category>_findings.template.md)."
+        "<category>_metrics.json (run rank_findings first). Returns the file's path and where its {{FILL: ...}} "
+        "prose slots are: read the file, replace each slot with prose, then run validate_findings. An existing "
+        "findings file is never overwritten (the skeleton then goes to <category>_findings.template.md)."
     ),
     input_model=TemplateInput,
     result_model=TemplateResult,

@@ -12,6 +12,8 @@ from server.findings.validate import ValidationReport, find_metrics_for, validat
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.vocab import SCOPE_HELP, Scope, Tier
 
+MAX_ERRORS_LISTED = 40
+
 
 class ValidateInput(ToolInput):
     findings_path: Annotated[
@@ -40,7 +42,10 @@ def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport
             metrics = load_metrics(ctx.roots.resolve(mpath, what="metrics file"))
         except MetricsFormatError as exc:
             raise InputError(f"{mpath}: {exc}") from None
-    return validate_findings_file(path, metrics, tier=args.tier, comparison_scope=args.comparison_scope)
+    report = validate_findings_file(path, metrics, tier=args.tier, comparison_scope=args.comparison_scope)
+    # fix the first errors and validate again: a long list would not fit an LLM's context
+    listed = {"errors": report.errors[:MAX_ERRORS_LISTED], "warnings": report.warnings[:MAX_ERRORS_LISTED]}
+    return report.model_copy(update=listed)
 
 
 TOOL = ToolSpec(
