@@ -185,7 +185,8 @@ def test_scope_comes_from_argument_then_metrics_then_table_header() -> None:
     forced = validate_findings_file(path, metrics_of("comparative"), comparison_scope="standalone")
     assert forced.scope == "standalone"
     assert ("R5-columns", 20) in [(e.rule, e.line) for e in forced.errors]
-    assert any(w.rule == "R5-scope" for w in forced.warnings)
+    # a scope other than the one the metrics were ranked with is refused (a one-trace folder is never comparative)
+    assert any(e.rule == "R5-scope" for e in forced.errors)
 
 
 def test_without_metrics_only_structure_is_checked() -> None:
@@ -352,7 +353,7 @@ def test_missing_values_must_be_em_dash(missing: str) -> None:
     assert ("R5-empty-cell", 50) in [(e.rule, e.line) for e in report.errors]
 
 
-def test_copy_slips_in_numeric_cells_and_foreign_rows_are_warnings() -> None:
+def test_a_changed_number_is_an_error_and_a_foreign_row_a_warning() -> None:
     text = (CORPUS / "valid" / "standalone.md").read_text()
     # Time 6.4 -> 6.5 in the P1 row (line 36); the cuDNN op (in operations[], in no finding) added to P1.
     text = text.replace("| 6.4 | 16.0 | 12 |", "| 6.5 | 16.0 | 12 |")
@@ -364,5 +365,7 @@ def test_copy_slips_in_numeric_cells_and_foreign_rows_are_warnings() -> None:
     lines = text.split("\n")
     lines.insert(36, cudnn)
     report = validate_findings_text("\n".join(lines), metrics_of("standalone"))
-    assert report.passed
-    assert {(w.rule, w.line) for w in report.warnings} == {("R5-cell-value", 36), ("R6-foreign-row", 34)}
+    assert not report.passed
+    assert [(e.rule, e.line) for e in report.errors] == [("R6-number", 36)]
+    assert "6.5" in report.errors[0].message and "`6.4`" in report.errors[0].fix
+    assert {(w.rule, w.line) for w in report.warnings} == {("R6-foreign-row", 34)}

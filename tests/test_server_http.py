@@ -62,3 +62,37 @@ def test_dns_rebinding_host_is_refused(http_server: str) -> None:
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(req, timeout=10)
     assert err.value.code == 421
+
+
+@pytest.mark.anyio
+async def test_a_long_call_does_not_block_another_client(http_server: str, tmp_path: Path) -> None:
+    """Tools run on worker threads: while one client's roofline of a big category runs, another client's call
+    is answered at once."""
+    import anyio
+    from server_fixtures import make_large_folder
+
+    folder = make_large_folder(tmp_path, 20_000)
+    done: dict[str, float] = {}
+
+    async def slow() -> None:
+        async with Client(http_server) as c:
+            t = time.monotonic()
+            r = await c.call_tool("compute_roofline", {"output_dir": str(folder), "category": "sdpa_fwd",
+                                                         "arch": "h100-sxm"})
+            assert not r.is_error, r.content[0].text
+            done["slow"] = time.monotonic() - t
+            done["slow_end"] = time.monotonic()
+
+    async def quick() -> None:
+        async with Client(http_server) as c:
+            await anyio.sleep(0.3)  # the slow call is under way
+            t = time.monotonic()
+            await c.call_tool("model_attention", {"batch": 1, "heads_q": 8, "seq_q": 1024, "head_dim": 128})
+            done["quick"] = time.monotonic() - t
+            done["quick_end"] = time.monotonic()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(slow)
+        tg.start_soon(quick)
+    assert done["quick_end"] < done["slow_end"], done  # answered while the slow call was still running
+    assert done["quick"] < done["slow"] / 2, done

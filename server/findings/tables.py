@@ -11,10 +11,11 @@ from server.findings.metrics_view import (
     FindingView,
     expected_bound_cell,
     expected_efficiency_cell,
+    expected_verdict_cells,
     flops_per_byte,
     member_operation_indices,
 )
-from server.findings.spec import MISSING, VERBATIM_COLUMNS, as_float, columns_for
+from server.findings.spec import MISSING, VERBATIM_COLUMNS, VERDICT_COLUMNS, cell_text, columns_for
 
 # Spellings of "no value" that the spec replaces with `—`.
 _NOT_DASH = frozenset({"", "-", "--", "N/A", "n/a", "NA", "None", "none", "null", "nan", "NaN"})
@@ -151,7 +152,8 @@ def check_table_rows(
                     f"Copy it verbatim (keep `<br>`): `{want}`.",
                 )
         _check_efficiency_cells(index, cells, header, op, heuristic, scope, out)
-        _warn_numbers(index, cells, header, op, scope, out)
+        _check_numbers(index, cells, header, op, scope, out)
+        _check_verdict_cells(index, cells, header, op, heuristic, out)
     if finding is not None:
         _check_coverage(table, candidate, finding, operations, matched, out)
 
@@ -214,44 +216,51 @@ def _check_efficiency_cells(
         )
 
 
-def _numeric_cells(op: dict[str, Any], scope: str) -> dict[str, Any]:
+def _numeric_cells(op: dict[str, Any], scope: str) -> dict[str, str]:
+    """The number cells of a row as the template writes them (the metrics JSON's own spelling)."""
     if scope == "standalone":
         return {
-            "Time (ms)": op.get("time_ms"),
-            "%E2E": op.get("percent_of_total"),
-            "Count": op.get("count"),
-            "FLOPS/Byte": flops_per_byte(op),
+            "Time (ms)": cell_text(op.get("time_ms")),
+            "%E2E": cell_text(op.get("percent_of_total")),
+            "Count": cell_text(op.get("count")),
+            "FLOPS/Byte": cell_text(flops_per_byte(op)),
         }
     return {
-        "Trace 1 Time (ms)": op.get("time_ms"),
-        "Trace 2 Time (ms)": op.get("t2_time_ms"),
-        "Difference (ms)": op.get("difference_ms"),
-        "FLOPS/Byte (T1)": flops_per_byte(op),
+        "Trace 1 Time (ms)": cell_text(op.get("time_ms")),
+        "Trace 2 Time (ms)": cell_text(op.get("t2_time_ms")),
+        "Count (T1/T2)": f"{cell_text(op.get('count'))}/{cell_text(op.get('count_trace2'))}",
+        "Difference (ms)": cell_text(op.get("difference_ms")),
+        "FLOPS/Byte (T1)": cell_text(flops_per_byte(op)),
     }
 
 
-def _warn_numbers(
+def _check_numbers(
     index: int, cells: list[str], header: list[str], op: dict[str, Any], scope: str, out: Collector
 ) -> None:
-    """Numbers the rules do not pin down; a differing one is a warning (likely a copy slip)."""
-    for column, value in _numeric_cells(op, scope).items():
+    """Rule 6 for numbers: every number cell is the metrics JSON's number, spelled as it writes it."""
+    for column, want in _numeric_cells(op, scope).items():
         cell = _cell(cells, header, column)
-        if cell is None:
-            continue
-        want = as_float(value)
-        try:
-            got = None if cell == MISSING else float(cell.replace(",", ""))
-        except ValueError:
-            got = float("nan")
-        if want is None and got is None:
-            continue
-        if want is None or got is None or abs(got - want) > max(0.0051, 1e-3 * abs(want)):
-            shown = MISSING if want is None else value
-            out.warn(
-                "R5-cell-value",
+        if cell is not None and unescape_cell(cell) != unescape_cell(want):
+            out.error(
+                "R6-number",
                 index,
-                f"{column} cell `{cell}` differs from the metrics JSON ({shown}).",
-                f"Copy `{shown}` from operations[].",
+                f"{column} cell `{cell}` of `{op.get('name')}` differs from the metrics JSON ({want}).",
+                f"Write `{want}` exactly as operations[] gives it (render_findings_template writes it).",
+            )
+
+
+def _check_verdict_cells(
+    index: int, cells: list[str], header: list[str], op: dict[str, Any], heuristic: bool, out: Collector
+) -> None:
+    """The verdict columns the template adds (both utilizations, regime, band) say what the record says."""
+    for column, want in zip(VERDICT_COLUMNS, expected_verdict_cells(op, heuristic), strict=True):
+        cell = _cell(cells, header, column)
+        if cell is not None and unescape_cell(cell) != unescape_cell(want):
+            out.error(
+                "R7-verdict",
+                index,
+                f"{column} cell `{cell}` of `{op.get('name')}` differs from operations[].roofline ({want}).",
+                f"Write `{want}`.",
             )
 
 

@@ -136,11 +136,12 @@ def _resolve_scope(argument: str | None, view: MetricsView | None, lines: list[s
     metrics_scope = view.scope if view is not None and view.scope in SCOPES else None
     if argument is not None:
         if metrics_scope is not None and metrics_scope != argument:
-            out.warn(
+            out.error(
                 "R5-scope",
                 None,
-                f"comparison_scope={argument} but the metrics JSON says {metrics_scope}.",
-                "Pass the scope the metrics JSON was ranked with, or re-run rank_findings.",
+                f"comparison_scope={argument} but the metrics JSON was ranked {metrics_scope}.",
+                f"Validate with comparison_scope={metrics_scope}, or re-run rank_findings with {argument} (a "
+                "comparative ranking needs a folder analyzed from two traces).",
             )
         return argument
     if metrics_scope is not None:

@@ -6,13 +6,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from server.errors import InputError
 from server.scoring.category import score_category
 from server.scoring.outputs import write_metrics, write_roofline_table
 from server.scoring.ranking import build_metrics
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from server.tools.common import ArchArg, BytesModelArg, CategoryArg, OutputDir, PeaksUsed, ScopeArg, resolve_output_dir
 from server.tools.roofline import peaks_used
-from server.vocab import IMPACT_UNIT_HELP
+from server.vocab import COMPARATIVE, IMPACT_UNIT_HELP
 
 MAX_MEMBERS_SHOWN = 20
 MAX_FINDINGS_SHOWN = 25  # the template renders every finding; the result lists the first ones
@@ -76,6 +77,11 @@ def rank_findings(ctx: ToolContext, args: RankInput) -> RankResult:
         )
     data, table, resolved = scored.data, scored.table, scored.arch
     assert table is not None and resolved is not None
+    if args.comparison_scope == COMPARATIVE and data.comparison_scope != COMPARATIVE:
+        raise InputError(
+            f"comparison_scope=comparative needs trace-2 times, and {out.name} was analyzed from one trace (no "
+            "speedup/delta columns) — rank it standalone, or analyze the two traces with --compare (trace2_path)"
+        )
     metrics = build_metrics(data, table, args.comparison_scope)
     peaks = peaks_used(resolved, table)
     warnings = resolved.warnings + data.warnings
