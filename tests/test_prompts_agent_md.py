@@ -198,5 +198,7 @@ def test_mcp_json_example_registers_the_sdpa_server() -> None:
     assert set(config["mcpServers"]) == {"sdpa"}
     server = config["mcpServers"]["sdpa"]
     assert server["type"] == "stdio"
-    assert server["command"] == "sdpa-analyzer"
+    # an absolute path (Claude Code's environment does not have the venv on PATH), overridable by SDPA_ANALYZER
+    command = server["command"]
+    assert command.startswith("${SDPA_ANALYZER:-/") and command.endswith("/.venv/bin/sdpa-analyzer}")
     assert server["args"][:2] == ["serve", "--root"]
