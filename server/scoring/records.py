@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perf_models.batch_parse import ParsedTable, parse_ops_table
 from perf_models.config import AttentionConfig, BwdConvention
 from perf_models.dtypes import SHORT_LABEL, matrix_compute_spec, try_normalize_dtype
 from perf_models.errors import PerfModelError
 from perf_models.estimate import estimate_work
 from perf_models.hardware import GpuSpec
 from perf_models.kernels import classify_kernels
+from perf_models.ops.batch import ParsedTable, parse_ops_table
 from perf_models.registry import parse_op
 from perf_models.roofline import expected_band, roofline
 from server.factorize import factorize
