@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.literals import LiteralParseError, parse_literal
+from perf_models.literals import LiteralParseError, is_missing, parse_literal
 from perf_models.registry import ParsedOp, parse_op
 
 # ('', '0.', 'True'): a tuple (empty, one element with its comma, or several) of plain single-quoted
@@ -61,7 +60,8 @@ class Rows:
     def pp_absent(self, rows: NDArray[np.intp]) -> NDArray[np.bool_]:
         if self.pp_in is None:
             return np.ones(len(rows), dtype=bool)
-        return np.fromiter((_is_missing(self.pp_in[i]) for i in rows), dtype=bool, count=len(rows))
+        # missing cells are the perf_params that as_mapping reads as None (no fallback, no error)
+        return np.fromiter((is_missing(self.pp_in[i]) for i in rows), dtype=bool, count=len(rows))
 
 
 def seq_cell(value: Any, cache: dict[str, Any], field_name: str) -> Any:
@@ -104,12 +104,3 @@ def _container(parsed: Any, convert: Any) -> Any:
     if convert is None:
         return parsed if type(parsed) is list or type(parsed) is tuple else tuple(parsed)
     return parsed if type(parsed) is tuple else convert(parsed)
-
-
-def _is_missing(value: Any) -> bool:
-    """perf_params that as_mapping reads as None (no fallback, no error)."""
-    if value is None:
-        return True
-    if isinstance(value, float):
-        return math.isnan(value)
-    return isinstance(value, str) and value.strip().lower() in ("", "nan", "none", "null")

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.literals import _PLAIN_INT_NEST, _parse_plain_int_nest, parse_literal
+from perf_models.literals import PLAIN_INT_NEST, parse_literal, parse_plain_int_nest
 from perf_models.ops.batch.cells import Rows
 from perf_models.ops.batch.groups import split_rows, split_values
 from perf_models.ops.batch.results import Results
@@ -123,10 +123,10 @@ def raw_dims_blocks(
 def _template_lengths(template: bytes, text: str) -> tuple[int, ...] | None:
     """Entry lengths of every Input Dims string with this template, from one of them; None when the
     strings are not plain flat shapes (a Tensor[] entry, a bare number, a path the plain reader refuses)."""
-    if not set(template) <= _TEMPLATE_BYTES or not _PLAIN_INT_NEST.fullmatch(text.strip()):
+    if not set(template) <= _TEMPLATE_BYTES or not PLAIN_INT_NEST.fullmatch(text.strip()):
         return None
     try:
-        parsed = _parse_plain_int_nest(text.strip())
+        parsed = parse_plain_int_nest(text.strip())
     except ValueError:
         return None
     if not isinstance(parsed, tuple) or parse_literal(text) != parsed:
