@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from perf_models.literals import LiteralParseError, is_missing, parse_literal
+from perf_models.ops.row import sequence_cell
+from perf_models.ops.types import RowError
 from perf_models.registry import ParsedOp, parse_op
 
 # ('', '0.', 'True'): a tuple (empty, one element with its comma, or several) of plain single-quoted
@@ -72,11 +73,11 @@ def seq_cell(value: Any, cache: dict[str, Any], field_name: str) -> Any:
             quoted = _QUOTED_TUPLE.fullmatch(value) if "np." not in value else None
             try:
                 parsed = tuple(_QUOTED.findall(value)) if quoted else parse_literal(value, field_name)
-                seen[value] = _container(parsed, tuple)
+                seen[value] = _container(parsed, tuple, field_name)
             except LiteralParseError:
                 seen[value] = BAD
         return seen[value]
-    return _container(value, tuple)
+    return _container(value, tuple, field_name)
 
 
 def dims_cell(value: Any, cache: dict[str, Any]) -> Any:
@@ -85,22 +86,24 @@ def dims_cell(value: Any, cache: dict[str, Any]) -> Any:
         seen = cache.setdefault("Input Dims", {})
         if value not in seen:
             try:
-                seen[value] = _container(parse_literal(value, "Input Dims"), None)
+                seen[value] = _container(parse_literal(value, "Input Dims"), None, "Input Dims")
             except LiteralParseError:
                 seen[value] = BAD
         return seen[value]
-    return _container(value, None)
+    return _container(value, None, "Input Dims")
 
 
-def _container(parsed: Any, convert: Any) -> Any:
-    """Row.parse's reading of a parsed cell (`_as_tuple`): None/NaN/float is missing, a non-string
-    sequence is the cell, anything else is refused. `convert` makes the sequence hashable."""
+def _container(parsed: Any, convert: Any, field_name: str) -> Any:
+    """Row.parse's reading of a parsed cell (`sequence_cell`): None when missing, the sequence, or BAD
+    when Row.parse refuses it. `convert` makes the sequence hashable."""
     if type(parsed) is tuple:
         return parsed
-    if parsed is None or isinstance(parsed, float):
-        return None
-    if isinstance(parsed, str) or not isinstance(parsed, Sequence):
+    try:
+        cell = sequence_cell(parsed, field_name)
+    except RowError:
         return BAD
+    if cell is None:
+        return None
     if convert is None:
-        return parsed if type(parsed) is list or type(parsed) is tuple else tuple(parsed)
-    return parsed if type(parsed) is tuple else convert(parsed)
+        return cell if type(cell) is list or type(cell) is tuple else tuple(cell)
+    return cell if type(cell) is tuple else convert(cell)

@@ -10,14 +10,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.config import AttentionConfig, Direction, Mask, MaskKind, VarlenInfo
+from perf_models.config import AttentionConfig, Direction, Mask, VarlenInfo
 from perf_models.dtypes import element_size, matrix_compute_spec
 from perf_models.errors import ConfigError
 from perf_models.masks import mask_code
-from perf_models.table import ConfigTable
+from perf_models.table import SHAPE_COLUMNS, ConfigTable, column_dtype, config_columns, mask_window
 
 TABLE_FIELDS = tuple(f.name for f in fields(ConfigTable))
-_SHAPES = ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +38,13 @@ def table_columns(
     assert dq is not None
     dk = dtypes["k"] or dq
     sizes = [element_size(d) for d in (dq, dk, dtypes["v"] or dq, dtypes["o"] or dq, dk)]
-    out: dict[str, Any] = {name: np.asarray(cols[name], dtype=np.int64) for name in _SHAPES}
+    out: dict[str, Any] = {name: np.asarray(cols[name], dtype=np.int64) for name in SHAPE_COLUMNS}
     for name, size in zip(("elem_q", "elem_k", "elem_v", "elem_o", "elem_kv_cache"), sizes, strict=True):
         out[name] = np.full(m, size, dtype=np.float64)
     out["is_bwd"] = np.full(m, gplan.direction is Direction.BWD)
     known = [mk or Mask() for mk in masks]  # cases that do not occur get a placeholder
     out["mask_code"] = np.array([mask_code(mk) for mk in known], dtype=np.int8)[case]
-    windows = np.array([_window_of(mk) for mk in known], dtype=np.int64)
+    windows = np.array([mask_window(mk) for mk in known], dtype=np.int64)
     out["window_left"], out["window_right"] = windows[case, 0], windows[case, 1]
     for name in ("num_seqs", "total_q", "total_kv", "max_q", "max_kv"):
         out[name] = np.asarray(cols[name], dtype=np.int64) if name in cols else np.zeros(m, dtype=np.int64)
@@ -53,12 +52,6 @@ def table_columns(
         out[name] = np.zeros(m, dtype=np.int64)
     out["compute_spec"] = np.full(m, _compute_spec(dq), dtype=object)
     return out
-
-
-def _window_of(mask: Mask) -> tuple[int, int]:
-    if mask.kind is MaskKind.SLIDING_WINDOW:
-        return mask.window_left, mask.window_right
-    return -1, -1
 
 
 def _compute_spec(dtype_q: str) -> str | None:
@@ -108,36 +101,12 @@ def config_from_table(table: ConfigTable, pos: int, gplan: GroupPlan, mask: Mask
 
 def columns_of_configs(configs: list[AttentionConfig]) -> dict[str, NDArray[Any]]:
     """ConfigTable.from_configs' columns (compute_spec None where from_configs would raise)."""
-    out: dict[str, list[Any]] = {name: [] for name in TABLE_FIELDS}
-    for cfg in configs:
-        for name in _SHAPES:
-            out[name].append(getattr(cfg, name))
-        out["elem_q"].append(element_size(cfg.dtype_q))
-        out["elem_k"].append(element_size(cfg.dtype_k or cfg.dtype_q))
-        out["elem_v"].append(element_size(cfg.dtype_v or cfg.dtype_q))
-        out["elem_o"].append(element_size(cfg.dtype_o or cfg.dtype_q))
-        out["elem_kv_cache"].append(element_size(cfg.kv_dtype))
-        out["is_bwd"].append(cfg.direction is Direction.BWD)
-        out["mask_code"].append(mask_code(cfg.mask))
-        left, right = _window_of(cfg.mask)
-        out["window_left"].append(left)
-        out["window_right"].append(right)
-        v, p = cfg.varlen, cfg.paged
-        out["num_seqs"].append(v.num_seqs if v else 0)
-        out["total_q"].append(v.total_q if v else 0)
-        out["total_kv"].append(v.total_kv if v else 0)
-        out["max_q"].append(v.max_seqlen_q if v else 0)
-        out["max_kv"].append(v.max_seqlen_kv if v else 0)
-        out["sum_ctx"].append(p.sum_context_tokens if p else 0)
-        out["num_requests"].append(p.num_requests if p else 0)
-        out["sum_query_tokens"].append((p.sum_query_tokens or 0) if p else 0)
-        out["compute_spec"].append(_compute_spec(cfg.dtype_q))
-    return {name: np.asarray(values, dtype=_column_dtype(name)) for name, values in out.items()}
+    return config_columns(configs, compute_spec=_compute_spec)
 
 
 def outside_int64(cfg: AttentionConfig) -> str | None:
     """Why a config cannot be a ConfigTable row (an int64 overflow), or None."""
-    values = {name: getattr(cfg, name) for name in _SHAPES}
+    values = {name: getattr(cfg, name) for name in SHAPE_COLUMNS}
     for part in (cfg.varlen, cfg.paged):
         if part is not None:
             values.update((f.name, getattr(part, f.name)) for f in fields(part) if f.name != "context_lens")
@@ -147,18 +116,12 @@ def outside_int64(cfg: AttentionConfig) -> str | None:
     return None
 
 
-def _column_dtype(name: str) -> Any:
-    if name.startswith("elem_"):
-        return np.float64
-    return {"is_bwd": np.bool_, "mask_code": np.int8, "compute_spec": object}.get(name, np.int64)
-
-
 def assemble(pieces: list[tuple[NDArray[np.intp], dict[str, NDArray[Any]]]]) -> ConfigTable:
     """One ConfigTable from per-group column pieces (disjoint row sets), rows in ascending row order."""
     rows = np.concatenate([r for r, _ in pieces]) if pieces else np.zeros(0, dtype=np.intp)
     at = np.empty(len(rows), dtype=np.intp)  # the table position of each piece row
     at[np.argsort(rows, kind="stable")] = np.arange(len(rows))
-    cols = {name: np.empty(len(rows), dtype=_column_dtype(name)) for name in TABLE_FIELDS}
+    cols = {name: np.empty(len(rows), dtype=column_dtype(name)) for name in TABLE_FIELDS}
     start = 0
     for piece_rows, piece in pieces:
         where = at[start : start + len(piece_rows)]

@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 from perf_models.literals import LiteralParseError, parse_float_str, parse_int_str
 from perf_models.ops.batch.cells import BAD, RAW, Rows, dims_cell, seq_cell
+from perf_models.ops.row import is_blank
 from perf_models.ops.specs import OpSpec, Signature
 from perf_models.registry import lookup
 
@@ -274,9 +275,7 @@ def _kinds_of(values: tuple[Any, ...], role: str) -> tuple[NDArray[np.int64], ND
 
 
 def _kind_of(value: Any, parser: Any) -> tuple[int, int]:
-    if value is None or (isinstance(value, str) and not value.strip()) or (
-        isinstance(value, float) and value != value
-    ):
+    if is_blank(value):
         return _BLANK, NO_INT
     if parser is None:
         return _VALID, NO_INT
