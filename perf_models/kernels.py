@@ -190,14 +190,6 @@ class KernelClass:
     auxiliary_us: float | None = None
     notes: tuple[str, ...] = ()
 
-    @property
-    def tile_family(self) -> str | None:
-        """The `perf_models.tiles` family of the dominant kernel (fa2/fa3/ck/triton), None if another."""
-        return _TILE_FAMILY.get(self.library)
-
-
-_TILE_FAMILY = {LIB_FA_PYTORCH: "fa2", LIB_FA2: "fa2", LIB_FA3: "fa3", LIB_CK: "ck", LIB_TRITON: "triton"}
-
 
 def classify_kernel(name: str) -> tuple[KernelRole, AttentionType | None, str | None]:
     """(role, attention type, library) of one kernel name."""
