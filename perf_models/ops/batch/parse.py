@@ -32,7 +32,7 @@ def parse_ops_table(
     concrete_inputs: Sequence[Any],
     perf_params: Sequence[Any] | None = None,
 ) -> ParsedTable:
-    """`parse_op` over every row, as columns (see the module docstring for how).
+    """`parse_op` over every row, as columns (see the `perf_models.ops.batch` docstring for how).
 
     Cells are what `parse_op` takes: already-parsed values (tuples, lists, dicts, None/NaN) or raw
     strings. `perf_params` None means no row has any.

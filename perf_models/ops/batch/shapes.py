@@ -19,7 +19,7 @@ _BATCH_LIMIT = 2.0**62  # a product of batch dims at or above this is left to Py
 
 @dataclass
 class ShapeCols:
-    """Shape columns of a block: `bad` rows fail in block_shapes, `quirk` rows need parse_op for another reason."""
+    """Shape columns of a block: `bad` rows fail in build's `_shapes`, `quirk` rows need parse_op for another reason."""
 
     cols: dict[str, NDArray[np.int64]]
     attn_mask: NDArray[np.int64] | None  # the attn_mask/bias entry of each row, when the op has one
@@ -39,7 +39,7 @@ def block_shapes(
     rep_concrete: Any,
     rep_types: Any,
 ) -> ShapeCols | None:
-    """build_from_row's `block_shapes` (and the later number checks) over a block; None when every row fails."""
+    """build_from_row's `_shapes` (and the later number checks) over a block; None when every row fails."""
     sig = plan.signature
     offsets = np.concatenate([[0], np.cumsum(lens)]).astype(int)
     m = len(mat)

@@ -8,6 +8,7 @@ from perf_models.ops.types import AttentionType, CausalRule, Layout
 # family name (ParsedOp.family)
 AITER = "aiter"
 
+# where the signatures below were checked (flash_attn.py quotes it for aiter's FlashAttnFunc too)
 AITER_MHA = "ROCm/aiter aiter/ops/mha.py"
 
 SPECS: list[OpSpec] = []
