@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from perf_models.batch_parse import parse_ops_table
 from perf_models.literals import parse_literal
+from perf_models.ops.batch import parse_ops_table
 from perf_models.registry import parse_op
 
 BF16 = "c10::BFloat16"

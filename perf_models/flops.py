@@ -35,7 +35,6 @@ tokens each see at least one and at most Σctx − (R − 1) keys, which gives t
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -74,12 +73,6 @@ def flops_per_pair(table: ConfigTable, convention: BwdConvention | str = BwdConv
     return 2.0 * (table.heads_q * gemm_dims(table, convention)).astype(np.float64)
 
 
-def flops_from_pairs(table: ConfigTable, pairs_per_qhead: NDArray[np.integer] | F64,
-                     convention: BwdConvention | str = BwdConvention.FIVE_GEMM) -> F64:
-    """2 · Hq · pairs · Σdims, in float64 (exact below 2^53)."""
-    return flops_per_pair(table, convention) * np.asarray(pairs_per_qhead, dtype=np.float64)
-
-
 class SeqGroup(NamedTuple):
     """`count` sequences of query length `len_q` and key length `len_kv` (arrays, one per row)."""
 
@@ -111,14 +104,6 @@ def varlen_sequences(total_q: I64, total_kv: I64, num_seqs: I64, max_q: I64, max
         rq, rk = total_q - k * max_q, total_kv - k * max_kv
         return [SeqGroup(k, max_q, max_kv), SeqGroup(((rq > 0) & (rk > 0)).astype(np.int64), rq, rk)]
     raise ConfigError("bound", bound, "'lower' or 'upper'")
-
-
-def sum_over_groups(groups: list[SeqGroup], per_sequence: Callable[[I64, I64], I64]) -> I64:
-    """Σ_groups count · per_sequence(len_q, len_kv) (counts may be 0)."""
-    total = np.zeros(groups[0].count.shape, dtype=np.int64)
-    for g in groups:
-        total += g.count * per_sequence(g.len_q, g.len_kv)
-    return total
 
 
 def paged_query_tokens(table: ConfigTable) -> I64:

@@ -40,8 +40,6 @@ from typing import Any
 from perf_models.errors import ConfigError, PerfModelError, UnknownArchError
 
 PREFER_CHOICES = ("achievable", "datasheet")
-ORIGINS = ("builtin", "arch_json", "metadata")
-ROOF_KINDS = ("achievable", "datasheet")  # what a roof is: measured with a stated method, or the datasheet peak
 
 # A user's number within this relative distance of the datasheet value is the datasheet value.
 _SAME_AS_DATASHEET = 0.01
@@ -128,41 +126,11 @@ class GpuSpec:
             source = f"{self.achievable_method}; {source}"
         return Roof(value, kind, source, self.hbm_tbs_datasheet)
 
-    def ridge_point(self, spec: str, prefer: str = "achievable") -> float:
-        """Arithmetic intensity (FLOP/byte) where the compute and bandwidth roofs meet: TFLOPS / (TB/s)."""
-        tflops, _ = self.peak_tflops(spec, prefer)
-        tbs, _ = self.peak_tbs(prefer)
-        return tflops / tbs
-
     def source(self, field_name: str) -> str:
         """Where one number came from (see the class docstring for the keys)."""
         if field_name not in self.sources:
             raise ConfigError("field", field_name, f"one of {', '.join(sorted(self.sources))}")
         return self.sources[field_name]
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready description (plain dicts and lists)."""
-        return {
-            "key": self.key,
-            "name": self.name,
-            "vendor": self.vendor,
-            "arch": self.arch,
-            "origin": self.origin,
-            "device_names": list(self.device_names),
-            "sm_count": self.sm_count,
-            "l2_cache_mb": self.l2_cache_mb,
-            "llc_mb": self.llc_mb,
-            "memory_gb": self.memory_gb,
-            "hbm_tbs_datasheet": self.hbm_tbs_datasheet,
-            "hbm_tbs_achievable": self.hbm_tbs_achievable,
-            "tflops_datasheet": dict(self.tflops_datasheet),
-            "tflops_achievable": dict(self.tflops_achievable),
-            "achievable_method": self.achievable_method,
-            "hbm_tbs_unverified": self.hbm_tbs_unverified,
-            "tflops_unverified": dict(self.tflops_unverified),
-            "sources": dict(self.sources),
-            "notes": list(self.notes),
-        }
 
 
 @dataclass(frozen=True)

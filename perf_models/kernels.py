@@ -212,7 +212,8 @@ class KernelClass:
 
     @property
     def tile_family(self) -> str | None:
-        """The `perf_models.tiles` family of the dominant kernel (fa2/fa3/ck/triton), None if another."""
+        """The `perf_models.tiles` family of the dominant kernel (fa2/fa3/ck/triton), None if another: the tiled
+        bytes of a row use its kernel's own default tiles."""
         return _TILE_FAMILY.get(self.library)
 
 

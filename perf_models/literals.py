@@ -19,11 +19,14 @@ from typing import Any
 from perf_models.errors import PerfModelError
 
 __all__ = [
+    "PLAIN_INT_NEST",
     "LiteralParseError",
+    "is_missing",
     "parse_bool_str",
     "parse_float_str",
     "parse_int_str",
     "parse_literal",
+    "parse_plain_int_nest",
 ]
 
 # Longer cells exist (kernel_details_summary with many kernels) but nothing legitimate is this big;
@@ -37,7 +40,7 @@ _NP_WRAPPED = re.compile(r"\bnp\.(?:float|int|uint|bool|complex|str|bytes)_?\d*\
 _NP_BOOL = re.compile(r"\bnp\.(True|False)_\b")
 _NAN_INF_NAMES = {"nan": "None", "inf": "1e999"}
 # a cell made of ints, brackets and commas only (Input Dims, strides): parsed without the AST
-_PLAIN_INT_NEST = re.compile(r"[\s\d,\-\[\]()]*")
+PLAIN_INT_NEST = re.compile(r"[\s\d,\-\[\]()]*")
 _TRAILING_COMMA = re.compile(r",\s*([\])])")
 
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
@@ -53,7 +56,8 @@ def _snippet(text: str) -> str:
     return text if len(text) <= _SNIPPET else text[: _SNIPPET - 3] + "..."
 
 
-def _is_missing(value: Any) -> bool:
+def is_missing(value: Any) -> bool:
+    """A cell with no value: None, NaN, or a blank / 'nan' / 'none' / 'null' string."""
     if value is None:
         return True
     if isinstance(value, float) and math.isnan(value):
@@ -69,7 +73,7 @@ def _tuplify(value: Any) -> Any:
     return value
 
 
-def _parse_plain_int_nest(text: str) -> Any:
+def parse_plain_int_nest(text: str) -> Any:
     """`((1, 2), (3,), ())` or `[[1, 2], []]` -> nested tuples, without building a Python AST."""
     body = text.replace("(", "[").replace(")", "]")
     body = _TRAILING_COMMA.sub(r"\1", body)
@@ -142,7 +146,7 @@ def parse_literal(value: Any, field: str = "value") -> Any:
     they are, NaN floats as None. Raises `LiteralParseError` naming `field` for anything that is not a
     plain literal, e.g. `__import__('os').system('x')`.
     """
-    if _is_missing(value):
+    if is_missing(value):
         return None
     if not isinstance(value, str):
         return value
@@ -151,9 +155,9 @@ def parse_literal(value: Any, field: str = "value") -> Any:
         raise LiteralParseError(
             f"{field}: literal of {len(text)} characters is over the {MAX_LITERAL_CHARS} character limit"
         )
-    if _PLAIN_INT_NEST.fullmatch(text):
+    if PLAIN_INT_NEST.fullmatch(text):
         try:
-            return _parse_plain_int_nest(text)
+            return parse_plain_int_nest(text)
         except ValueError:
             pass  # let literal_eval produce the error message
     normalised = _normalise(text)
@@ -217,7 +221,7 @@ def _why_not_literal(text: str, exc: BaseException) -> str:
 
 
 def _scalar_text(value: Any) -> str | None:
-    if _is_missing(value):
+    if is_missing(value):
         return None
     return str(value).strip()
 

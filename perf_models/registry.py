@@ -15,7 +15,7 @@ Conventions of the returned `AttentionConfig`:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -23,7 +23,15 @@ from perf_models.config import AttentionConfig, Direction
 from perf_models.ops.build import Built, build_from_perf_params, build_from_row
 from perf_models.ops.perf_params import as_mapping
 from perf_models.ops.row import Row
-from perf_models.ops.specs import SPEC_BY_NAME, OpSpec, Signature
+from perf_models.ops.specs import (
+    SPEC_BY_NAME,
+    UNFUSED_BWD,
+    UNFUSED_BWD_PREFIX,
+    UNFUSED_FWD,
+    UNFUSED_PREFIX,
+    OpSpec,
+    Signature,
+)
 from perf_models.ops.types import AttentionType, CausalRule, Layout, RowError, Source
 
 __all__ = [
@@ -69,31 +77,6 @@ def _canonical(name: str) -> str:
     return name
 
 
-# Unfused attention rows that server.ingest writes (matmul -> softmax -> matmul found in one scope):
-# `unfused_attention (aten::bmm+aten::softmax+aten::bmm)` carries the argument layout of
-# aten::scaled_dot_product_attention; `unfused_attention_backward (...)` has no arguments of its own and
-# takes its config from the forward's perf_params, like an autograd node.
-UNFUSED_PREFIX = "unfused_attention"
-UNFUSED_BWD_PREFIX = "unfused_attention_backward"
-_UNFUSED_FWD = replace(
-    SPEC_BY_NAME["aten::scaled_dot_product_attention"],
-    name=UNFUSED_PREFIX,
-    family="unfused",
-    attention_type=AttentionType.MATH,
-    note="unfused attention detected in a trace: GEMM + softmax + GEMM, modeled like the fused op",
-)
-_UNFUSED_BWD = OpSpec(
-    name=UNFUSED_BWD_PREFIX,
-    family="unfused",
-    direction=Direction.BWD,
-    layout=_UNFUSED_FWD.layout,
-    attention_type=AttentionType.MATH,
-    causal_rule=_UNFUSED_FWD.causal_rule,
-    signatures=(),
-    note="backward of unfused attention: shapes come from the forward's perf_params",
-)
-
-
 def lookup(name: str) -> OpSpec | None:
     """The OpSpec of an attention op name, or None.
 
@@ -103,7 +86,7 @@ def lookup(name: str) -> OpSpec | None:
     canon = _canonical(name)
     spec = SPEC_BY_NAME.get(canon)
     if spec is None and canon.startswith(UNFUSED_PREFIX):
-        return _UNFUSED_BWD if canon.startswith(UNFUSED_BWD_PREFIX) else _UNFUSED_FWD
+        return UNFUSED_BWD if canon.startswith(UNFUSED_BWD_PREFIX) else UNFUSED_FWD
     return spec
 
 

@@ -13,7 +13,7 @@ benchmarks and bulk callers). Row conventions the models rely on:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perf_models.config import AttentionConfig, Direction, MaskKind
+from perf_models.config import AttentionConfig, Direction, Mask, MaskKind
 from perf_models.dtypes import element_size, matrix_compute_spec
 from perf_models.errors import ConfigError
 from perf_models.masks import MASK_CODES, MASK_WINDOW, mask_code
@@ -33,7 +33,7 @@ _INT_COLUMNS = (
     "sum_ctx", "num_requests", "sum_query_tokens",
 )
 _ELEM_COLUMNS = ("elem_q", "elem_k", "elem_v", "elem_o", "elem_kv_cache")
-_SHAPE_COLUMNS = ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v")
+SHAPE_COLUMNS = ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v")
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,7 +106,7 @@ class ConfigTable:
         if unknown:
             allowed = ", ".join(f.name for f in fields(cls))
             raise ConfigError("column", sorted(unknown)[0], f"one of {allowed}")
-        missing = [c for c in _SHAPE_COLUMNS if c not in columns]
+        missing = [c for c in SHAPE_COLUMNS if c not in columns]
         if missing:
             raise ConfigError("column", missing[0], "present (shape columns are required)")
         n = max(np.size(v) for v in columns.values())
@@ -129,36 +129,7 @@ class ConfigTable:
     @classmethod
     def from_configs(cls, configs: Sequence[AttentionConfig]) -> ConfigTable:
         """One row per AttentionConfig (already validated by its constructor)."""
-        cols: dict[str, list[Any]] = {f.name: [] for f in fields(cls)}
-        for cfg in configs:
-            for name in _SHAPE_COLUMNS:
-                cols[name].append(getattr(cfg, name))
-            cols["elem_q"].append(element_size(cfg.dtype_q))
-            cols["elem_k"].append(element_size(cfg.dtype_k))  # type: ignore[arg-type]
-            cols["elem_v"].append(element_size(cfg.dtype_v))  # type: ignore[arg-type]
-            cols["elem_o"].append(element_size(cfg.dtype_o))  # type: ignore[arg-type]
-            cols["elem_kv_cache"].append(element_size(cfg.kv_dtype))
-            cols["is_bwd"].append(cfg.direction is Direction.BWD)
-            cols["mask_code"].append(mask_code(cfg.mask))
-            window = cfg.mask.kind is MaskKind.SLIDING_WINDOW
-            cols["window_left"].append(cfg.mask.window_left if window else -1)
-            cols["window_right"].append(cfg.mask.window_right if window else -1)
-            v = cfg.varlen
-            cols["num_seqs"].append(v.num_seqs if v else 0)
-            cols["total_q"].append(v.total_q if v else 0)
-            cols["total_kv"].append(v.total_kv if v else 0)
-            cols["max_q"].append(v.max_seqlen_q if v else 0)
-            cols["max_kv"].append(v.max_seqlen_kv if v else 0)
-            p = cfg.paged
-            cols["sum_ctx"].append(p.sum_context_tokens if p else 0)
-            cols["num_requests"].append(p.num_requests if p else 0)
-            cols["sum_query_tokens"].append((p.sum_query_tokens or 0) if p else 0)
-            cols["compute_spec"].append(matrix_compute_spec(cfg.dtype_q))
-            cols["shared_kv"].append(cfg.shared_kv)
-        dtypes = {f.name: _dtype_of(f.name) for f in fields(cls)}
-        arrays = {k: np.asarray(v, dtype=dtypes[k]) if v else np.zeros(0, dtype=dtypes[k])
-                  for k, v in cols.items()}
-        table = cls(**arrays)
+        table = cls(**config_columns(configs))
         table._validate()
         return table
 
@@ -191,7 +162,49 @@ class ConfigTable:
         _require(self, "num_seqs", ~(p & v), "0 on paged rows (a row is varlen or paged, not both)")
 
 
-def _dtype_of(name: str) -> type:
+def config_columns(
+    configs: Sequence[AttentionConfig], compute_spec: Callable[[str], str | None] = matrix_compute_spec
+) -> dict[str, NDArray[Any]]:
+    """The ConfigTable columns of `configs`, one row each, not validated; `compute_spec` maps dtype_q to the
+    compute_spec column (ops.batch passes one that gives None where matrix_compute_spec raises)."""
+    cols: dict[str, list[Any]] = {f.name: [] for f in fields(ConfigTable)}
+    for cfg in configs:
+        for name in SHAPE_COLUMNS:
+            cols[name].append(getattr(cfg, name))
+        cols["elem_q"].append(element_size(cfg.dtype_q))
+        cols["elem_k"].append(element_size(cfg.dtype_k))  # type: ignore[arg-type]
+        cols["elem_v"].append(element_size(cfg.dtype_v))  # type: ignore[arg-type]
+        cols["elem_o"].append(element_size(cfg.dtype_o))  # type: ignore[arg-type]
+        cols["elem_kv_cache"].append(element_size(cfg.kv_dtype))
+        cols["is_bwd"].append(cfg.direction is Direction.BWD)
+        cols["mask_code"].append(mask_code(cfg.mask))
+        left, right = mask_window(cfg.mask)
+        cols["window_left"].append(left)
+        cols["window_right"].append(right)
+        v = cfg.varlen
+        cols["num_seqs"].append(v.num_seqs if v else 0)
+        cols["total_q"].append(v.total_q if v else 0)
+        cols["total_kv"].append(v.total_kv if v else 0)
+        cols["max_q"].append(v.max_seqlen_q if v else 0)
+        cols["max_kv"].append(v.max_seqlen_kv if v else 0)
+        p = cfg.paged
+        cols["sum_ctx"].append(p.sum_context_tokens if p else 0)
+        cols["num_requests"].append(p.num_requests if p else 0)
+        cols["sum_query_tokens"].append((p.sum_query_tokens or 0) if p else 0)
+        cols["compute_spec"].append(compute_spec(cfg.dtype_q))
+        cols["shared_kv"].append(cfg.shared_kv)
+    dtypes = {name: column_dtype(name) for name in cols}
+    return {k: np.asarray(v, dtype=dtypes[k]) if v else np.zeros(0, dtype=dtypes[k]) for k, v in cols.items()}
+
+
+def mask_window(mask: Mask) -> tuple[int, int]:
+    """The window_left / window_right columns of a mask: -1, -1 unless it is a sliding window."""
+    if mask.kind is MaskKind.SLIDING_WINDOW:
+        return mask.window_left, mask.window_right
+    return -1, -1
+
+
+def column_dtype(name: str) -> type:
     if name in _ELEM_COLUMNS:
         return np.float64
     if name in ("is_bwd", "shared_kv"):

@@ -43,7 +43,6 @@ _CK_BWD_D32: Tile = (128, 128)
 _TRITON_FWD: _Row = ((128, 64),) * 5  # type: ignore[assignment]
 _TRITON_BWD: _Row = ((128, 128),) * 5  # type: ignore[assignment]
 
-FAMILIES = ("fa2", "fa3", "ck", "triton")
 _ALIASES = {"fa2": "fa2", "flash": "fa2", "fa3": "fa3", "ck": "ck", "aiter": "ck", "triton": "triton"}
 
 

@@ -24,10 +24,10 @@ import pandas as pd
 import pytest
 from conftest import ANALYSIS_FOLDERS
 
-from perf_models.batch_parse import ParsedTable, parse_ops_table
 from perf_models.config import Alignment, AttentionConfig, Mask, MaskKind
 from perf_models.dtypes import matrix_compute_spec
 from perf_models.errors import ConfigError
+from perf_models.ops.batch import ParsedTable, parse_ops_table
 from perf_models.registry import lookup, parse_op
 from perf_models.table import ConfigTable
 
@@ -643,8 +643,8 @@ def test_raw_dims_strings_of_every_shape_of_text():
 
 
 def test_quoted_concrete_inputs_fast_reader_agrees_with_parse_literal():
-    from perf_models import batch_parse
     from perf_models.literals import parse_literal
+    from perf_models.ops.batch import cells as batch_parse
 
     rng = random.Random(5)
     alphabet = "ab0.e-+ \t\u2003é()[],{}\"#'\\\n"

@@ -192,30 +192,6 @@ def test_unknown_spec_and_prefer_errors_name_the_value() -> None:
         h100.peak_tflops("")
 
 
-# ridge points (BF16 datasheet TFLOPS / TB/s) from attention-research.md §3, worked there by hand
-RIDGE = {
-    "h100-sxm": 295,  # 989.4 / 3.35
-    "h100-pcie": 378,  # 756.5 / 2.0
-    "h200": 206,  # 989.4 / 4.8
-    "b200": 281,  # 2250 / 8.0
-    "a100-sxm-80gb": 153,  # 312 / 2.039
-    "l40s": 419,  # 362.05 / 0.864
-    "mi300x": 247,  # 1307.4 / 5.3
-    "mi325x": 218,  # 1307.4 / 6.0
-    "mi355x": 315,  # 2516.6 / 8.0
-}
-
-
-@pytest.mark.parametrize(("key", "ridge"), sorted(RIDGE.items()))
-def test_datasheet_ridge_points(key: str, ridge: int) -> None:
-    assert get_gpu(key).ridge_point("matrix_bf16", prefer="datasheet") == pytest.approx(ridge, abs=0.6)
-
-
-def test_achievable_ridge_mixes_labels_consistently() -> None:
-    # MI300X achievable: 708 TFLOPS over the 5.3 TB/s datasheet bandwidth = 133.6 FLOP/B
-    assert get_gpu("mi300x").ridge_point("matrix_bf16") == pytest.approx(708 / 5.3)
-
-
 def _gpus() -> list[GpuSpec]:
     return list_gpus()
 
@@ -248,9 +224,3 @@ def test_spec_is_frozen_and_tables_read_only() -> None:
     with pytest.raises(TypeError):
         g.tflops_datasheet["matrix_bf16"] = 1.0  # type: ignore[index]
     assert hash(g) == hash(get_gpu("H100"))
-
-
-def test_to_dict_is_json_ready() -> None:
-    d = get_gpu("mi300x").to_dict()
-    text = json.dumps(d)
-    assert json.loads(text)["tflops_achievable"]["matrix_bf16"] == 708

@@ -288,10 +288,3 @@ def test_every_fixture_kernel_summary_parses(analysis_folders_dir):
             kernels = parse_literal(cell)
             kc = classify_kernels([k["name"] for k in kernels], [k["total_duration_us"] for k in kernels])
             assert kc.library != "Unknown", path
-
-
-def test_tile_family_for_default_block_sizes():
-    assert classify_kernels(["attn_fwd"], [1.0]).tile_family == "triton"
-    assert classify_kernels([FA3_D256], [1.0]).tile_family == "fa3"
-    assert classify_kernels([CK_FWD], [1.0]).tile_family == "ck"
-    assert classify_kernels([CUDNN_FWD], [1.0]).tile_family is None

@@ -139,7 +139,7 @@ class RowPlan:
     """What build_from_row decides from a row's structure alone, never from its shape numbers.
 
     Structure = op name, Input type, Concrete Inputs, and the number and rank of the Input Dims entries;
-    every row sharing it gets the same plan, which is what lets `batch_parse` build a whole group of rows
+    every row sharing it gets the same plan, which is what lets `ops.batch` build a whole group of rows
     with numpy. `error` is set when build_from_row fails for such a structural reason: before it reads
     the shapes (`error_after_shapes` False: every row of the group fails with it) or after (only rows
     whose shapes pass `_shapes` fail with it; the others fail there first).

@@ -20,15 +20,20 @@ def _as_tuple(value: Any, field: str) -> tuple[Any, ...] | None:
         parsed = parse_literal(value, field) if isinstance(value, str) or value is None else value
     except LiteralParseError as exc:
         raise RowError(f"unparseable {field}: {exc}") from None
-    if parsed is None:
+    cell = sequence_cell(parsed, field)
+    return None if cell is None else tuple(cell)
+
+
+def sequence_cell(parsed: Any, field: str) -> Sequence[Any] | None:
+    """A parsed cell as Row.parse takes it: None when missing (None, or a NaN float from pandas), else a
+    list/tuple-like sequence; RowError naming `field` for anything else (a string, a number, a dict)."""
+    if parsed is None or isinstance(parsed, float):
         return None
-    if isinstance(parsed, float):
-        return None  # NaN cell from pandas
     if isinstance(parsed, str) or not isinstance(parsed, Sequence):
         raise RowError(
             f"unparseable {field}: expected a tuple/list, got {type(parsed).__name__} {parsed!r:.60}"
         )
-    return tuple(parsed)
+    return parsed
 
 
 def _dims_entry(entry: Any, slot: int) -> Dims:
@@ -140,7 +145,7 @@ class Row:
         if slot is None:
             return None
         raw = self.raw(slot)
-        if _blank(raw):
+        if is_blank(raw):
             return None
         try:
             value = parse_literal(raw, f"Concrete Inputs slot {slot} ({name})")
@@ -156,7 +161,7 @@ class Row:
 
     def str_at(self, slot: int | None) -> str | None:
         raw = self.raw(slot)
-        if _blank(raw):
+        if is_blank(raw):
             return None
         text = str(raw).strip().strip("'\"")
         return text or None
@@ -171,7 +176,7 @@ class Row:
                 f"missing Concrete Inputs for {name} (slot {slot}; the row has {len(self.concrete)})"
             )
         raw = self.concrete[slot]
-        if _blank(raw) and not optional:
+        if is_blank(raw) and not optional:
             raise RowError(f"missing Concrete Inputs for {name} (slot {slot} is empty)")
         try:
             return parser(raw, f"Concrete Inputs slot {slot} ({name})")
@@ -179,7 +184,8 @@ class Row:
             raise RowError(f"Concrete Inputs slot {slot} ({name}) is {raw!r:.40}, expected {kind}") from None
 
 
-def _blank(value: Any) -> bool:
+def is_blank(value: Any) -> bool:
+    """An empty Concrete Inputs value (None, a blank string, NaN): the argument's value was not recorded."""
     return (
         value is None
         or (isinstance(value, str) and value.strip() == "")
@@ -205,7 +211,7 @@ def _kind_mismatch(row: Row, sig: Signature) -> str | None:
         return None  # nothing more to check; missing values are reported when they are read
     # A trace that records no scalar values writes '' in every slot: then only the arity can choose,
     # and the missing values are reported when they are read.
-    no_values = all(_blank(c) for c in row.concrete)
+    no_values = all(is_blank(c) for c in row.concrete)
     checks: tuple[tuple[int | None, str, bool, Any], ...] = (
         (sig.causal, sig.causal_name, True, parse_bool_str),
         (sig.custom_mask_type, "custom_mask_type", True, parse_int_str),
@@ -225,7 +231,7 @@ def _kind_mismatch(row: Row, sig: Signature) -> str | None:
                 return f"slot {slot} ({name}) is missing"
             continue
         raw = row.concrete[slot]
-        if _blank(raw):
+        if is_blank(raw):
             if required and not no_values:
                 return f"slot {slot} ({name}) is empty"
             continue
@@ -233,7 +239,7 @@ def _kind_mismatch(row: Row, sig: Signature) -> str | None:
             parser(raw)
         except LiteralParseError:
             return f"slot {slot} ({name}) is {raw!r:.30}"
-    if sig.window is not None and not _blank(row.raw(sig.window)):
+    if sig.window is not None and not is_blank(row.raw(sig.window)):
         try:
             value = parse_literal(row.raw(sig.window))
         except LiteralParseError:

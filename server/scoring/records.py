@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 
 from perf_models.assess import assess
-from perf_models.batch_parse import ParsedTable, parse_ops_table
 from perf_models.config import AttentionConfig, BwdConvention
 from perf_models.dtypes import SHORT_LABEL, try_normalize_dtype
 from perf_models.estimate import estimate_work
 from perf_models.hardware import GpuSpec
 from perf_models.kernels import classify_kernels
 from perf_models.model_attention import default_family
+from perf_models.ops.batch import ParsedTable, parse_ops_table
 from perf_models.registry import parse_op
 from server.factorize import factorize
 from server.folder.read import _SEP, KERNEL_SUM, CategoryData

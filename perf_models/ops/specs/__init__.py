@@ -1,0 +1,82 @@
+"""The attention op table: one OpSpec per op name, with the argument slots of every known signature.
+
+Every slot index was checked against the library's real signature (quoted in the comment above each
+entry, with where it came from). Libraries change signatures between versions, so an op may have
+several `Signature`s; the row reader picks the first whose argument count fits AND whose scalar slots
+hold the right kinds (a causal slot must hold True/False, a dropout slot a number, ...). That check is
+what stops a softmax_scale of 0.088 from ever being read as `causal` (reference-pitfalls #2).
+
+One module per library: `aten`, `flash_attn` (with the FlashAttnFunc autograd wrappers), `fa3`, `aiter`,
+`te`, `vllm`; `autograd` holds the backward nodes without arguments, `unfused` our own unfused rows
+(matched by name prefix, not in SPEC_BY_NAME), `base` the OpSpec / Signature types. A new op is one
+OpSpec in its library's module (and a test); a new library is a new module, added to `SPECS` below.
+"""
+
+from __future__ import annotations
+
+from perf_models.ops.specs import aiter, aten, autograd, fa3, flash_attn, te, vllm
+from perf_models.ops.specs.aiter import AITER
+from perf_models.ops.specs.aten import (
+    ATEN_EFFICIENT,
+    ATEN_FLASH,
+    SDPA,
+    SDPA_CUDNN,
+    SDPA_EFFICIENT,
+    SDPA_FLASH,
+    SDPA_MATH,
+)
+from perf_models.ops.specs.base import BWD, FWD, OpSpec, Signature
+from perf_models.ops.specs.fa3 import FLASH_ATTN_3
+from perf_models.ops.specs.flash_attn import FLASH_ATTN
+from perf_models.ops.specs.te import TRANSFORMER_ENGINE
+from perf_models.ops.specs.unfused import UNFUSED, UNFUSED_BWD, UNFUSED_BWD_PREFIX, UNFUSED_FWD, UNFUSED_PREFIX
+from perf_models.ops.specs.vllm import VLLM
+
+__all__ = [
+    "AITER",
+    "ATEN_EFFICIENT",
+    "ATEN_FLASH",
+    "BWD",
+    "FLASH_ATTN",
+    "FLASH_ATTN_3",
+    "FWD",
+    "SDPA",
+    "SDPA_CUDNN",
+    "SDPA_EFFICIENT",
+    "SDPA_FLASH",
+    "SDPA_MATH",
+    "SPECS",
+    "SPEC_BY_NAME",
+    "TRANSFORMER_ENGINE",
+    "UNFUSED",
+    "UNFUSED_BWD",
+    "UNFUSED_BWD_PREFIX",
+    "UNFUSED_FWD",
+    "UNFUSED_PREFIX",
+    "VLLM",
+    "OpSpec",
+    "Signature",
+]
+
+# every library's ops, in the order of the single table this package was split from
+SPECS: list[OpSpec] = [
+    *aten.SPECS,
+    *flash_attn.SPECS,
+    *fa3.SPECS,
+    *aiter.SPECS,
+    *te.SPECS,
+    *vllm.SPECS,
+    *autograd.SPECS,
+]
+
+
+def _index(specs: list[OpSpec]) -> dict[str, OpSpec]:
+    table: dict[str, OpSpec] = {}
+    for spec in specs:
+        if spec.name in table:
+            raise RuntimeError(f"op {spec.name!r} registered twice")
+        table[spec.name] = spec
+    return table
+
+
+SPEC_BY_NAME: dict[str, OpSpec] = _index(SPECS)

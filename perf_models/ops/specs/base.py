@@ -1,0 +1,70 @@
+"""What one registry entry is: an op name's `OpSpec` and the argument slots (`Signature`) of each of its versions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perf_models.config import Direction
+from perf_models.ops.types import AttentionType, CausalRule, Layout
+
+FWD, BWD = Direction.FWD, Direction.BWD
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """Argument slots of one version of an op. None = the version has no such argument."""
+
+    label: str  # which library versions
+    text: str  # the signature as the library declares it
+    ref: str  # where it was checked
+    n_args: tuple[int, int]  # accepted number of recorded arguments (min, max)
+    q: int
+    k: int
+    v: int
+    dout: int | None = None
+    out: int | None = None  # forward output (saved `out` of a backward, `output` of vLLM)
+    dropout: int | None = None
+    scale: int | None = None
+    causal: int | None = None
+    causal_name: str = "causal"
+    window: int | None = None  # a (left, right[, sink]) list argument
+    window_left: int | None = None
+    window_right: int | None = None
+    custom_mask_type: int | None = None  # aten mem-efficient: 0 none, 1 causal top-left, 2 bottom-right
+    efficient_window: int | None = None  # aten mem-efficient `window_size`
+    attn_mask: int | None = None  # optional mask/bias tensor: present -> arbitrary mask
+    cu_seqlens_q: int | None = None
+    cu_seqlens_k: int | None = None
+    max_seqlen_q: int | None = None
+    max_seqlen_k: int | None = None
+    block_table: int | None = None  # paged KV cache page table
+    mask_type_str: int | None = None  # TransformerEngine attn_mask_type string
+    qkv_layout_str: int | None = None  # TransformerEngine qkv_layout string
+    family: str | None = None  # overrides OpSpec.family when a name is shared by two libraries
+    dropout_required: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class OpSpec:
+    name: str
+    family: str
+    direction: Direction
+    layout: Layout
+    attention_type: AttentionType
+    causal_rule: CausalRule
+    signatures: tuple[Signature, ...]  # empty for autograd backward nodes (perf_params only)
+    note: str = ""
+
+    @property
+    def is_autograd_node(self) -> bool:
+        return not self.signatures
+
+    @property
+    def slots(self) -> Signature | None:
+        """The newest known signature (the first one tried)."""
+        return self.signatures[0] if self.signatures else None
+
+
+def op_specs(names: tuple[str, ...], **kw: object) -> list[OpSpec]:
+    """One OpSpec per name, all with the same fields (names that are one op under several namespaces)."""
+    return [OpSpec(name=n, **kw) for n in names]  # type: ignore[arg-type]
