@@ -85,3 +85,63 @@ def test_os_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[st
     blocker.write_text("x")
     rc, _, err = run(capsys, "report", str(folder), "-o", str(blocker / "report.html"))
     assert rc == 2 and err.count("\n") == 1 and "a_file" in err and "Traceback" not in err
+
+
+def test_version_ranges_choices_and_repeatable_roots(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from server import __version__
+
+    rc, out, _ = run(capsys, "--version")
+    assert rc == 0 and out.strip() == f"sdpa-analyzer {__version__}"
+    folder = make_folder(tmp_path, [FLASH_ROW])
+    rc, _, err = run(capsys, "roofline", str(folder), "sdpa_fwd", "--limit", "-1")
+    assert rc == 2 and "limit=-1" in err and err.count("\n") == 1
+    rc, _, err = run(capsys, "roofline", str(folder), "sdpa_fwd", "--bytes-model", "l2")
+    assert rc == 2 and "bytes_model='l2'" in err and "compulsory" in err
+    rc, _, err = run(capsys, "model", "-b", "1", "--heads", "8", "-n", "64", "-d", "64", "--mask", "diagonal")
+    assert rc == 2 and "mask='diagonal'" in err
+    # --root takes several folders after one flag, and may be repeated
+    other = tmp_path / "other"
+    other.mkdir()
+    rc, out, _ = run(capsys, "load", str(folder), "sdpa_fwd", "--root", str(other), str(tmp_path), "--json")
+    assert rc == 0 and json.loads(out)["status"] == "OK"
+    rc, _, err = run(capsys, "load", str(folder), "sdpa_fwd", "--root", str(other), "--root", str(other))
+    assert rc == 2 and "outside the allowed data roots" in err
+    from server.cli.main import build_parser
+
+    args = build_parser().parse_args(["serve", "--root", "a", "b", "--root", "c"])
+    assert args.root == ["a", "b", "c"]
+
+
+def test_analyze_writes_under_the_working_directory_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from server.synthetic import build_trace, demo_calls, write_trace
+
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    trace = traces / "run1.json.gz"
+    write_trace(build_trace(demo_calls()), trace)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    rc, out, _ = run(capsys, "analyze", str(trace), "--json")
+    assert rc == 0 and json.loads(out)["output_dir"] == str(work / "run1_analysis")
+    assert (work / "run1_analysis" / "category_data" / "sdpa_fwd_ops.csv").is_file()
+    assert not (traces / "run1_analysis").exists()
+
+
+def test_demo_starts_from_a_clean_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_dir = tmp_path / "demo-out"
+    assert run(capsys, "demo", "--output-dir", str(out_dir))[0] == 0
+    stale = out_dir / "analysis" / "category_findings" / "sdpa_fwd_findings.md"
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("an earlier run's findings\n")
+    assert run(capsys, "demo", "--output-dir", str(out_dir))[0] == 0
+    assert not stale.exists()  # the second run started clean: no "findings file already exists"
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("not the demo's")
+    rc, _, err = run(capsys, "demo", "--output-dir", str(foreign))
+    assert rc != 0 and (foreign / "notes.txt").exists() and "not written by the demo" in err

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from server.cli.human import human_rank, human_roofline
+from server.errors import InputError
 from server.roots import DataRoots
 from server.synthetic import build_trace, demo_calls, write_trace
 from server.tools import call
@@ -20,10 +21,7 @@ def _fresh(out: Path) -> None:
         if (out / DEMO_MARKER).is_file():
             shutil.rmtree(out)
         elif any(out.iterdir()):
-            raise SystemExit(
-                f"sdpa-analyzer: error: {out} exists and was not written by the demo — pass another "
-                "--output-dir or remove it"
-            )
+            raise InputError(f"{out} exists and was not written by the demo — pass another --output-dir or remove it")
     out.mkdir(parents=True, exist_ok=True)
     (out / DEMO_MARKER).write_text("written by `sdpa-analyzer demo`; the next demo run empties this folder\n")
 
