@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import struct
 import subprocess
 import sys
@@ -238,3 +239,111 @@ def test_bad_inputs_raise_clear_errors() -> None:
         render_roofline_png([], CEIL, title="t", size_px=(10, 10))
     with pytest.raises(InputError, match="dpi"):
         render_roofline_png([], CEIL, title="t", dpi=0)
+
+
+# Twelve ops within a few percent of each other in both intensity and throughput: the five labels cannot all
+# sit at one fixed offset without covering each other and the neighbouring markers.
+CLUSTER = [
+    _pt(f"B{i} H16 N{1024 * (i + 1)} d128 causal", 300.0 * 1.05**i, 200.0 * 1.04**i, t, "fwd" if i % 2 else "bwd")
+    for i, t in enumerate([5.0, 4.5, 4.0, 3.5, 3.0, 1.0, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05])
+]
+
+
+def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    return max(w, 0.0) * max(h, 0.0)
+
+
+def _marker_boxes(plot, dpi: int = 100) -> list[tuple[float, float, float, float]]:
+    """Each marker's bounding square in display px, from the drawn data coordinates, the log axes and the marker
+    area (pt²: the marker is sqrt(area) points wide), not from the placement code."""
+    x0, y0, x1, y1 = plot.axes_box_px
+    (xl, xh), (yl, yh) = plot.x_limits, plot.y_limits
+    boxes = []
+    for p in plot.points:
+        cx = x0 + (np.log10(p.x) - np.log10(xl)) / (np.log10(xh) - np.log10(xl)) * (x1 - x0)
+        cy = y0 + (np.log10(p.y) - np.log10(yl)) / (np.log10(yh) - np.log10(yl)) * (y1 - y0)
+        half = (np.sqrt(p.area) / 2 + 0.3) * dpi / 72
+        boxes.append((cx - half, cy - half, cx + half, cy + half))
+    return boxes
+
+
+@pytest.fixture(scope="module")
+def cluster_plot():
+    return render_roofline_png(CLUSTER, CEIL, title="clustered")
+
+
+def test_labels_of_a_cluster_overlap_neither_each_other_nor_markers(cluster_plot) -> None:
+    labels = cluster_plot.labels
+    # the five longest (5, 4.5, 4, 3.5, 3 ms), longest first
+    assert [lab.label for lab in labels] == [p.label for p in CLUSTER[:5]]
+    assert [p.label for p in cluster_plot.points if p.labelled] == [p.label for p in CLUSTER[:5]]
+    boxes = [lab.box_px for lab in labels]
+    for i in range(len(boxes)):
+        for j in range(i + 1, len(boxes)):
+            assert _overlap(boxes[i], boxes[j]) == 0.0, (labels[i].label, labels[j].label)
+    markers = _marker_boxes(cluster_plot)
+    for lab in labels:
+        for m, p in zip(markers, cluster_plot.points, strict=True):
+            assert _overlap(lab.box_px, m) == 0.0, (lab.label, p.label)
+    ax = cluster_plot.axes_box_px
+    for lab in labels:
+        b = lab.box_px
+        assert ax[0] <= b[0] and b[2] <= ax[2] and ax[1] <= b[1] and b[3] <= ax[3], lab.label
+        assert lab.overlap_px2 == 0.0
+    # labels set off from their marker say which marker they name
+    assert any(lab.leader for lab in labels)
+    # each anchor is its own marker's centre
+    pairs = zip(cluster_plot.points, markers, strict=True)
+    centres = {p.label: ((m[0] + m[2]) / 2, (m[1] + m[3]) / 2) for p, m in pairs}
+    for lab in labels:
+        assert lab.anchor_px == pytest.approx(centres[lab.label], abs=0.5)
+
+
+def test_the_cluster_does_overlap_at_one_fixed_offset(cluster_plot) -> None:
+    """Control: the old placement (every label 8 pt right and 6 pt above its marker) covers others here."""
+    px = 100 / 72
+    fixed = []
+    for lab in cluster_plot.labels:
+        w, h = lab.box_px[2] - lab.box_px[0], lab.box_px[3] - lab.box_px[1]
+        x, y = lab.anchor_px[0] + 8 * px, lab.anchor_px[1] + 6 * px
+        fixed.append((x, y, x + w, y + h))
+    pairs = [(i, j) for i in range(len(fixed)) for j in range(i + 1, len(fixed)) if _overlap(fixed[i], fixed[j]) > 0]
+    assert pairs
+
+
+def test_a_lone_label_sits_right_of_its_marker_without_a_leader() -> None:
+    r = render_roofline_png([_pt("solo", 100.0, 50.0, 1.0)], CEIL, title="t")
+    (lab,) = r.labels
+    assert not lab.leader
+    assert lab.box_px[0] > lab.anchor_px[0]  # to the right
+    assert lab.box_px[1] < lab.anchor_px[1] < lab.box_px[3]  # level with it
+
+
+@pytest.mark.parametrize("seed", ["0", "4242"])
+def test_cluster_png_is_the_same_across_hash_seeds(cluster_plot, seed: str) -> None:
+    code = (
+        "import sys\n"
+        "from tests.test_plots_roofline import CLUSTER, CEIL\n"
+        "from server.render.plots import render_roofline_png\n"
+        "sys.stdout.buffer.write(render_roofline_png(CLUSTER, CEIL, title='clustered').png)\n"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": seed}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, check=True, timeout=120, env=env,
+        cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    assert out.stdout == cluster_plot.png
+
+
+def test_warning_is_drawn_in_red_above_the_chart() -> None:
+    plain = render_roofline_png(POINTS, CEIL, title="t")
+    warned = render_roofline_png(POINTS, CEIL, title="t", warning="findings were ranked on another GPU")
+    assert plain.warning is None and warned.warning == "findings were ranked on another GPU"
+    img = (mpimg.imread(io.BytesIO(warned.png))[..., :3] * 255).round().astype(int)
+    top = img[: int(0.1 * img.shape[0])]  # the band above the axes title
+    red = (np.abs(top - np.array([0xB0, 0x00, 0x20])).max(axis=-1) <= 40).sum()
+    assert red > 100
+    plain_img = (mpimg.imread(io.BytesIO(plain.png))[..., :3] * 255).round().astype(int)
+    assert (np.abs(plain_img[: top.shape[0]] - np.array([0xB0, 0x00, 0x20])).max(axis=-1) <= 40).sum() == 0

@@ -20,6 +20,8 @@ from server.render.report import (
 )
 
 NASTY = 'flash_attn::fwd<float, 128><script>alert("x")</script>'
+FLASH_KERNEL = "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4> >(Params)"
+FILL_KERNEL = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >(int)"
 
 
 class PageParser(HTMLParser):
@@ -101,6 +103,13 @@ def make_ctx(chart_png: bytes) -> ReportContext:
             intensity=140.04,
             achieved_tflops=85.835,
             expected_band="20–40 %",
+            band_status="below",
+            compute_pct=8.677,
+            memory_pct=3.25,
+            regime="compute",
+            kernel_name=FLASH_KERNEL,
+            kernel_names=[FILL_KERNEL, FLASH_KERNEL],
+            module_chain=["LlamaModel", "LlamaDecoderLayer", "LlamaAttention"],
             warnings=["kernel time includes a FillFunctor<float> kernel"],
         ),
         OpRow(name=NASTY, args="", count=3, time_ms=0.5, percent_e2e=1.5, efficiency_pct=123.4, bound="memory",
@@ -110,7 +119,8 @@ def make_ctx(chart_png: bytes) -> ReportContext:
     ]  # fmt: skip
     findings = [
         FindingRow(rank=1, bound="compute", library="FlashAttention-2", eff_bucket="0-30", impact_low=8.34,
-                   impact_mid=9.73, impact_high=11.12, members=["aten::_scaled_dot_product_flash_attention"]),
+                   impact_mid=9.73, impact_high=11.12, impact_to_band=6.5, members_within_band=0, member_count=1,
+                   members=["aten::_scaled_dot_product_flash_attention"]),
         FindingRow(rank=2, bound="unmodeled", library="Unknown", eff_bucket="unknown", estimate_method="heuristic",
                    impact_low=1.02, impact_mid=2.04, impact_high=3.06, members=["vllm::unified_attention", NASTY]),
     ]  # fmt: skip
@@ -139,34 +149,51 @@ def page(chart_png: bytes) -> str:
 
 def test_ops_table_rows_and_values(page: str) -> None:
     rows = parse(page).tables["ops-sdpa_fwd"]
-    assert rows[0][:5] == ["name", "args", "count", "time ms", "%E2E"]
-    assert rows[0][-1] == "warnings / no-model reason"
+    assert rows[0] == [
+        "name", "module", "args", "count", "time ms", "%E2E", "efficiency %", "compute %", "memory %", "regime",
+        "bound", "expected band", "FLOPs", "bytes", "FLOPs/byte", "achieved TFLOPS", "kernel",
+        "warnings / no-model reason",
+    ]  # fmt: skip
     assert len(rows) == 1 + 3
     r = rows[1]
-    # formatting worked by hand: 4.01634 → 4.016; 8.677 → 8.7; 1.2345e12 → 1.23 TFLOP; 4.5e8 B → 450 MB
-    assert r == [
+    # formatting worked by hand: 4.01634 → 4.016; 8.677 → 8.7; 3.25 → 3.2 (round half even); 1.2345e12 → 1.23 TFLOP
+    assert r[:16] == [
         "aten::_scaled_dot_product_flash_attention",
+        "LlamaModel > LlamaDecoderLayer > LlamaAttention",
         "(16,16,559,64) bf16\n(16,16,559,64) bf16\n(16,16,559,64) bf16",
-        "24", "4.016", "12.12", "8.7", "compute", "1.23 TFLOP", "450 MB", "140.0", "85.83", "20–40 %",
-        "kernel time includes a FillFunctor<float> kernel",
+        "24", "4.016", "12.12", "8.7", "8.7", "3.2", "compute", "compute", "20–40 % (below)", "1.23 TFLOP", "450 MB",
+        "140.0", "85.83",
     ]  # fmt: skip
+    assert r[-1] == "kernel time includes a FillFunctor<float> kernel"
+    # the kernel cell: the dominant kernel cut to 60 characters in a <summary>, every kernel in full below it
+    assert r[16].startswith(FLASH_KERNEL[:59] + "… +1")
+    assert FILL_KERNEL in r[16] and FLASH_KERNEL in r[16]
     assert rows[2][0] == NASTY  # the template / tag text round-trips as text
-    assert rows[2][1] == "—"
-    assert rows[2][7:9] == ["2 GFLOP", "1 MB"]
+    assert rows[2][1] == rows[2][2] == "—"  # no module chain, no args
+    assert rows[2][12:14] == ["2 GFLOP", "1 MB"]
     no_model = rows[3]
     assert no_model[0] == "vllm::unified_attention"
-    assert no_model[5:12] == ["—"] * 7  # efficiency … achieved TFLOPS unknown
+    assert no_model[6:16] == ["—"] * 10  # efficiency … achieved TFLOPS unknown
     assert no_model[-1] == "no model: paged KV layout not supported"
+
+
+def test_full_kernel_name_in_a_tooltip_and_details(page: str) -> None:
+    p = parse(page)
+    titles = [v for tag, k, v in p.attrs if tag == "summary" and k == "title"]
+    assert FLASH_KERNEL in titles  # the full dominant name on hover
+    assert "details" in p.start_tags  # the kernel list opens without a script
 
 
 def test_findings_table(page: str) -> None:
     rows = parse(page).tables["findings-sdpa_fwd"]
-    assert rows[0] == ["rank", "bound", "library", "eff bucket", "method", "impact low", "impact mid", "impact high",
+    assert rows[0] == ["rank", "bound", "library", "eff bucket", "method", "impact low (% of E2E)",
+                       "impact mid (% of E2E)", "impact high (% of E2E)", "to band (% of E2E)", "members within band",
                        "members"]  # fmt: skip
-    assert rows[1] == ["1", "compute", "FlashAttention-2", "0-30", "quantified", "8.34", "9.73", "11.12",
-                       "aten::_scaled_dot_product_flash_attention"]  # fmt: skip
-    assert rows[2][:8] == ["2", "unmodeled", "Unknown", "unknown", "heuristic", "1.02", "2.04", "3.06"]
-    assert rows[2][8].split("\n") == ["vllm::unified_attention", NASTY]
+    assert rows[1] == ["1", "compute", "FlashAttention-2", "0-30", "quantified", "8.34", "9.73", "11.12", "6.50",
+                       "0 of 1", "aten::_scaled_dot_product_flash_attention"]  # fmt: skip
+    assert rows[2][:10] == ["2", "unmodeled", "Unknown", "unknown", "heuristic", "1.02", "2.04", "3.06", "—", "—"]
+    assert rows[2][10].split("\n") == ["vllm::unified_attention", NASTY]
+    assert "Impact figures are in % of E2E" in "".join(parse(page).text)
 
 
 def test_peaks_table_says_where_peaks_came_from(page: str) -> None:
@@ -224,3 +251,22 @@ def test_report_without_sections_says_no_ops() -> None:
     page = render_report_html(ReportContext(title="t"))
     assert NO_OPS_MESSAGE in page and "No peaks were resolved" in page
     assert parse(page).imgs == []
+
+
+def test_consistency_alert_and_no_findings_reason_render() -> None:
+    op = OpRow(name="aten::x", count=1, time_ms=1.0, t2_time_ms=1.5, t2_count=2, difference_ms=0.5)
+    sec = CategorySection(
+        category="sdpa_fwd", ops=[op], comparative=True, no_findings_reason="trace 2 is not faster <here>",
+        consistency_warnings=["findings were ranked on GPU <A> but this report shows GPU B"],
+    )  # fmt: skip
+    page = render_report_html(ReportContext(title="t", sections=[sec]))
+    text = "".join(parse(page).text)
+    assert 'role="alert"' in page and "findings were ranked on GPU <A> but this report shows GPU B" in text
+    assert "No findings: trace 2 is not faster <here>." in text
+    rows = parse(page).tables["ops-sdpa_fwd"]
+    assert rows[0][6:9] == ["T2 time ms", "T2 count", "Δ ms (T2 − T1)"]
+    assert rows[1][6:9] == ["1.500", "2", "+0.500"]
+    # without a reason the page still says that it does not know why
+    bare = render_report_html(ReportContext(title="t", sections=[CategorySection(category="sdpa_fwd", ops=[op])]))
+    assert "No findings: the report was not told why." in "".join(parse(bare).text)
+    assert "alert" not in bare.split("<style>")[0] + bare.split("</style>")[1]

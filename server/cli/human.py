@@ -99,7 +99,7 @@ def human_roofline(r: Any) -> str:
 
 def human_rank(r: Any) -> str:
     if r.status != "OK":
-        return f"{r.category}: {r.status}"
+        return f"{r.category}: {r.status}" + (f" ({r.no_findings_reason})" if r.no_findings_reason else "")
     rows = [
         [
             f"P{f.rank}",
@@ -120,7 +120,7 @@ def human_rank(r: Any) -> str:
         f"{fmt(r.percent_of_compute)}% of E2E; {len(r.findings)} findings",
         table(["rank", "bound", "library", "eff", "method", "low", "mid", "high", "members"], rows)
         if rows
-        else "(no findings)",
+        else f"(no findings: {r.no_findings_reason})" if r.no_findings_reason else "(no findings)",
         f"metrics: {r.metrics_file}",
     ]
     return "\n".join(out + _warnings(r.warnings))
@@ -192,8 +192,8 @@ RENDERERS: dict[str, Callable[[Any], str]] = {
     "render_findings_template": lambda r: (
         f"wrote {r.findings_file}: {r.p_items} P-items, {r.slots} prose slots to fill"
     ),
-    "plot_roofline": lambda r: "\n".join(f"wrote {f}" for f in r.files),
-    "render_report": lambda r: f"wrote {r.report_file}",
+    "plot_roofline": lambda r: "\n".join([*(f"wrote {f}" for f in r.files), *_warnings(r.warnings)]),
+    "render_report": lambda r: "\n".join([f"wrote {r.report_file}", *_warnings(r.warnings)]),
 }
 
 

@@ -18,13 +18,16 @@ from typing import Literal, NamedTuple
 
 import matplotlib as mpl
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.text import Annotation
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from pydantic import BaseModel, ConfigDict, Field
 
 from server.errors import InputError
+from server.render.labels import Placement, place_labels
 
 Direction = Literal["fwd", "bwd"]
 
@@ -45,6 +48,9 @@ MIN_MARKER_AREA = 6.0
 MIN_SIZE_PX = (300, 200)
 UNPLOTTED_MAX_LINES = 28
 UNPLOTTED_WRAP = 44
+WARNING_FONT_PT = 8.5
+WARNING_MAX_LINES = 3
+WARNING_COLOR = "#b00020"
 NO_OPS_NOTE = "no attention ops"
 NO_MODELED_NOTE = "no op has a model: nothing to plot"
 
@@ -108,6 +114,17 @@ class PlottedPoint(NamedTuple):
     labelled: bool  # whether its short label is drawn
 
 
+class PlacedLabel(NamedTuple):
+    """A drawn point label, read back from its artist after drawing (display px, origin bottom left)."""
+
+    label: str
+    name: str
+    box_px: tuple[float, float, float, float]  # the label's drawn box (x0, y0, x1, y1)
+    anchor_px: tuple[float, float]  # the centre of the marker it names
+    leader: bool  # moved away from its marker, with a line back to it
+    overlap_px2: float  # what it still overlaps when no free spot was found (0 otherwise)
+
+
 class UnplottedPoint(NamedTuple):
     label: str
     name: str
@@ -135,6 +152,9 @@ class RooflinePlot(BaseModel):
     y_tick_labels: list[str]
     unplotted_text: str  # the text box contents ('' when every op is plotted)
     note: str | None  # NO_OPS_NOTE (no points) or NO_MODELED_NOTE (none plottable), drawn mid-axes
+    labels: list[PlacedLabel] = Field(default_factory=list)  # longest op first
+    axes_box_px: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # the plotting area (x0, y0, x1, y1)
+    warning: str | None = None  # drawn in red above the chart (e.g. findings ranked on another GPU)
 
 
 def _decade_label(value: float, _pos: object = None) -> str:
@@ -232,15 +252,18 @@ def render_roofline_png(
     top_labels: int = 5,
     size_px: tuple[int, int] = (1200, 800),
     dpi: int = 100,
+    warning: str | None = None,
 ) -> RooflinePlot:
-    """Draw the roofline of `points` against `ceilings`; same input → same PNG bytes."""
+    """Draw the roofline of `points` against `ceilings`; same input → same PNG bytes.
+
+    `warning` (e.g. "findings were ranked on another GPU") is drawn in red above the chart."""
     _validate_size(size_px, dpi)
     if top_labels < 0:
         raise InputError(f"top_labels={top_labels}: need 0 or more")
     with _RENDER_LOCK, mpl.rc_context():
         mpl.rcdefaults()
         mpl.rcParams.update(_RC)
-        return _render(points, ceilings, title, bytes_model, top_labels, size_px, dpi)
+        return _render(points, ceilings, title, bytes_model, top_labels, size_px, dpi, warning)
 
 
 def _render(
@@ -251,6 +274,7 @@ def _render(
     top_labels: int,
     size_px: tuple[int, int],
     dpi: int,
+    warning: str | None,
 ) -> RooflinePlot:
     reasons = [_unplotted_reason(p) for p in points]
     plotted_idx = np.array([i for i, r in enumerate(reasons) if r is None], dtype=np.int64)
@@ -301,7 +325,7 @@ def _render(
     ridge_marker = ax.plot(
         [ridge_x], [c.peak_tflops], linestyle="none", marker="D", markersize=7, color=RIDGE_COLOR, zorder=4
     )[0]
-    ax.annotate(
+    ridge_label = ax.annotate(
         f"ridge {ridge_x:.3g} FLOPs/B",
         (ridge_x, c.peak_tflops),
         xytext=(6, -14),
@@ -328,16 +352,7 @@ def _render(
         )
         collections[d] = (sel, coll)
 
-    for k in order[:top_labels]:
-        ax.annotate(
-            _shorten(points[plotted_idx[k]].label, 40),
-            (xs[k], ys[k]),
-            xytext=(8, 6),
-            textcoords="offset points",
-            fontsize=8,
-            zorder=5,
-            bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "#999999", "alpha": 0.85},
-        )
+    label_artists = _draw_labels(ax, fig, points, plotted_idx, xs, ys, areas, order[:top_labels], ridge_label)
 
     note = None
     if not points:
@@ -411,6 +426,9 @@ def _render(
             bbox={"boxstyle": "round,pad=0.4", "fc": "#fff8e1", "ec": "#c8a200"},
         )
 
+    if warning:
+        _draw_warning(fig, warning, size_px, dpi)
+
     buf = io.BytesIO()
     # metadata Software=None drops the version string; PNG from Agg carries no timestamp.
     fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
@@ -431,7 +449,131 @@ def _render(
         y_tick_labels=_tick_labels(ax.yaxis, y_lo, y_hi),
         unplotted_text=box_text,
         note=note,
+        labels=_read_back_labels(fig, ax, points, plotted_idx, label_artists),
+        axes_box_px=tuple(float(v) for v in ax.get_window_extent().extents),
+        warning=warning,
     )
+
+
+def _draw_warning(fig: Figure, warning: str, size_px: tuple[int, int], dpi: int) -> None:
+    """The warning in red above the axes title, left of the legend column, wrapped to the room there."""
+    font_px = WARNING_FONT_PT * dpi / 72.0
+    # bold DejaVu Sans averages about 0.7 em per character; the column is 0.075 → 0.73 of the width
+    width = max(20, int(0.655 * size_px[0] / (0.7 * font_px)))
+    title_px = 1.7 * 12.0 * dpi / 72.0  # the axes title (12 pt) and its pad
+    room = int((0.11 * size_px[1] - title_px) / (1.25 * font_px))
+    max_lines = min(WARNING_MAX_LINES, max(1, room))
+    lines = textwrap.wrap(warning, width=width)
+    if len(lines) > max_lines:
+        lines = [*lines[: max_lines - 1], _shorten(" ".join(lines[max_lines - 1 :]), width)]
+    fig.text(0.075, 0.99, "\n".join(lines), fontsize=WARNING_FONT_PT, va="top", color=WARNING_COLOR, weight="bold")
+
+
+LABEL_FONT_PT = 8.0
+LABEL_PAD = 0.2  # the label box's pad, as a fraction of the font size (matplotlib's boxstyle pad)
+MARKER_EDGE_PT = 0.6
+# how far each marker shape reaches sideways at mid-height, as a share of its half-width: a circle all the
+# way, the triangle ('^', apex up) half of it
+MARKER_INNER = {"fwd": 1.0, "bwd": 0.5}
+
+
+def _draw_labels(
+    ax: Axes,
+    fig: Figure,
+    points: list[RooflinePoint],
+    plotted_idx: np.ndarray,
+    xs: np.ndarray,
+    ys: np.ndarray,
+    areas: np.ndarray,
+    chosen: np.ndarray,
+    ridge_label: Annotation,
+) -> list[tuple[int, Annotation, Placement]]:
+    """Label the chosen points (longest first) where they cover nothing (server.render.labels)."""
+    if chosen.size == 0:
+        return []
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    px_per_pt = fig.dpi / 72.0
+    centres = ax.transData.transform(np.column_stack([xs, ys]))
+    # scatter sizes are areas in pt²: the marker is sqrt(area) pt wide, plus its edge line
+    half_pt = np.sqrt(areas) / 2.0 + MARKER_EDGE_PT / 2.0
+    half_px = half_pt * px_per_pt
+    obstacles = [
+        (float(cx - h), float(cy - h), float(cx + h), float(cy + h))
+        for (cx, cy), h in zip(centres.tolist(), half_px.tolist(), strict=True)
+    ]
+    ridge_box = ridge_label.get_window_extent(renderer)
+    obstacles.append((ridge_box.x0, ridge_box.y0, ridge_box.x1, ridge_box.y1))
+    texts = [_shorten(points[plotted_idx[k]].label, 40) for k in chosen.tolist()]
+    sizes = []
+    for t in texts:  # the text's extent does not depend on where it goes: measure it once
+        probe = ax.text(0, 0, t, fontsize=LABEL_FONT_PT, transform=None)
+        ext = probe.get_window_extent(renderer)
+        sizes.append((float(ext.width), float(ext.height)))
+        probe.remove()
+    bounds = ax.get_window_extent(renderer)
+    inner_pt = [float(half_pt[k]) * MARKER_INNER[points[plotted_idx[k]].direction] for k in chosen.tolist()]
+    placements = place_labels(
+        anchors=[(float(centres[k, 0]), float(centres[k, 1])) for k in chosen.tolist()],
+        text_sizes=sizes,
+        marker_half_pt=[float(half_pt[k]) for k in chosen.tolist()],
+        marker_inner_pt=[
+            float(half_pt[k] * MARKER_INNER[str(points[plotted_idx[k]].direction)]) for k in chosen.tolist()
+        ],
+        obstacles=obstacles,
+        bounds=(bounds.x0, bounds.y0, bounds.x1, bounds.y1),
+        px_per_pt=px_per_pt,
+        pad_px=LABEL_PAD * LABEL_FONT_PT * px_per_pt,
+    )
+    out = []
+    for k, text, pl, inner in zip(chosen.tolist(), texts, placements, inner_pt, strict=True):
+        # the leader stops at the marker's edge
+        arrow = (
+            {"arrowstyle": "-", "color": "#555555", "linewidth": 0.8, "shrinkA": 0.0, "shrinkB": inner}
+            if pl.leader
+            else None
+        )
+        ann = ax.annotate(
+            text,
+            (xs[k], ys[k]),
+            xytext=pl.offset_pt,
+            textcoords="offset points",
+            ha=pl.ha,
+            va=pl.va,
+            fontsize=LABEL_FONT_PT,
+            zorder=5,
+            bbox={"boxstyle": f"round,pad={LABEL_PAD}", "fc": "white", "ec": "#999999", "alpha": 0.85},
+            arrowprops=arrow,
+        )
+        out.append((k, ann, pl))
+    return out
+
+
+def _read_back_labels(
+    fig: Figure,
+    ax: Axes,
+    points: list[RooflinePoint],
+    plotted_idx: np.ndarray,
+    drawn: list[tuple[int, Annotation, Placement]],
+) -> list[PlacedLabel]:
+    """Each label's box as drawn (its bbox patch after the draw), and the marker centre it names."""
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    out = []
+    for k, ann, pl in drawn:
+        patch = ann.get_bbox_patch()
+        ext = patch.get_window_extent(renderer) if patch is not None else ann.get_window_extent(renderer)
+        cx, cy = ax.transData.transform((ann.xy[0], ann.xy[1]))
+        p = points[plotted_idx[k]]
+        out.append(
+            PlacedLabel(
+                p.label,
+                p.name,
+                (float(ext.x0), float(ext.y0), float(ext.x1), float(ext.y1)),
+                (float(cx), float(cy)),
+                pl.leader,
+                pl.overlap_px2,
+            )
+        )
+    return out
 
 
 def _line_xy(line: Line2D) -> tuple[tuple[float, ...], tuple[float, ...]]:

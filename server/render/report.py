@@ -16,6 +16,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from server.render.markdown import render_markdown
+
 NO_OPS_MESSAGE = "No SDPA operations found in trace"
 MISSING = "—"
 ANOMALY_PCT = 110.0  # perf-model §4: efficiency above this is flagged, never "excellent"
@@ -47,6 +49,9 @@ class FindingRow(BaseModel):
     impact_low: float
     impact_mid: float
     impact_high: float
+    impact_to_band: float | None = Field(default=None, description="% of E2E back at the top of the members' bands")
+    members_within_band: int | None = None
+    member_count: int | None = None
     members: list[str] = Field(default_factory=list, description="op names in the group")
 
 
@@ -59,12 +64,22 @@ class OpRow(BaseModel):
     time_ms: float
     percent_e2e: float | None = None
     efficiency_pct: float | None = None
+    compute_pct: float | None = Field(default=None, description="achieved TFLOP/s against the compute roof, %")
+    memory_pct: float | None = Field(default=None, description="achieved TB/s against the bandwidth roof, %")
+    regime: str | None = Field(default=None, description="compute | memory | balanced")
     bound: str | None = None
     flops: float | None = None
     bytes: float | None = None
     intensity: float | None = Field(default=None, description="FLOPs/byte")
     achieved_tflops: float | None = None
     expected_band: str | None = Field(default=None, description="e.g. '20–40 %'")
+    band_status: str | None = Field(default=None, description="within | below | above | none")
+    kernel_name: str | None = Field(default=None, description="the dominant kernel, in full")
+    kernel_names: list[str] = Field(default_factory=list, description="every kernel of the op, in full")
+    module_chain: list[str] = Field(default_factory=list, description="nn.Module path, outermost first")
+    t2_time_ms: float | None = Field(default=None, description="comparative: trace-2 kernel time")
+    t2_count: int | None = None
+    difference_ms: float | None = Field(default=None, description="comparative: trace-2 time − trace-1 time")
     warnings: list[str] = Field(default_factory=list)
     no_model_reason: str | None = None
 
@@ -79,8 +94,20 @@ class CategorySection(BaseModel):
     total_time_ms: float | None = None
     percent_of_e2e: float | None = None
     notes: list[str] = Field(default_factory=list)
+    consistency_warnings: list[str] = Field(
+        default_factory=list, description="the findings and the roofline shown disagree (GPU, bytes model, roofs)"
+    )
     error: str | None = Field(default=None, description="the category could not be analyzed: why")
+    ranked_with: str | None = Field(
+        default=None, description="GPU, bytes model and scope the findings were ranked with"
+    )
     findings: list[FindingRow] = Field(default_factory=list)
+    no_findings_reason: str | None = Field(default=None, description="why `findings` is empty")
+    impact_unit: str = "% of E2E"
+    findings_markdown: str | None = Field(default=None, description="the findings prose (category_findings/*.md)")
+    findings_file: str | None = None
+    findings_notes: list[str] = Field(default_factory=list, description="e.g. the prose is older than the ranking")
+    comparative: bool = Field(default=False, description="the folder has trace-2 times: show the T2 columns")
     ops: list[OpRow] = Field(default_factory=list)
 
 
@@ -120,6 +147,30 @@ td.args { white-space: nowrap; font-size: 0.9em; }
 td.anomaly { background: #fdecea; font-weight: 600; }
 tr.nomodel td { color: #6b6b6b; }
 ul.compact { margin: 0; padding-left: 1.1em; }
+/* wide tables scroll sideways (div.scroll) rather than squeezing the text columns to a few letters */
+td.name { min-width: 16em; }
+td.module { font-size: 0.85em; min-width: 12em; max-width: 18em; overflow-wrap: anywhere; color: #333; }
+td.kernel { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 0.85em; min-width: 20em;
+            max-width: 30em; overflow-wrap: anywhere; }
+td.notes { min-width: 14em; }
+td.kernel summary { cursor: pointer; }
+ol.kernels { margin: 4px 0 0 0; padding-left: 1.6em; }
+.band-below { color: #b3261e; font-weight: 600; }
+.band-within { color: #1b5e20; }
+.band-above { color: #0d47a1; }
+.alert { background: #fdecea; border: 2px solid #c62828; border-left-width: 8px; padding: 8px 12px;
+         margin: 8px 0; color: #5f1111; }
+.alert ul { margin: 4px 0 0 0; padding-left: 1.2em; }
+p.nofindings { font-weight: 600; }
+.prose { border-left: 4px solid #c5cae9; padding: 2px 14px; margin: 6px 0 14px 0; max-width: 110em; }
+.prose h3, .prose h4, .prose h5, .prose h6 { margin: 14px 0 6px 0; }
+.prose h3 { font-size: 1.1em; } .prose h4 { font-size: 1.04em; } .prose h5, .prose h6 { font-size: 0.98em; }
+details.prose-box > summary { cursor: pointer; font-weight: 600; font-size: 1.05em; margin: 18px 0 6px 0; }
+.prose table { font-size: 0.8em; }
+.prose code, .prose pre { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; background: #f5f5f5; }
+.prose pre { padding: 6px; overflow-x: auto; }
+.prose blockquote { color: #444; border-left: 3px solid #ddd; margin: 6px 0; padding-left: 10px; }
+.fill { background: #fff3c4; color: #6d4c00; }
 nav a { margin-right: 12px; }
 """
 
@@ -188,7 +239,9 @@ def _peaks_html(ctx: ReportContext) -> str:
 
 def _findings_html(sec: CategorySection) -> str:
     if not sec.findings:
-        return '<p class="meta">No findings above the reporting threshold.</p>'
+        reason = sec.no_findings_reason or "the report was not told why"
+        return f'<p class="empty nofindings">No findings: {_esc(reason)}.</p>'
+    unit = _esc(sec.impact_unit)
     head = "".join(
         f"<th>{h}</th>"
         for h in (
@@ -197,9 +250,11 @@ def _findings_html(sec: CategorySection) -> str:
             "library",
             "eff bucket",
             "method",
-            "impact low",
-            "impact mid",
-            "impact high",
+            f"impact low ({unit})",
+            f"impact mid ({unit})",
+            f"impact high ({unit})",
+            f"to band ({unit})",
+            "members within band",
             "members",
         )
     )
@@ -213,51 +268,128 @@ def _findings_html(sec: CategorySection) -> str:
         + _td(_fmt(f.impact_low, ".2f"), "num")
         + _td(_fmt(f.impact_mid, ".2f"), "num")
         + _td(_fmt(f.impact_high, ".2f"), "num")
+        + _td(_fmt(f.impact_to_band, ".2f"), "num")
+        + _td(_within_html(f), "num")
         + _td(_list_html(f.members), "name")
         + "</tr>"
         for f in sec.findings
     ]
     return (
+        f'<p class="meta">Impact figures are in {unit}: the share of the profiled window the ops would give back '
+        "(low / mid / high; to band: reaching the top of their expected bands).</p>"
         f'<div class="scroll"><table id="findings-{_esc(sec.category)}"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 
+def _within_html(f: FindingRow) -> str:
+    if f.members_within_band is None:
+        return MISSING
+    total = f.member_count if f.member_count is not None else len(f.members)
+    return f"{f.members_within_band} of {total}"
+
+
+def _prose_html(sec: CategorySection) -> str:
+    notes = "".join(f'<p class="warn">{_esc(n)}</p>' for n in sec.findings_notes)
+    if sec.findings_markdown is None:
+        return (
+            f"<h3>Findings prose</h3>{notes}"
+            '<p class="meta">No findings prose yet (render_findings_template writes the skeleton the agent fills).</p>'
+        )
+    source = f'<p class="meta">From {_esc(sec.findings_file)}</p>' if sec.findings_file else ""
+    # open by default (it is what the numbers mean), collapsible so the ops table is one click away
+    return (
+        f'<details class="prose-box" open><summary>Findings prose</summary>{notes}{source}'
+        f'<div class="prose" id="prose-{_esc(sec.category)}">{render_markdown(sec.findings_markdown)}</div></details>'
+    )
+
+
 _OP_HEADERS = (
-    "name", "args", "count", "time ms", "%E2E", "efficiency %", "bound", "FLOPs", "bytes",
-    "FLOPs/byte", "achieved TFLOPS", "expected band", "warnings / no-model reason",
+    "name", "module", "args", "count", "time ms", "%E2E", "efficiency %", "compute %", "memory %", "regime",
+    "bound", "expected band", "FLOPs", "bytes", "FLOPs/byte", "achieved TFLOPS", "kernel",
+    "warnings / no-model reason",
 )  # fmt: skip
+_T2_HEADERS = ("T2 time ms", "T2 count", "Δ ms (T2 − T1)")
+_T2_AFTER = "%E2E"  # the trace-2 columns follow trace 1's time and share
+KERNEL_SHOWN = 60
 
 
-def _op_row_html(op: OpRow) -> str:
+def op_headers(comparative: bool) -> list[str]:
+    """The ops table's column headers (the trace-2 ones only for a comparative folder)."""
+    heads = list(_OP_HEADERS)
+    if comparative:
+        at = heads.index(_T2_AFTER) + 1
+        heads[at:at] = _T2_HEADERS
+    return heads
+
+
+def _kernel_html(op: OpRow) -> str:
+    names = op.kernel_names or ([op.kernel_name] if op.kernel_name else [])
+    main = op.kernel_name or (names[0] if names else None)
+    if main is None:
+        return MISSING
+    short = main if len(main) <= KERNEL_SHOWN else main[: KERNEL_SHOWN - 1] + "…"
+    if len(names) <= 1 and short == main:
+        return f'<span title="{_esc(main)}">{_esc(main)}</span>'
+    # the full names on demand: a <details> needs no script
+    more = f" +{len(names) - 1}" if len(names) > 1 else ""
+    items = "".join(f"<li>{_esc(n)}</li>" for n in names)
+    return (
+        f'<details><summary title="{_esc(main)}">{_esc(short)}{more}</summary>'
+        f'<ol class="kernels">{items}</ol></details>'
+    )
+
+
+def _band_html(op: OpRow) -> str:
+    if not op.expected_band:
+        return MISSING if op.band_status in (None, "none") else _esc(op.band_status)
+    status = f" ({_esc(op.band_status)})" if op.band_status and op.band_status != "none" else ""
+    cls = f' class="band-{_esc(op.band_status)}"' if op.band_status else ""
+    return f"<span{cls}>{_esc(op.expected_band)}{status}</span>"
+
+
+def _op_row_html(op: OpRow, comparative: bool) -> str:
     eff = op.efficiency_pct
     eff_cls = "num anomaly" if _finite(eff) and eff is not None and eff > ANOMALY_PCT else "num"
     notes = list(op.warnings)
     if op.no_model_reason:
         notes.insert(0, f"no model: {op.no_model_reason}")
     row_cls = ' class="nomodel"' if op.no_model_reason else ""
+    t2 = ""
+    if comparative:
+        t2 = (
+            _td(_fmt(op.t2_time_ms, ".3f"), "num")
+            + _td(str(op.t2_count) if op.t2_count is not None else MISSING, "num")
+            + _td(_fmt(op.difference_ms, "+.3f"), "num")
+        )
     return (
         f"<tr{row_cls}>"
         + _td(_esc(op.name), "name")
+        + _td(_esc(" > ".join(op.module_chain)) if op.module_chain else MISSING, "module")
         + _td(_args_html(op.args), "args")
         + _td(str(op.count), "num")
         + _td(_fmt(op.time_ms, ".3f"), "num")
         + _td(_fmt(op.percent_e2e, ".2f"), "num")
+        + t2
         + _td(_fmt(eff, ".1f"), eff_cls)
+        + _td(_fmt(op.compute_pct, ".1f"), "num")
+        + _td(_fmt(op.memory_pct, ".1f"), "num")
+        + _td(_esc(op.regime) if op.regime else MISSING)
         + _td(_esc(op.bound) if op.bound else MISSING)
+        + _td(_band_html(op))
         + _td(_si(op.flops, "FLOP"), "num")
         + _td(_si(op.bytes, "B"), "num")
         + _td(_fmt(op.intensity, ".1f"), "num")
         + _td(_fmt(op.achieved_tflops, ".2f"), "num")
-        + _td(_esc(op.expected_band) if op.expected_band else MISSING)
-        + _td(_list_html(notes))
+        + _td(_kernel_html(op), "kernel")
+        + _td(_list_html(notes), "notes")
         + "</tr>"
     )
 
 
 def _ops_html(sec: CategorySection) -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in _OP_HEADERS)
-    rows = "".join(_op_row_html(op) for op in sec.ops)
+    head = "".join(f"<th>{_esc(h)}</th>" for h in op_headers(sec.comparative))
+    rows = "".join(_op_row_html(op, sec.comparative) for op in sec.ops)
     return (
         f'<div class="scroll"><table id="ops-{_esc(sec.category)}"><thead><tr>{head}</tr></thead>'
         f"<tbody>{rows}</tbody></table></div>"
@@ -274,6 +406,17 @@ def _chart_html(sec: CategorySection) -> str:
     )
 
 
+def _alert_html(sec: CategorySection) -> str:
+    if not sec.consistency_warnings:
+        return ""
+    items = "".join(f"<li>{_esc(w)}</li>" for w in sec.consistency_warnings)
+    return (
+        f'<div class="alert" role="alert" id="mismatch-{_esc(sec.category)}">'
+        "<strong>The findings below do not match this roofline.</strong>"
+        f"<ul>{items}</ul></div>"
+    )
+
+
 def _section_html(sec: CategorySection) -> str:
     title = sec.display_name or sec.category
     parts = [f'<section id="cat-{_esc(sec.category)}"><h2>{_esc(title)}</h2>']
@@ -282,6 +425,7 @@ def _section_html(sec: CategorySection) -> str:
             f'<p class="meta">GPU kernel time {_fmt(sec.total_time_ms, ".3f")} ms · '
             f"{_fmt(sec.percent_of_e2e, '.2f')} % of E2E</p>"
         )
+    parts.append(_alert_html(sec))
     parts.extend(f'<p class="warn">{_esc(n)}</p>' for n in sec.notes)
     if sec.error:
         parts.append(f'<p class="error">Analysis failed: {_esc(sec.error)}</p>')
@@ -290,7 +434,10 @@ def _section_html(sec: CategorySection) -> str:
     else:
         parts.append(_chart_html(sec))
         parts.append("<h3>Ranked findings</h3>")
+        if sec.ranked_with:
+            parts.append(f'<p class="meta">Ranked with {_esc(sec.ranked_with)}.</p>')
         parts.append(_findings_html(sec))
+        parts.append(_prose_html(sec))
         parts.append(f"<h3>All ops ({len(sec.ops)} rows)</h3>")
         parts.append(_ops_html(sec))
     parts.append("</section>")

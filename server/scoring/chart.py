@@ -10,7 +10,9 @@ from server.numbers import finite
 from server.render.plots import Ceilings, RooflinePoint
 from server.render.report import OpRow
 from server.scoring.arch import ResolvedArch
+from server.scoring.ranking import trace2_times
 from server.scoring.records import RooflineTable, dominant_compute_spec
+from server.vocab import COMPARATIVE
 
 
 def chart_points(category: str, table: RooflineTable) -> list[RooflinePoint]:
@@ -43,14 +45,35 @@ def chart_ceilings(resolved: ResolvedArch, tables: list[RooflineTable]) -> Ceili
     return Ceilings(peak_tflops=peak, peak_tbs=bw, compute_spec=spec, gpu_name=resolved.gpu.name, peak_kind=kind)
 
 
+def _text(v: object) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+def _kernel_list(cell: object) -> list[str]:
+    """`Kernel 1: a<br>Kernel 2: b` (server.scoring.records.kernel_name_cells) → [a, b]; one kernel → [it]."""
+    text = _text(cell)
+    if text is None:
+        return []
+    parts = text.split("<br>")
+    if len(parts) == 1:
+        return parts
+    return [p.split(": ", 1)[1] if p.startswith("Kernel ") and ": " in p else p for p in parts]
+
+
 def report_op_rows(table: RooflineTable, e2e_ms: float) -> list[OpRow]:
-    """Every op row for the report, longest first."""
+    """Every op row for the report, longest first; a comparative folder's rows carry their trace-2 times."""
     r = table.records
+    data = table.source
+    comparative = data is not None and data.comparison_scope == COMPARATIVE and data.df is not None
+    t2, c2 = trace2_times(data) if comparative and data is not None else (None, None)
     order = np.argsort(-r["time_ms"].to_numpy(), kind="stable")
     ops = []
     for i in order:
         row = r.iloc[i]
         band = f"{row['band_low']:g}–{row['band_high']:g} %" if math.isfinite(row["band_low"]) else None
+        kernels = _kernel_list(row["kernel_name"])
+        t2_ms = finite(t2[i]) if t2 is not None else None
+        t2_count = c2[i] if c2 is not None and math.isfinite(c2[i]) else None
         ops.append(
             OpRow(
                 name=str(row["name"]),
@@ -59,12 +82,22 @@ def report_op_rows(table: RooflineTable, e2e_ms: float) -> list[OpRow]:
                 time_ms=float(row["time_ms"]),
                 percent_e2e=100.0 * float(row["time_ms"]) / e2e_ms,
                 efficiency_pct=finite(row["efficiency_pct"]),
+                compute_pct=finite(row["compute_pct"]),
+                memory_pct=finite(row["memory_pct"]),
+                regime=_text(row["regime"]),
                 bound=row["bound"] if isinstance(row["bound"], str) else None,
                 flops=finite(row["flops_useful"]),
                 bytes=finite(row["bytes_used"]),
                 intensity=finite(row["intensity"]),
                 achieved_tflops=finite(row["achieved_tflops"]),
                 expected_band=band,
+                band_status=_text(row["band_status"]),
+                kernel_name=_text(row["dominant_kernel"]) or (kernels[0] if kernels else None),
+                kernel_names=kernels,
+                module_chain=[str(m) for m in row["module_chain"]] if isinstance(row["module_chain"], list) else [],
+                t2_time_ms=t2_ms,
+                t2_count=int(t2_count) if t2_count is not None else None,
+                difference_ms=t2_ms - float(row["time_ms"]) if t2_ms is not None else None,
                 warnings=list(row["warnings"]),
                 no_model_reason=row["no_model_reason"],
             )

@@ -52,7 +52,7 @@ def eff_bucket(eff: float) -> str:
     return "60-100"
 
 
-def _trace2_times(data: CategoryData) -> tuple[np.ndarray, np.ndarray]:
+def trace2_times(data: CategoryData) -> tuple[np.ndarray, np.ndarray]:
     """Trace-2 kernel time (ms) and count per row, from the comparative columns of the CSV."""
     df = data.df
     assert df is not None
@@ -133,7 +133,7 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
     time_ms = r["time_ms"].to_numpy(dtype=float)
     total_ms = float(time_ms.sum())
     eff = r["efficiency_pct"].to_numpy(dtype=float)
-    t2, c2 = _trace2_times(data) if comparative else (np.full(n, np.nan), np.full(n, np.nan))
+    t2, c2 = trace2_times(data) if comparative else (np.full(n, np.nan), np.full(n, np.nan))
     if comparative:
         ratio = np.where((time_ms > 0) & np.isfinite(t2), 100.0 * t2 / np.where(time_ms > 0, time_ms, 1), np.nan)
         # "clamped below by the trace-1 roofline percentage": never claim more headroom than the roofline gives

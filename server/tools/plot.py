@@ -12,8 +12,10 @@ from server.render.plots import render_roofline_png
 from server.roots import DataRoots
 from server.scoring.category import ScoredCategory, score_category
 from server.scoring.chart import chart_ceilings, chart_points
+from server.scoring.ranked import RankedMetrics, consistency_warning, load_ranked
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
+from server.tools.roofline import peaks_used
 from server.vocab import CATEGORIES, Category
 from server.writers.atomic import write_bytes_atomic
 
@@ -43,6 +45,10 @@ class PlotResult(BaseModel):
     unplotted: list[str] = Field(default_factory=list, description=f"the first {MAX_UNPLOTTED_LISTED} of them, why")
     width_px: int
     height_px: int
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="the categories' findings were ranked with another GPU, bytes model or roofs than this chart",
+    )
     _png: bytes = PrivateAttr(default=b"")
 
     @property
@@ -64,6 +70,29 @@ def scored_categories(
     return [score_category(roots, out, c, arch, bytes_model) for c in cats]
 
 
+def ranking_mismatch(
+    out: Path, s: ScoredCategory, arch_arg: str | None, shown_in: str, tool: str
+) -> tuple[RankedMetrics | None, str | None]:
+    """The category's metrics JSON (None: not ranked yet) and a warning when its findings were ranked with another
+    GPU, bytes model or roofs than the roofline `s` shows."""
+    ranked = load_ranked(out, s.data.category)
+    if ranked is None or s.arch is None or s.table is None:
+        return ranked, None
+    peaks = peaks_used(s.arch, s.table)
+    warning = consistency_warning(
+        ranked,
+        gpu_key=s.table.gpu.key,
+        gpu_name=s.table.gpu.name,
+        bytes_model=s.table.bytes_model,
+        peak_tflops=peaks.peak_tflops,
+        peak_tbs=peaks.peak_tbs,
+        shown_in=shown_in,
+        tool=tool,
+        arch_hint=arch_arg,
+    )
+    return ranked, warning
+
+
 def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
     out = resolve_output_dir(ctx.roots, args.output_dir)
     scored = scored_categories(ctx.roots, out, args.category, args.arch, args.bytes_model)
@@ -77,11 +106,22 @@ def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
     points = [p for s in with_rows for p in chart_points(s.data.category, s.table)]  # type: ignore[arg-type]
     ceilings = chart_ceilings(resolved, tables)
     label = args.category if args.category != "all" else "+".join(s.data.category for s in with_rows)
+    warnings = []
+    for s in with_rows:
+        _, w = ranking_mismatch(out, s, args.arch, "this chart", "plot_roofline")
+        if w:
+            warnings.append(f"{s.data.category}: {w}")
+    chart_warning = None
+    if warnings:
+        chart_warning = warnings[0] + (
+            f" (+{len(warnings) - 1} more: see the tool result)" if len(warnings) > 1 else ""
+        )
     plot = render_roofline_png(
         points,
         ceilings,
         title=f"{label} on {resolved.gpu.name} ({args.bytes_model} bytes)",
         bytes_model=args.bytes_model,
+        warning=chart_warning,
     )
     path = write_bytes_atomic(out / "plots" / f"roofline_{args.category}_{args.bytes_model}.png", plot.png)
     result = PlotResult(
@@ -97,6 +137,7 @@ def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
         unplotted=[f"{u.name} ({u.label}): {u.reason}" for u in plot.unplotted[:MAX_UNPLOTTED_LISTED]],
         width_px=plot.width_px,
         height_px=plot.height_px,
+        warnings=warnings,
     )
     result._png = plot.png
     return result

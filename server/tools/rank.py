@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from server.errors import InputError
 from server.scoring.category import score_category
 from server.scoring.outputs import write_metrics, write_roofline_table
+from server.scoring.ranked import metrics_no_findings_reason
 from server.scoring.ranking import build_metrics
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from server.tools.common import ArchArg, BytesModelArg, CategoryArg, OutputDir, PeaksUsed, ScopeArg, resolve_output_dir
@@ -61,6 +62,9 @@ class RankResult(BaseModel):
         default_factory=list, description=f"the findings in rank order (the first {MAX_FINDINGS_SHOWN})"
     )
     impact_estimates: int = 0
+    no_findings_reason: str | None = Field(
+        None, description="why there are no findings (None when there are): the threshold, or trace 2 not faster"
+    )
     peaks: PeaksUsed | None = None
     warnings: list[str] = Field(default_factory=list)
 
@@ -73,6 +77,7 @@ def rank_findings(ctx: ToolContext, args: RankInput) -> RankResult:
             category=args.category,
             status="NO_DATA",
             comparison_scope=args.comparison_scope,
+            no_findings_reason="no attention ops of this category",
             warnings=["no attention ops of this category; write 'No SDPA operations found in trace'"],
         )
     data, table, resolved = scored.data, scored.table, scored.arch
@@ -118,6 +123,7 @@ def rank_findings(ctx: ToolContext, args: RankInput) -> RankResult:
             for f in metrics["category_findings"][:MAX_FINDINGS_SHOWN]
         ],
         findings_total=len(metrics["category_findings"]),
+        no_findings_reason=metrics_no_findings_reason(metrics),
         peaks=peaks,
         warnings=capped(warnings, MAX_WARNINGS),
     )

@@ -5,17 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import orjson
 from pydantic import BaseModel, Field
 
 from server.render.plots import render_roofline_png
 from server.render.report import CategorySection, FindingRow, PeakSource, ReportContext, render_report_html
 from server.scoring.chart import chart_ceilings, chart_points, report_op_rows
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from server.scoring.ranked import NOT_RANKED, RankedMetrics
+from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
-from server.tools.plot import scored_categories
+from server.tools.plot import ranking_mismatch, scored_categories
+from server.vocab import COMPARATIVE, IMPACT_UNIT
 from server.writers.atomic import write_text_atomic
 
+MAX_WARNINGS = 10
 _SOURCE_WORDS = {
     "argument": "named by the caller",
     "arch_json": "arch JSON file",
@@ -35,18 +37,15 @@ class ReportInput(ToolInput):
 class ReportResult(BaseModel):
     report_file: str
     categories: list[str] = Field(description="categories in the report (those with an ops CSV)")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="per category: findings ranked with another GPU, bytes model or roofs than the roofline shown",
+    )
 
 
-def _metrics_findings(out: Path, cat: str) -> list[FindingRow]:
-    p = out / "category_data" / f"{cat}_metrics.json"
-    if not p.is_file():
-        return []
-    try:
-        m = orjson.loads(p.read_bytes())
-    except orjson.JSONDecodeError:
-        return []
+def _finding_rows(ranked: RankedMetrics | None) -> list[FindingRow]:
     rows = []
-    for f in m.get("category_findings", []) if isinstance(m, dict) else []:
+    for f in ranked.findings if ranked is not None else []:
         try:
             rows.append(
                 FindingRow(
@@ -58,12 +57,36 @@ def _metrics_findings(out: Path, cat: str) -> list[FindingRow]:
                     impact_low=float(f["impact_score_low"]),
                     impact_mid=float(f["impact_score"]),
                     impact_high=float(f["impact_score_high"]),
+                    impact_to_band=float(f["impact_to_band"]) if f.get("impact_to_band") is not None else None,
+                    members_within_band=int(f["members_within_band"])
+                    if f.get("members_within_band") is not None
+                    else None,
+                    member_count=int(f["member_count"]) if f.get("member_count") is not None else None,
                     members=[str(x.get("operation")) for x in f.get("members", [])],
                 )
             )
         except (KeyError, TypeError, ValueError):
             continue
     return rows
+
+
+def _prose(out: Path, cat: str, ranked: RankedMetrics | None) -> tuple[str | None, str | None, list[str]]:
+    """The findings prose (text, path) and notes on it: a file older than the ranking may quote old numbers."""
+    path = out / "category_findings" / f"{cat}_findings.md"
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        mtime = path.stat().st_mtime_ns
+    except FileNotFoundError:
+        return None, None, []
+    except OSError as exc:
+        return None, None, [f"the findings prose {path} could not be read ({exc.strerror})"]
+    notes = []
+    if ranked is not None and ranked.mtime_ns and mtime < ranked.mtime_ns:
+        notes.append(
+            "this prose was written before the category was last ranked: its numbers may be out of date "
+            "(render_findings_template, fill it again, validate_findings)"
+        )
+    return text, str(path), notes
 
 
 def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
@@ -73,6 +96,7 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
     resolved = with_rows[0].arch if with_rows else None
     sections: list[CategorySection] = []
     peaks: list[PeakSource] = []
+    warnings: list[str] = []
     e2e = None
     if resolved is not None:
         ceil = chart_ceilings(resolved, [s.table for s in with_rows if s.table is not None])
@@ -96,13 +120,18 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
             continue
         e2e = data.e2e_ms
         assert e2e is not None
+        ranked, mismatch = ranking_mismatch(out, s, args.arch, "this report", "render_report")
+        if mismatch:
+            warnings.append(f"{cat}: {mismatch}")
         plot = render_roofline_png(
             chart_points(cat, table),
             chart_ceilings(s.arch, [table]),
             title=f"{cat} on {table.gpu.name}",
             bytes_model=args.bytes_model,
+            warning=mismatch,
         )
         total = float(table.records["time_ms"].sum())
+        prose, prose_file, prose_notes = _prose(out, cat, ranked)
         sections.append(
             CategorySection(
                 category=cat,
@@ -111,7 +140,15 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
                 total_time_ms=total,
                 percent_of_e2e=100.0 * total / e2e,
                 notes=list(table.peak_notes),
-                findings=_metrics_findings(out, cat),
+                consistency_warnings=[mismatch] if mismatch else [],
+                ranked_with=ranked.ranked_with() if ranked is not None and not ranked.error else None,
+                findings=_finding_rows(ranked),
+                no_findings_reason=ranked.no_findings_reason if ranked is not None else NOT_RANKED,
+                impact_unit=ranked.impact_unit if ranked is not None else IMPACT_UNIT,
+                findings_markdown=prose,
+                findings_file=prose_file,
+                findings_notes=prose_notes,
+                comparative=data.comparison_scope == COMPARATIVE,
                 ops=report_op_rows(table, e2e),
             )
         )
@@ -128,7 +165,9 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
     )
     target = ctx.roots.resolve(args.output, what="report path") if args.output else out / "report.html"
     write_text_atomic(target, render_report_html(report))
-    return ReportResult(report_file=str(target), categories=[s.data.category for s in scored])
+    return ReportResult(
+        report_file=str(target), categories=[s.data.category for s in scored], warnings=capped(warnings, MAX_WARNINGS)
+    )
 
 
 TOOL = ToolSpec(
@@ -137,7 +176,8 @@ TOOL = ToolSpec(
     description=(
         "Write one self-contained HTML page (no scripts, nothing fetched) for an analysis folder: the peaks used and "
         "where they came from, and per category the roofline chart, the ranked findings and every op with its "
-        "roofline numbers. Returns the file's path."
+        "roofline numbers, and the findings prose when it exists. Returns the file's path and warnings when a "
+        "category's findings were ranked with another GPU or bytes model than the roofline shown."
     ),
     input_model=ReportInput,
     result_model=ReportResult,
