@@ -8,6 +8,8 @@ import cycles; no importlib tricks or `except ImportError` around the project's 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -203,3 +205,10 @@ def test_no_module_is_oversized() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
     }
     assert not big, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {big}"
+
+
+def test_starting_the_server_does_not_import_matplotlib() -> None:
+    # matplotlib is ~40 MB of a server's resident memory; only plot_roofline and render_report draw charts.
+    code = "import sys, server.mcp_server, server.cli.main; print('matplotlib' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False", done.stderr

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from matplotlib import image as mpimg
 
-from server.render.plots import DIRECTION_STYLE, Ceilings, RooflinePoint, render_roofline_png
+from server.render.chart_types import Ceilings, RooflinePoint
+from server.render.plots import DIRECTION_STYLE, render_roofline_png
 from server.render.report import CategorySection, OpRow, PeakSource, ReportContext, render_report_html
 
 WINDOW = (1400, 2000)

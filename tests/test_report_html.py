@@ -8,7 +8,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from server.render.plots import Ceilings, RooflinePoint, render_roofline_png
+from server.render.chart_types import Ceilings, RooflinePoint
+from server.render.plots import render_roofline_png
 from server.render.report import (
     NO_OPS_MESSAGE,
     CategorySection,

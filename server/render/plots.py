@@ -14,7 +14,6 @@ import io
 import math
 import textwrap
 import threading
-from typing import Literal, NamedTuple
 
 import matplotlib as mpl
 import numpy as np
@@ -24,12 +23,17 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.text import Annotation
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-from pydantic import BaseModel, ConfigDict, Field
 
 from server.errors import InputError
+from server.render.chart_types import (
+    Ceilings,
+    PlacedLabel,
+    PlottedPoint,
+    RooflinePlot,
+    RooflinePoint,
+    UnplottedPoint,
+)
 from server.render.labels import Placement, place_labels
-
-Direction = Literal["fwd", "bwd"]
 
 # Marker style per direction: shape AND colour differ, so the chart reads in grayscale and for
 # colour-blind readers (blue/orange is a colour-blind-safe pair).
@@ -71,90 +75,6 @@ _RC: dict[str, object] = {
 }
 # rcParams are process-global: serialize renders so concurrent tool calls cannot mix styles.
 _RENDER_LOCK = threading.Lock()
-
-
-class RooflinePoint(BaseModel):
-    """One op row to place on the chart."""
-
-    model_config = ConfigDict(frozen=True)
-
-    label: str = Field(description="short label drawn next to the marker, e.g. 'B16 H16 N559 d64 causal'")
-    intensity: float | None = Field(description="arithmetic intensity, FLOPs/byte")
-    achieved_tflops: float | None = Field(description="achieved throughput, TFLOPS")
-    time_ms: float = Field(
-        ge=0, allow_inf_nan=False, description="total GPU kernel time of the row, ms (sets the marker area)"
-    )
-    direction: Direction
-    has_model: bool
-    reason: str | None = Field(default=None, description="why there is no model (shown for unplotted ops)")
-    name: str
-    category: str
-
-
-class Ceilings(BaseModel):
-    """The peaks the chart's ceilings are drawn at."""
-
-    model_config = ConfigDict(frozen=True)
-
-    peak_tflops: float = Field(gt=0, allow_inf_nan=False, description="compute ceiling, TFLOPS")
-    peak_tbs: float = Field(gt=0, allow_inf_nan=False, description="HBM bandwidth ceiling, TB/s")
-    compute_spec: str = Field(description="e.g. matrix_bf16")
-    gpu_name: str
-    peak_kind: str = Field(description="achievable | datasheet | metadata …")
-
-
-class PlottedPoint(NamedTuple):
-    x: float  # FLOPs/byte, as drawn
-    y: float  # TFLOPS, as drawn
-    area: float  # marker area in pt², as drawn
-    direction: str
-    label: str
-    name: str
-    time_share: float  # time_ms / total time of all input points (plotted or not)
-    labelled: bool  # whether its short label is drawn
-
-
-class PlacedLabel(NamedTuple):
-    """A drawn point label, read back from its artist after drawing (display px, origin bottom left)."""
-
-    label: str
-    name: str
-    box_px: tuple[float, float, float, float]  # the label's drawn box (x0, y0, x1, y1)
-    anchor_px: tuple[float, float]  # the centre of the marker it names
-    leader: bool  # moved away from its marker, with a line back to it
-    overlap_px2: float  # what it still overlaps when no free spot was found (0 otherwise)
-
-
-class UnplottedPoint(NamedTuple):
-    label: str
-    name: str
-    direction: str
-    time_ms: float
-    reason: str
-
-
-class RooflinePlot(BaseModel):
-    """The PNG plus the exact data it shows (read back from the artists after drawing)."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    png: bytes
-    width_px: int
-    height_px: int
-    points: list[PlottedPoint]  # in input order
-    unplotted: list[UnplottedPoint]  # in input order
-    compute_ceiling: tuple[tuple[float, ...], tuple[float, ...]]  # (xs, ys)
-    bandwidth_ceiling: tuple[tuple[float, ...], tuple[float, ...]]  # (xs, ys)
-    ridge: tuple[float, float]  # (FLOPs/byte, TFLOPS)
-    x_limits: tuple[float, float]
-    y_limits: tuple[float, float]
-    x_tick_labels: list[str]  # labelled major ticks inside the limits
-    y_tick_labels: list[str]
-    unplotted_text: str  # the text box contents ('' when every op is plotted)
-    note: str | None  # NO_OPS_NOTE (no points) or NO_MODELED_NOTE (none plottable), drawn mid-axes
-    labels: list[PlacedLabel] = Field(default_factory=list)  # longest op first
-    axes_box_px: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # the plotting area (x0, y0, x1, y1)
-    warning: str | None = None  # drawn in red above the chart (e.g. findings ranked on another GPU)
 
 
 def _decade_label(value: float, _pos: object = None) -> str:

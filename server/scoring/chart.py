@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from server.numbers import finite
-from server.render.plots import Ceilings, RooflinePoint
+from server.render.chart_types import Ceilings, RooflinePoint
 from server.render.report import OpRow
 from server.scoring.arch import ResolvedArch
 from server.scoring.ranking import trace2_times

@@ -8,7 +8,6 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, PrivateAttr
 
 from server.errors import InputError
-from server.render.plots import render_roofline_png
 from server.roots import DataRoots
 from server.scoring.category import ScoredCategory, score_category
 from server.scoring.chart import chart_ceilings, chart_points
@@ -94,6 +93,9 @@ def ranking_mismatch(
 
 
 def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
+    # Imported here: matplotlib costs ~40 MB and ~0.5 s, and only chart-drawing calls need it.
+    from server.render.plots import render_roofline_png
+
     out = resolve_output_dir(ctx.roots, args.output_dir)
     scored = scored_categories(ctx.roots, out, args.category, args.arch, args.bytes_model)
     with_rows = [s for s in scored if s.has_rows]

@@ -7,7 +7,6 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from server.render.plots import render_roofline_png
 from server.render.report import CategorySection, FindingRow, PeakSource, ReportContext, render_report_html
 from server.scoring.chart import chart_ceilings, chart_points, report_op_rows
 from server.scoring.ranked import NOT_RANKED, RankedMetrics
@@ -90,6 +89,9 @@ def _prose(out: Path, cat: str, ranked: RankedMetrics | None) -> tuple[str | Non
 
 
 def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
+    # Imported here: matplotlib costs ~40 MB and ~0.5 s, and only chart-drawing calls need it.
+    from server.render.plots import render_roofline_png
+
     out = resolve_output_dir(ctx.roots, args.output_dir)
     scored = scored_categories(ctx.roots, out, "all", args.arch, args.bytes_model)
     with_rows = [s for s in scored if s.has_rows]
