@@ -4,8 +4,9 @@ The category imitates a long training trace: realistic Python call stacks (~40 f
 (a fill and the flash kernel) with their summaries, perf_params, ~380 MB of CSV. The server runs as a real
 stdio subprocess (`sdpa-analyzer serve`), called by the SDK's client, as Claude Code would.
 
-Targets (2-core machine): roofline + rank <= 4 s, and <= 6x a bare `pandas.read_csv` of the same file timed in
-the same run (the ratio holds when the machine's speed drifts); the server's peak RSS < 500 MB.
+Targets (issue #9, 2-core machine): roofline + rank <= 4 s where a bare `pandas.read_csv` of the same file takes
+0.7 s, so <= 5.7x the bare read timed in the same run (the ratio holds when the machine's speed drifts); the
+server's peak RSS < 500 MB.
 
     .venv/bin/python bench/bench_server.py [--rows 100000] [--in-process]
 
@@ -18,8 +19,8 @@ import argparse
 import asyncio
 import cProfile
 import json
+import os
 import pstats
-import resource
 import sys
 import tempfile
 import time
@@ -111,7 +112,32 @@ def _bare_read(csv: Path) -> float:
     return time.perf_counter() - t
 
 
-async def _over_stdio(root: Path, folder: Path) -> tuple[float, float, dict, dict]:
+def _server_peak_rss_mb() -> float | None:
+    """VmHWM of this process's server child, read from /proc while it runs (Linux).
+
+    Not `getrusage(RUSAGE_CHILDREN)`: a child's ru_maxrss includes the parent's pages it shared between fork
+    and exec, and this parent holds a 100k-row DataFrame and two CSV reads at that moment.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    me = str(os.getpid())
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            if stat[stat.rindex(")") + 2 :].split()[1] != me:  # the field after the state is the parent pid
+                continue
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+        except (OSError, ValueError, IndexError):
+            continue
+    return None
+
+
+async def _over_stdio(root: Path, folder: Path) -> tuple[float, float, dict, dict, float | None]:
     params = StdioServerParameters(command=sys.executable, args=["-m", "server.cli.main", "serve", "--root", str(root)])
     async with Client(params) as c:
         args = {"output_dir": str(folder), "category": "sdpa_fwd", "arch": "h100-sxm"}
@@ -120,10 +146,11 @@ async def _over_stdio(root: Path, folder: Path) -> tuple[float, float, dict, dic
         t1 = time.perf_counter()
         rank = await c.call_tool("rank_findings", args)
         t2 = time.perf_counter()
+        peak_mb = _server_peak_rss_mb()
     for r in (roof, rank):
         if r.is_error:
             raise SystemExit(f"tool failed: {r.content[0].text}")
-    return t1 - t0, t2 - t1, roof.structured_content, rank.structured_content
+    return t1 - t0, t2 - t1, roof.structured_content, rank.structured_content, peak_mb
 
 
 def main() -> int:
@@ -150,8 +177,7 @@ def main() -> int:
             print(f"in-process roofline + rank: {time.perf_counter() - t0:.2f} s (profiled); bare read {bare:.2f} s")
             pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
             return 0
-        roof_s, rank_s, roof, rank = asyncio.run(_over_stdio(root, folder))
-        server_rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        roof_s, rank_s, roof, rank, server_rss_mb = asyncio.run(_over_stdio(root, folder))
         metrics = Path(rank["metrics_file"]).stat().st_size / 1e6
         table = Path(roof["roofline_file"]).stat().st_size / 1e6
     both = roof_s + rank_s
@@ -159,8 +185,11 @@ def main() -> int:
           f"roofline CSV {table:.0f} MB; metrics JSON {metrics:.0f} MB")
     print(f"bare pandas.read_csv of the ops CSV: {bare:.2f} s")
     print(f"over MCP stdio: compute_roofline {roof_s:.2f} s + rank_findings {rank_s:.2f} s = {both:.2f} s "
-          f"({both / bare:.1f}x the bare read; targets <= 4 s and <= 6x)")
-    print(f"server peak RSS: {server_rss_mb:.0f} MB (target < 500 MB)")
+          f"({both / bare:.1f}x the bare read; targets <= 4 s and <= 5.7x)")
+    if server_rss_mb is None:
+        print("server peak RSS: unknown (no /proc on this system)")
+    else:
+        print(f"server peak RSS: {server_rss_mb:.0f} MB (target < 500 MB)")
     return 0
 
 
