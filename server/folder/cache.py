@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from server.folder.read import CategoryData, category_input_files, load_category
+from server.memory import release_free_heap
 
 MAX_CATEGORIES = 4
 MAX_ROWS = 250_000  # per map, all entries together (~1 KB a row each); one larger category is still cached, alone
@@ -84,6 +85,7 @@ def cached_load(output_dir: Path, category: str) -> CategoryData:
     data = _categories.get(key)
     if data is None:
         data = load_category(output_dir, category)
+        release_free_heap()  # reading freed far more than it kept
         # a file replaced while it was read gives a key that no longer matches: store under the key seen
         # before reading only when it still holds
         if _category_key(output_dir, category) == key:

@@ -13,6 +13,7 @@ from perf_models.config import BwdConvention
 from perf_models.hardware import GpuSpec
 from server.folder.cache import FileStamp, Lru
 from server.folder.read import CategoryData
+from server.memory import release_free_heap
 from server.scoring.records import RooflineTable, compute_records
 
 MAX_TABLES = 4
@@ -51,6 +52,7 @@ def cached_records(
             ),
         )
         _tables.put(key, entry)
+        release_free_heap()  # modeling every row freed far more than the table keeps
     return entry.table, entry.written
 
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from perf_models.errors import PerfModelError
 from server.errors import InputError, os_error_message, shorten_message
 from server.gc_pause import gc_paused
+from server.memory import release_free_heap
 from server.roots import DataRoots
 
 log = logging.getLogger("sdpa_analyzer")
@@ -142,3 +143,5 @@ def execute(spec: ToolSpec[In, Out], ctx: ToolContext, args: Mapping[str, Any] |
         raise ToolFailure(
             f"internal error in {spec.name} ({type(exc).__name__}); see the server log", internal=True
         ) from None
+    finally:
+        release_free_heap()  # what the call freed goes back to the OS, so an idle server stays small

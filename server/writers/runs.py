@@ -15,6 +15,9 @@ import pandas as pd
 
 FEW = 1 / 16  # a column with at most this share of distinct values joins a pre-rendered run
 RUN_LIMIT = 1 / 4  # a run stops growing before its distinct combinations pass this share of the rows
+# A column whose texts are this long on average (call chains, kernel names) stands alone: joining it into a
+# run saves one piece per row but copies its long texts into every combination (tens of MB at 10^5 rows).
+LONG_TEXT = 256
 
 Coded = tuple[np.ndarray, Sequence[bytes]]  # every row's code (>= 0) and the text of each code
 
@@ -95,6 +98,10 @@ def combine_runs(
             out.append(item)
             continue
         codes, texts = c
+        if texts and sum(map(len, texts)) > LONG_TEXT * len(texts):
+            flush()
+            out.append(wrap(Combined(codes, texts)))
+            continue
         trial, uniques = pd.factorize(joint * len(texts) + codes)
         if len(uniques) > max(1.0, n * RUN_LIMIT):
             flush()
