@@ -12,12 +12,13 @@ import json
 import logging
 import shutil
 import statistics
+import sys
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
 from server.cli.main import main
 from server.mcp_server import create_server
@@ -346,3 +347,18 @@ async def test_over_mcp_with_progress_per_rank(job: dict[str, Any]) -> None:
         assert bad.is_error and "--overwrite" in bad.content[0].text
     ranks = [m for _, _, m in notes if m and m.startswith("rank ")]
     assert len(ranks) == WORLD and notes[-1][0] == notes[-1][1] == WORLD
+
+
+@pytest.mark.anyio
+async def test_over_stdio_the_pool_leaves_the_transport_clean(tmp_path: Path) -> None:
+    # the pool's processes inherit the server's stdout, the stdio transport: nothing may be written there
+    write_job(tmp_path / "traces", world=2)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "server.cli.main", "serve", "--root", str(tmp_path)]
+    )
+    async with Client(params) as c:
+        r = await c.call_tool("analyze_ranks", {"trace_dir": "traces", "output_dir": "out", "workers": 2})
+        assert not r.is_error, r.content[0].text
+        assert r.structured_content["ranks_ok"] == 2 and r.structured_content["workers"] == 2
+        again = await c.call_tool("load_rank_summary", {"output_dir": "out/rank_1"})
+        assert again.structured_content["folder_rank"] == 1
