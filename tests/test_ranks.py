@@ -306,6 +306,17 @@ def test_dask_localcluster_gives_the_pool_summary(job: dict[str, Any], tmp_path:
         assert (a / "sdpa_fwd_ops.csv").read_bytes() == (b / "sdpa_fwd_ops.csv").read_bytes()
 
 
+def test_cli_dask_engine_starts_its_own_localcluster(job: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    base = job["base"]
+    out = base / "out-dask-local"
+    rc = main(["analyze-ranks", str(base / "traces"), "-o", str(out), "--engine", "dask", "--workers", "2", "--json"])
+    printed, err = capsys.readouterr()
+    assert rc == 0, err
+    res = json.loads(printed)
+    assert res["engine"] == "dask" and res["workers"] == 2 and res["dask_address"] is None and res["ranks_ok"] == WORLD
+    assert _stable(json.loads((out / "ranks_summary.json").read_text())) == _stable(job["summary"])
+
+
 def test_dask_engine_errors_are_one_line(job: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     args = {"trace_dir": str(job["base"] / "traces"), "output_dir": str(job["base"] / "o-err"), "engine": "dask"}
     monkeypatch.setattr(engines, "CONNECT_TIMEOUT", "1s")

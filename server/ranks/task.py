@@ -39,6 +39,7 @@ log = logging.getLogger("sdpa_analyzer")
 # Shape keys and labels do not depend on the GPU: a folder with no usable peaks is tabulated with this one and
 # its efficiencies dropped, so its shapes still line up with the other ranks'.
 _SHAPES_ONLY_GPU = "h100-sxm"
+MAX_WARNINGS = 5  # of analyze_trace's, per rank: the summary holds a thousand ranks
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def analyze_rank(task: RankTask) -> RankOutcome:
             index=task.index, rank=task.rank, trace_path=task.trace_path, folder=task.folder, status=result.status,
             events=result.events, e2e_ms=finite(e2e, 6), gpu=result.gpu.arch or result.gpu.device_name,
             seconds=time.perf_counter() - t0, peak_rss_mb=peak_rss_mb(), categories=categories, shapes=shapes,
-            warnings=notes,
+            warnings=notes + result.warnings[:MAX_WARNINGS],
         )  # fmt: skip
     except (TraceError, InputError, PerfModelError, FileExistsError) as exc:
         message = str(exc)
