@@ -71,6 +71,40 @@ if __name__ == "__main__":
 """
 
 
+# a perfectly parallel CPU-bound job of the same shape (4 tasks on W processes): what the machine offers right now.
+# On a shared machine with CFS autogroups, another busy session takes a core whatever we start; this control
+# run shows it, so a ratio near 1 is read as "no second core was free", not as a serial analyzer.
+_SPIN = """
+import sys, time
+from concurrent.futures import ProcessPoolExecutor
+
+def spin(n):
+    x = 0
+    for i in range(n):
+        x += i * i
+    return x
+
+def main():
+    workers, tasks, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(workers) as pool:
+        list(pool.map(spin, [n] * tasks))
+    print(time.perf_counter() - t0)
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def spin_ratio(tasks: int, n: int = 15_000_000) -> float:
+    """Wall time of the control job on 2 processes / on 1 (0.5 on two free cores)."""
+    walls = []
+    for w in (1, 2):
+        cmd = [sys.executable, "-c", _SPIN, str(w), str(tasks), str(n)]
+        walls.append(float(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout))
+    return walls[1] / walls[0]
+
+
 def make_traces(n_ranks: int, n_events: int) -> Path:
     sys.path.insert(0, str(REPO))
     from server.synthetic import generate_large_trace
@@ -151,14 +185,17 @@ def main() -> int:
     print(f"{len(sizes)} rank traces, {statistics.mean(sizes):.1f} MB each (uncompressed JSON)")
     configs = [("pool", 1), ("pool", 2)] + ([] if args.no_dask else [("dask", 2)])
     results: dict[tuple[str, int], list[dict]] = {c: [] for c in configs}
+    control: list[float] = []
     for rnd in range(args.rounds):
         order = configs[rnd % len(configs) :] + configs[: rnd % len(configs)]
         for c in order:
             r = run_config(traces, *c)
             assert r["ok"] == len(sizes), r
             results[c].append(r)
+        control.append(spin_ratio(len(sizes)))
         line = ", ".join(f"{e} x{w}: {results[(e, w)][-1]['wall']:.2f} s" for e, w in configs)
-        print(f"round {rnd + 1}: {line}", flush=True)
+        load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
+        print(f"round {rnd + 1}: {line}; control job 2/1 = {control[-1]:.2f}; load {load}", flush=True)
 
     def ratios(c: tuple[str, int]) -> list[float]:
         return [b["wall"] / a["wall"] for a, b in zip(results[("pool", 1)], results[c], strict=True)]
@@ -186,6 +223,10 @@ def main() -> int:
             note = f"; {med:.2f} x the 1-worker time (per round: {', '.join(f'{x:.2f}' for x in ratios(c))}){verdict}"
         runs = ", ".join(f"{w:.2f}" for w in walls)
         print(f"{c[0]} x{c[1]}: median {statistics.median(walls):.2f} s (runs {runs}){note}")
+    print(
+        f"control (a perfectly parallel job, 2 vs 1 processes): median {statistics.median(control):.2f} "
+        f"(per round: {', '.join(f'{x:.2f}' for x in control)}; 0.5 = two free cores)"
+    )
     met = statistics.median(ratios(("pool", 2))) <= TARGET
     return 0 if met else 1
 
