@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import os
 import shutil
 import statistics
 import sys
@@ -25,6 +26,7 @@ from server.mcp_server import create_server
 from server.ranks import engines
 from server.ranks.discover import plan_ranks, rank_from_name
 from server.ranks.header import read_header_prefix
+from server.ranks.task import RankOutcome, RankTask, analyze_rank
 from server.roots import DataRoots
 from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
 from server.tools import call
@@ -304,6 +306,24 @@ def test_dask_localcluster_gives_the_pool_summary(job: dict[str, Any], tmp_path:
     for rank in range(WORLD):
         a, b = out / f"rank_{rank}" / "category_data", base / "out" / f"rank_{rank}" / "category_data"
         assert (a / "sdpa_fwd_ops.csv").read_bytes() == (b / "sdpa_fwd_ops.csv").read_bytes()
+
+
+def die_on_rank_1(task: RankTask) -> RankOutcome:
+    """A task that kills its pool process on rank 1, as the OOM killer would (picklable: a module function)."""
+    if task.rank == 1:
+        os._exit(137)
+    return analyze_rank(task)
+
+
+def test_a_dead_worker_costs_only_its_rank(job: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    base = job["base"]
+    monkeypatch.setattr(engines, "analyze_rank", die_on_rank_1)
+    res = call(
+        "analyze_ranks", job["roots"], trace_dir=str(base / "traces"), output_dir=str(base / "o-dead"), workers=2
+    )
+    assert res.ranks_ok == WORLD - 1 and [e.rank for e in res.errors] == [1]
+    assert "worker process died" in res.errors[0].error
+    assert sorted(p.name for p in (base / "o-dead").iterdir() if p.is_dir()) == ["rank_0", "rank_2", "rank_3"]
 
 
 def test_cli_dask_engine_starts_its_own_localcluster(job: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:

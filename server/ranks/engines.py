@@ -7,7 +7,8 @@ process that died (killed for memory, a crash) or a Dask worker lost mid-task be
 
 The pool's processes come from a fork server, not a fork of this process: the MCP server runs threads, and
 forking a threaded process can deadlock the child. The fork server imports the analysis modules once, so a
-worker starts in milliseconds. Each worker holds one trace at a time.
+worker starts in milliseconds. Each worker holds one trace at a time. A worker that dies takes the ranks in
+flight with it; they are retried one at a time, so a dead worker costs only the rank that killed it.
 
 Dask is imported only when chosen (`pip install 'sdpa-analyzer[cluster]'`). Without an address a
 LocalCluster of `workers` single-threaded processes is started and closed again; with one, the tasks go
@@ -34,7 +35,6 @@ Engine = Literal["pool", "dask"]
 OnDone = Callable[[RankOutcome], None]
 CLUSTER_EXTRA = "pip install 'sdpa-analyzer[cluster]'"
 CONNECT_TIMEOUT = "15s"  # Dask retries a refused connection until then
-POOL_ROUNDS = 2  # tasks in flight when a pool process dies are tried once more in a fresh pool
 _DIED = (
     "the worker process died while analyzing this trace (killed for memory? try fewer --workers, or a machine "
     "with more memory)"
@@ -51,13 +51,12 @@ def default_workers() -> int:
 
 # ---------------------------------------------------------------------------------------------- process pool
 def run_pool(tasks: Sequence[RankTask], workers: int, on_done: OnDone) -> None:
-    pending = list(tasks)
-    for _ in range(POOL_ROUNDS):
-        if not pending:
-            return
-        pending = _pool_round(pending, workers, on_done)
-    for task in pending:
-        on_done(error_outcome(task, _DIED))
+    """When a pool process dies, every task in flight on that pool fails with it; those are run again one at a
+    time, each on a pool of its own (alone, a rank that needed too much memory beside the others may fit), so
+    only the rank that kills its worker by itself is reported."""
+    for task in _pool_round(list(tasks), workers, on_done):
+        if _pool_round([task], 1, on_done):
+            on_done(error_outcome(task, _DIED))
 
 
 def _pool_context() -> Any:

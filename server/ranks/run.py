@@ -7,8 +7,8 @@
 
 An output folder that already holds rank folders or a summary is refused unless `overwrite`: then each rank
 folder is replaced as its rank completes, a failed rank's old folder is removed, and the old summary goes at
-the start (a summary is only ever the finished run's). Folders another run left half-made (`.rank_*.staging-*`)
-are removed. Progress: one step per rank, as each completes.
+the start (a summary is only ever the finished run's). Half-made folders (`.rank_*.staging-*`) of killed workers
+are removed, at the start and at the end. Progress: one step per rank, as each completes.
 """
 
 from __future__ import annotations
@@ -87,6 +87,7 @@ def analyze_ranks(
         else:
             served = min(n_workers, len(tasks))
             run_pool(tasks, served, on_done)
+    clear_leftovers(output_dir)  # a worker killed mid-trace leaves its staging folder
     outcomes.sort(key=lambda o: o.index)
     plan.warnings += warnings
     run = {"engine": engine, "workers": served, "dask_address": dask_address or None}
@@ -109,9 +110,7 @@ def _prepare_output(out: Path, plan: RankPlan, overwrite: bool) -> list[str]:
             f"output_dir {out} already holds another run's ranks ({shown}) — pass --overwrite (overwrite=true) to "
             "replace them, or choose an empty folder"
         )
-    for p in out.iterdir():
-        if _LEFTOVER.fullmatch(p.name):
-            shutil.rmtree(p, ignore_errors=True)
+    clear_leftovers(out)
     for p in summary_files:
         p.unlink()
     planned = {rank_folder_name(int(t.rank)) for t in plan.runnable}
@@ -123,6 +122,13 @@ def _prepare_output(out: Path, plan: RankPlan, overwrite: bool) -> list[str]:
             + (", …" if len(stale) > 5 else "")
         ]
     return []
+
+
+def clear_leftovers(out: Path) -> None:
+    """Remove the staging folders of tasks whose process was killed mid-trace (by now, or by an earlier run)."""
+    for p in out.iterdir():
+        if _LEFTOVER.fullmatch(p.name):
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def _rank_key(name: str) -> int:
