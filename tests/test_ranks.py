@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import os
 import shutil
 import statistics
 import sys
@@ -20,13 +19,13 @@ from typing import Any
 import pandas as pd
 import pytest
 from mcp import Client, StdioServerParameters
+from rank_helpers import die_on_rank_1
 
 from server.cli.main import main
 from server.mcp_server import create_server
 from server.ranks import engines
 from server.ranks.discover import plan_ranks, rank_from_name
 from server.ranks.header import read_header_prefix
-from server.ranks.task import RankOutcome, RankTask, analyze_rank
 from server.roots import DataRoots
 from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
 from server.tools import call
@@ -306,13 +305,6 @@ def test_dask_localcluster_gives_the_pool_summary(job: dict[str, Any], tmp_path:
     for rank in range(WORLD):
         a, b = out / f"rank_{rank}" / "category_data", base / "out" / f"rank_{rank}" / "category_data"
         assert (a / "sdpa_fwd_ops.csv").read_bytes() == (b / "sdpa_fwd_ops.csv").read_bytes()
-
-
-def die_on_rank_1(task: RankTask) -> RankOutcome:
-    """A task that kills its pool process on rank 1, as the OOM killer would (picklable: a module function)."""
-    if task.rank == 1:
-        os._exit(137)
-    return analyze_rank(task)
 
 
 def test_a_dead_worker_costs_only_its_rank(job: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
