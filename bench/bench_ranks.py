@@ -4,11 +4,14 @@ Generates the traces once with server.synthetic.generate_large_trace (bench/out/
 kept between runs), then times `analyze_ranks` end to end — pool or cluster start-up, every rank, the
 summary — each configuration in a fresh interpreter, as a user's command would run. The configurations run
 in rotating order in every round, so the machine's background load falls on all of them alike; the speedups
-are the ratios within a round, and the medians over the rounds are printed. Also printed: the per-rank time
-and the worker's peak resident memory (from the summary), and an idle worker's resident memory (the
-imported modules) for comparison.
+are the ratios within a round, and the medians over the rounds are printed. Each round also times a
+control job (perfectly parallel, pure CPU, on 1 and 2 processes): on a shared machine another busy session
+can hold a core, and the control ratio says whether a second core was there to use. Also printed: the time
+per rank, one rank's peak memory in a fresh process (imported code + what the trace adds), and the reduce of
+a 1,024-rank summary from synthetic results.
 
-Target: 2 workers take <= 0.8 x the 1-worker time on a 2-core machine.
+Target: 2 workers take <= 0.8 x the 1-worker time on a 2-core machine (exit 1 when missed while the control
+job found two cores; "inconclusive" when it did not).
 
     .venv/bin/python bench/bench_ranks.py [--ranks 4] [--events 227000] [--rounds 3] [--no-dask]
 """
@@ -27,6 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / "bench" / "out" / "ranks"
 TARGET = 0.8
+CONTROL_FREE = 0.65  # a control ratio above this: the machine did not offer two cores during the rounds
 
 _RUN = """
 import json, sys, time
@@ -227,8 +231,12 @@ def main() -> int:
         f"control (a perfectly parallel job, 2 vs 1 processes): median {statistics.median(control):.2f} "
         f"(per round: {', '.join(f'{x:.2f}' for x in control)}; 0.5 = two free cores)"
     )
-    met = statistics.median(ratios(("pool", 2))) <= TARGET
-    return 0 if met else 1
+    ratio, free = statistics.median(ratios(("pool", 2))), statistics.median(control)
+    if ratio > TARGET and free > CONTROL_FREE:
+        print(f"2-worker target inconclusive: the control job got {free:.2f}, so no second core was free; rerun on "
+              "a quiet machine")  # fmt: skip
+        return 0
+    return 0 if ratio <= TARGET else 1
 
 
 if __name__ == "__main__":
