@@ -142,7 +142,7 @@ def build_summary(
 ) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """(summary JSON object, per rank × category table, per shape × rank table)."""
     entries = rank_entries(plan, outcomes, out_dir)
-    analyzed = sorted(o.rank for o in outcomes if o.status != "ERROR")
+    analyzed = {o.rank for o in outcomes if o.status != "ERROR"}
     cats = _category_frame(outcomes)
     shapes = _shape_frame(outcomes)
     stragglers: list[dict[str, Any]] = []
@@ -220,14 +220,13 @@ def _mmm(stats: dict[str, Any], prefix: str) -> dict[str, float | None]:
     return {k: finite(stats[f"{prefix}_{k}"], nd) for k in ("min", "median", "max")}
 
 
-def _presence(present: set[int], analyzed: list[int]) -> dict[str, Any]:
+def _presence(present: set[int], analyzed: set[int]) -> dict[str, Any]:
     """On every analyzed rank, or which ranks (whichever list is shorter: present or absent)."""
-    absent = [r for r in analyzed if r not in present]
-    if not absent:
+    if len(present) >= len(analyzed):
         return {"on_all_ranks": True}
-    if len(present) <= len(absent):
+    if 2 * len(present) <= len(analyzed):
         return {"on_all_ranks": False, "present_ranks": sorted(present)}
-    return {"on_all_ranks": False, "absent_ranks": absent}
+    return {"on_all_ranks": False, "absent_ranks": sorted(analyzed - present)}
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
