@@ -46,7 +46,8 @@ def main():
     wall = time.perf_counter() - t0
     summary = json.loads((out / "ranks_summary.json").read_text())
     ranks = [r for r in summary["ranks"] if r["status"] == "OK"]
-    print(json.dumps({"wall": wall, "ok": res.ranks_ok, "workers": res.workers,
+    cpu = sum(r["cpu_seconds"] for r in ranks)
+    print(json.dumps({"wall": wall, "ok": res.ranks_ok, "workers": res.workers, "cpu": cpu,
                       "rank_seconds": [r["seconds"] for r in ranks], "rank_rss": [r["peak_rss_mb"] for r in ranks]}))
 
 if __name__ == "__main__":
@@ -197,7 +198,10 @@ def main() -> int:
             assert r["ok"] == len(sizes), r
             results[c].append(r)
         control.append(spin_ratio(len(sizes)))
-        line = ", ".join(f"{e} x{w}: {results[(e, w)][-1]['wall']:.2f} s" for e, w in configs)
+        last = {c: results[c][-1] for c in configs}
+        line = ", ".join(
+            f"{e} x{w}: {r['wall']:.2f} s ({r['cpu'] / r['wall']:.2f} cores)" for (e, w), r in last.items()
+        )
         load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
         print(f"round {rnd + 1}: {line}; control job 2/1 = {control[-1]:.2f}; load {load}", flush=True)
 
@@ -226,7 +230,8 @@ def main() -> int:
             verdict = "" if c[0] == "dask" else f" — target <= {TARGET}: {'met' if med <= TARGET else 'NOT met'}"
             note = f"; {med:.2f} x the 1-worker time (per round: {', '.join(f'{x:.2f}' for x in ratios(c))}){verdict}"
         runs = ", ".join(f"{w:.2f}" for w in walls)
-        print(f"{c[0]} x{c[1]}: median {statistics.median(walls):.2f} s (runs {runs}){note}")
+        cores = statistics.median(r["cpu"] / r["wall"] for r in results[c])
+        print(f"{c[0]} x{c[1]}: median {statistics.median(walls):.2f} s (runs {runs}), {cores:.2f} cores busy{note}")
     print(
         f"control (a perfectly parallel job, 2 vs 1 processes): median {statistics.median(control):.2f} "
         f"(per round: {', '.join(f'{x:.2f}' for x in control)}; 0.5 = two free cores)"

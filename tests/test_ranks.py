@@ -70,7 +70,8 @@ def write_job(folder: Path, world: int = WORLD, named: bool = False) -> list[Pat
 def _stable(summary: dict[str, Any]) -> dict[str, Any]:
     """The summary without what depends on how it ran (engine, workers, timings, memory)."""
     s = {k: v for k, v in summary.items() if k not in ("engine", "workers", "dask_address", "seconds")}
-    s["ranks"] = [{k: v for k, v in r.items() if k not in ("seconds", "peak_rss_mb")} for r in s["ranks"]]
+    timing = ("seconds", "cpu_seconds", "peak_rss_mb")
+    s["ranks"] = [{k: v for k, v in r.items() if k not in timing} for r in s["ranks"]]
     return s
 
 

@@ -54,7 +54,8 @@ def rank_entries(plan: RankPlan, outcomes: list[RankOutcome], out_dir: Path) -> 
                 "folder": _rel(o.folder, out_dir) if o.status != "ERROR" else None, "status": o.status,
                 "error": o.error, "rank_source": t.rank_source if t else None,
                 "world_size": t.world_size if t else None, "e2e_ms": o.e2e_ms, "events": o.events, "gpu": o.gpu,
-                "seconds": round(o.seconds, 3), "peak_rss_mb": o.peak_rss_mb, "warnings": o.warnings,
+                "seconds": round(o.seconds, 3), "cpu_seconds": round(o.cpu_seconds, 3), "peak_rss_mb": o.peak_rss_mb,
+                "warnings": o.warnings,
             }
         )  # fmt: skip
     for t in plan.traces:
@@ -63,7 +64,7 @@ def rank_entries(plan: RankPlan, outcomes: list[RankOutcome], out_dir: Path) -> 
                 {
                     "rank": t.rank, "trace_path": _rel(t.path, out_dir), "folder": None, "status": "ERROR",
                     "error": t.error, "rank_source": t.rank_source, "world_size": t.world_size, "e2e_ms": None,
-                    "events": 0, "gpu": None, "seconds": 0.0, "peak_rss_mb": None, "warnings": [],
+                    "events": 0, "gpu": None, "seconds": 0.0, "cpu_seconds": 0.0, "peak_rss_mb": None, "warnings": [],
                 }
             )  # fmt: skip
     entries.sort(key=lambda e: (e["rank"] is None, e["rank"] if e["rank"] is not None else 0, e["trace_path"]))

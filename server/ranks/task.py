@@ -87,6 +87,7 @@ class RankOutcome(BaseModel):
     e2e_ms: float | None = None
     gpu: str | None = None
     seconds: float = 0.0
+    cpu_seconds: float = Field(0.0, description="CPU time of the task; far below `seconds`: the core was shared")
     peak_rss_mb: float | None = Field(None, description="the worker process's peak resident memory so far")
     categories: list[RankCategory] = Field(default_factory=list)
     shapes: list[RankShape] = Field(default_factory=list)
@@ -95,7 +96,7 @@ class RankOutcome(BaseModel):
 
 def analyze_rank(task: RankTask) -> RankOutcome:
     """Analyze one rank trace into its rank folder; every failure becomes the outcome's one-line error."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     final = Path(task.folder)
     staging = final.parent / f".{final.name}.staging-{uuid.uuid4().hex[:8]}"
     try:
@@ -112,8 +113,8 @@ def analyze_rank(task: RankTask) -> RankOutcome:
         return RankOutcome(
             index=task.index, rank=task.rank, trace_path=task.trace_path, folder=task.folder, status=result.status,
             events=result.events, e2e_ms=finite(e2e, 6), gpu=result.gpu.arch or result.gpu.device_name,
-            seconds=time.perf_counter() - t0, peak_rss_mb=peak_rss_mb(), categories=categories, shapes=shapes,
-            warnings=notes + result.warnings[:MAX_WARNINGS],
+            seconds=time.perf_counter() - t0, cpu_seconds=time.process_time() - c0, peak_rss_mb=peak_rss_mb(),
+            categories=categories, shapes=shapes, warnings=notes + result.warnings[:MAX_WARNINGS],
         )  # fmt: skip
     except (TraceError, InputError, PerfModelError, FileExistsError) as exc:
         message = str(exc)
