@@ -43,7 +43,7 @@ def _spreads(categories: list[Any]) -> str:
 
 
 def human_analyze_ranks(r: Any) -> str:
-    workers = f"{r.workers} workers" if r.workers else "no workers"
+    workers = f"{r.workers} worker{'s' if r.workers != 1 else ''}" if r.workers else "no workers"
     lines = [
         f"{r.status}: {r.traces} traces -> {r.output_dir} ({r.engine}, {workers}, {fmt(r.seconds)} s); "
         f"{r.ranks_ok} ok, {r.ranks_no_data} without attention, {r.ranks_failed} failed; world size "
