@@ -60,6 +60,8 @@ def run_pool(tasks: Sequence[RankTask], workers: int, on_done: OnDone) -> None:
 
 
 def _pool_context() -> Any:
+    if "forkserver" not in multiprocessing.get_all_start_methods():  # Windows: spawn, each worker imports anew
+        return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["server.ranks.task"])
     return ctx
