@@ -40,6 +40,7 @@ AGENT_TOOLS = (
     "plot_roofline",
     "list_architectures",
     "analyze_trace",
+    "load_rank_summary",
 )
 FILE_TOOLS = ("Read", "Edit", "Write")
 AGENT_NAME = "sdpa-analyzer"

@@ -41,7 +41,9 @@ INSTRUCTIONS = (
     "Attention (SDPA) performance analysis of PyTorch profiler traces. Typical flow for one category "
     "(sdpa_fwd, sdpa_bwd, inferenceattention): load_category_data -> compute_roofline -> rank_findings -> "
     "render_findings_template -> fill the {{FILL: ...}} prose slots -> validate_findings. analyze_trace turns "
-    "a raw trace into the analysis folder. All numbers come from the tools; never compute them yourself."
+    "a raw trace into the analysis folder; analyze_ranks does it for every rank trace of a distributed job, and "
+    "load_rank_summary returns its cross-rank stragglers. All numbers come from the tools; never compute them "
+    "yourself."
 )
 
 

@@ -1,7 +1,7 @@
 """The package layers point one way, read from the code's own imports with `ast` (function-level imports too).
 
-perf_models ← server basics ← {writers, folder, ingest, scoring, findings, render, synthetic} ← tools ← prompts ←
-{mcp_server, cli}. Nothing imports the CLI but the CLI; nothing below the tools imports mcp or argparse; no
+perf_models ← server basics ← {writers, folder, ingest, scoring, findings, render, synthetic} ← ranks ← tools ←
+prompts ← {mcp_server, cli}. Nothing imports the CLI but the CLI; nothing below the tools imports mcp or argparse; no
 import cycles; no importlib tricks or `except ImportError` around the project's own modules.
 """
 
@@ -29,10 +29,11 @@ LAYERS: dict[str, int] = {
     "server.ingest": 4,
     "server.synthetic": 4,
     "server.scoring": 4,
-    "server.tools": 5,
-    "prompts": 6,
-    "server.mcp_server": 7,
-    "server.cli": 8,
+    "server.ranks": 5,  # many rank traces: runs ingest + scoring per rank, reduces the ranks' results
+    "server.tools": 6,
+    "prompts": 7,
+    "server.mcp_server": 8,
+    "server.cli": 9,
 }
 MAX_MODULE_LINES = 900
 

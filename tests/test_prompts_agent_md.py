@@ -27,6 +27,7 @@ EXPECTED_TOOLS = frozenset(
         "render_findings_template",
         "plot_roofline",
         "list_architectures",
+        "load_rank_summary",
     }
 )
 FILE_TOOLS = frozenset({"Read", "Write", "Edit"})

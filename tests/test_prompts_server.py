@@ -27,8 +27,9 @@ def _message_texts(prompt_result) -> list[str]:
     return [m.content.text for m in prompt_result.messages if getattr(m.content, "type", "") == "text"]
 
 
-# Server tools the subagent is not given: the HTML report is for people (it names nothing the findings need).
-NOT_FOR_THE_AGENT = frozenset({"render_report"})
+# Server tools the subagent is not given: the HTML report is for people (it names nothing the findings need);
+# analyze_ranks runs a whole job's traces on a pool or a cluster, an orchestrator's step, not one category's.
+NOT_FOR_THE_AGENT = frozenset({"render_report", "analyze_ranks"})
 
 
 async def test_server_tools_equal_the_agent_allowlist() -> None:

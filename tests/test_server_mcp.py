@@ -25,6 +25,8 @@ EXPECTED_TOOLS = {
     "render_findings_template",
     "plot_roofline",
     "list_architectures",
+    "analyze_ranks",
+    "load_rank_summary",
 }
 
 

@@ -23,6 +23,7 @@ from pydantic.fields import FieldInfo
 
 from server import __version__
 from server.cli.human import render
+from server.cli.human_ranks import RANK_RENDERERS
 from server.cli.progress import ProgressBar
 from server.errors import InputError
 from server.roots import DataRoots
@@ -84,7 +85,9 @@ def _add_tool_command(sub: Any, spec: ToolSpec[Any, Any]) -> None:
         field = fields[name]
         kw = _option(field)
         kw.pop("action", None)
-        p.add_argument(name, nargs=None if field.is_required() else "?", default=argparse.SUPPRESS, **kw)
+        many = kw.pop("nargs", None) == "+"  # a list field: one or more values (`analyze-ranks TRACE...`)
+        nargs = ("+" if field.is_required() else "*") if many else (None if field.is_required() else "?")
+        p.add_argument(name, nargs=nargs, default=argparse.SUPPRESS, **kw)
     for name, field in fields.items():
         if name in spec.cli.positional:
             continue
@@ -124,7 +127,8 @@ def run_tool_command(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
     else:
-        print(render(spec.name, result))
+        rank_renderer = RANK_RENDERERS.get(spec.name)
+        print(rank_renderer(result) if rank_renderer is not None else render(spec.name, result))
     if spec.name == "validate_findings" and not result.passed:
         return EXIT_INVALID
     return EXIT_OK

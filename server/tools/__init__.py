@@ -11,7 +11,20 @@ from typing import Any
 from pydantic import BaseModel
 
 from server.roots import DataRoots
-from server.tools import analyze, archs, load, model, plot, rank, report, roofline, template, validate
+from server.tools import (
+    analyze,
+    archs,
+    load,
+    model,
+    plot,
+    rank,
+    rank_summary,
+    ranks,
+    report,
+    roofline,
+    template,
+    validate,
+)
 from server.tools.base import ProgressFn, ToolContext, ToolSpec, execute
 
 TOOLS: tuple[ToolSpec[Any, Any], ...] = (
@@ -24,6 +37,8 @@ TOOLS: tuple[ToolSpec[Any, Any], ...] = (
     plot.TOOL,
     archs.TOOL,
     analyze.TOOL,
+    ranks.TOOL,
+    rank_summary.TOOL,
     report.TOOL,
 )
 TOOLS_BY_NAME: dict[str, ToolSpec[Any, Any]] = {t.name: t for t in TOOLS}

@@ -1,0 +1,118 @@
+"""analyze_ranks: every rank trace of one distributed job → one analysis folder per rank + a cross-rank summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints, model_validator
+
+from server.errors import InputError
+from server.ranks.discover import list_trace_dir
+from server.ranks.result import RanksResult
+from server.ranks.run import analyze_ranks as run_ranks
+from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from server.tools.common import ArchArg
+
+MAX_TRACES = 100_000
+PathText = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+
+
+class AnalyzeRanksInput(ToolInput):
+    trace_paths: Annotated[
+        list[PathText] | None,
+        Field(
+            max_length=MAX_TRACES,
+            description="the rank traces (Kineto JSON, .json or .json.gz) under a data root; a single folder "
+            "stands for trace_dir",
+        ),
+    ] = None
+    trace_dir: Annotated[
+        str | None, Field(max_length=4096, description="a folder of rank traces (its *.json and *.json.gz files)")
+    ] = None
+    output_dir: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=4096,
+            description="folder to write: rank_<r>/ per rank (as analyze_trace writes it) and ranks_summary.json",
+        ),
+    ]
+    workers: Annotated[
+        int | None, Field(ge=1, le=4096, description="parallel workers (pool processes or LocalCluster workers); "
+                                                     "default: the CPU count")
+    ] = None  # fmt: skip
+    engine: Annotated[
+        Literal["pool", "dask"],
+        Field(
+            description="pool: processes on this machine; dask: a dask.distributed cluster (needs the cluster extra)"
+        ),
+    ] = "pool"
+    dask_address: Annotated[
+        str | None,
+        Field(max_length=512, description="scheduler of a running Dask cluster (tcp://host:8786); default: a "
+                                          "LocalCluster of `workers` processes"),
+    ] = None  # fmt: skip
+    arch: ArchArg = None
+    overwrite: Annotated[
+        bool, Field(description="replace the rank folders and summary an earlier run left in output_dir")
+    ] = False
+    limit: Annotated[int, Field(ge=0, le=100, description="stragglers to return (all are in the summary file)")] = 10
+
+    @model_validator(mode="after")
+    def _one_source(self) -> AnalyzeRanksInput:
+        if bool(self.trace_paths) == bool(self.trace_dir):
+            raise ValueError("pass either trace_paths (the rank traces) or trace_dir (their folder), not both")
+        return self
+
+
+def _trace_files(ctx: ToolContext, args: AnalyzeRanksInput) -> list[Path]:
+    roots = ctx.roots
+    if args.trace_dir:
+        folder = roots.resolve(args.trace_dir, what="trace_dir")
+    else:
+        paths = [roots.resolve(p, what="trace_paths") for p in args.trace_paths or []]
+        if len(paths) != 1 or not paths[0].is_dir():
+            return paths
+        folder = paths[0]
+    # each file again: a symlink in the folder must not lead outside the roots
+    return [roots.resolve(p, what="trace_dir file") for p in list_trace_dir(folder)]
+
+
+def analyze_ranks(ctx: ToolContext, args: AnalyzeRanksInput) -> RanksResult:
+    traces = _trace_files(ctx, args)
+    if not traces:
+        raise InputError("no rank traces given — pass trace_paths or trace_dir")
+    out = ctx.roots.resolve(args.output_dir, what="output_dir")
+    return run_ranks(
+        traces,
+        out,
+        roots=ctx.roots,
+        workers=args.workers,
+        engine=args.engine,
+        dask_address=args.dask_address,
+        arch=args.arch,
+        overwrite=args.overwrite,
+        limit=args.limit,
+        progress=ctx.progress,
+    )
+
+
+TOOL = ToolSpec(
+    name="analyze_ranks",
+    title="Analyze every rank of a distributed job and compare the ranks",
+    description=(
+        "Run analyze_trace on every rank trace of one job in parallel (a process pool, or a Dask cluster with "
+        "engine=dask): output_dir/rank_<r>/ per rank, the same folder analyze_trace writes, so every other tool "
+        "works on it. Ranks come from the traces' distributedInfo or their file names (rank_3…). Writes "
+        "ranks_summary.json/.csv and ranks_shapes.csv: per rank and category calls, kernel time, % of E2E and "
+        "efficiency; per attention shape the time per rank and the stragglers (over 1.1 × the median). Returns "
+        "the totals, the top stragglers and each failed rank's one-line error. Sends a progress notification "
+        "per rank."
+    ),
+    input_model=AnalyzeRanksInput,
+    result_model=RanksResult,
+    run=analyze_ranks,
+    cli=CliSpec("analyze-ranks", positional=("trace_paths",), flags={"output_dir": ("-o",)}),
+    writes=True,
+)
