@@ -107,6 +107,12 @@ def test_matches_orjson(n: int, chunk_rows: int) -> None:
     assert _written(doc, item, n, chunk_rows) == _expected(doc, rows)
 
 
+def test_other_values_dumped_one_by_one_match_orjson() -> None:
+    # top-level lists are written item by item, other values whole: still orjson's bytes, key order kept
+    doc = {"first": [], "items": None, "lists": [[1, 2.5], {"k": [None, True]}, "s"], "keys": {1: "int key"}, "z": 0}
+    assert _written(doc, Obj([Field("x", Const("v", 2))]), 2) == _expected(doc, [{"x": "v"}, {"x": "v"}])
+
+
 def test_empty_list() -> None:
     doc = {"a": 1, "items": None}
     assert _written(doc, Obj([Field("x", Const(1, 0))]), 0) == _expected(doc, [])

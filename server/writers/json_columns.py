@@ -25,11 +25,10 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from server.writers.runs import Coded, coded_numbers, combine_runs, few, maybe_few
+from server.writers.runs import SAMPLE_ROWS, Coded, coded_numbers, combine_runs, few, maybe_few
 
 DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY
-_PLACEHOLDER = "\ue000sdpa-analyzer:list\ue001"  # private-use characters: never in real data
 CHUNK_ROWS = 1024
 
 
@@ -64,16 +63,27 @@ class Obj:
 
 # ---------------------------------------------------------------- columns
 class Numbers(Column):
-    """Floats (rounded with np.round when `ndigits` is given, as the dict version did); NaN/inf → null."""
+    """Floats (rounded with np.round when `ndigits` is given, as the dict version did); NaN/inf → null.
+
+    Rounded a chunk at a time: a rounded copy of every column at once was ~25 MB of a 10^5-row document."""
 
     def __init__(self, values: Any, ndigits: int | None = None) -> None:
-        arr = np.asarray(values, dtype=float)
-        self.values = np.round(arr, ndigits) if ndigits is not None else arr
+        self.raw = np.asarray(values, dtype=float)
+        self.ndigits = ndigits
+
+    def _rounded(self, arr: np.ndarray) -> np.ndarray:
+        return np.round(arr, self.ndigits) if self.ndigits is not None else arr
+
+    @property
+    def values(self) -> np.ndarray:
+        return self._rounded(self.raw)
 
     def texts(self, start: int, stop: int) -> list[bytes]:
-        return _split_array(self.values[start:stop])
+        return _split_array(self._rounded(self.raw[start:stop]))
 
     def coded(self) -> Coded | None:
+        if not maybe_few(self._rounded(self.raw[:SAMPLE_ROWS]), len(self.raw)):
+            return None  # decided on a sample, before rounding the whole column
         return coded_numbers(self.values, _split_array)
 
 
@@ -348,14 +358,30 @@ def render_rows(parts: list[Part], start: int, stop: int) -> list[bytes]:
 def write_document(
     fh: Sink, doc: dict[str, Any], list_key: str, item: Obj, n: int, chunk_rows: int = CHUNK_ROWS
 ) -> None:
-    """Write `doc` with doc[list_key] = the n rendered items, as orjson.dumps(doc, DUMPS_OPTIONS) + b"\\n"."""
-    text = orjson.dumps({**doc, list_key: _PLACEHOLDER}, option=DUMPS_OPTIONS)
-    marker = orjson.dumps(_PLACEHOLDER)
-    at = text.find(marker)
-    if at < 0 or text.find(marker, at + 1) >= 0:
-        raise RuntimeError("the list placeholder is not unique in the document")
-    view = memoryview(text)
-    fh.write(bytes(view[:at]))
+    """Write `doc` with doc[list_key] = the n rendered items, as orjson.dumps(doc, DUMPS_OPTIONS) + b"\\n".
+
+    The other values are dumped one top-level key (one list item) at a time, so no more than one of them is
+    held as text at once (the impact estimates and the findings' members are tens of MB each at 10^5 rows)."""
+    if list_key not in doc:
+        raise KeyError(f"the document has no {list_key!r} key")
+    fh.write(b"{")
+    for k, key in enumerate(doc):
+        fh.write((b"," if k else b"") + orjson.dumps(key, option=DUMPS_OPTIONS) + b":")
+        if key == list_key:
+            _write_items(fh, item, n, chunk_rows)
+        elif isinstance(doc[key], list):
+            fh.write(b"[")
+            for j, value in enumerate(doc[key]):
+                if j:
+                    fh.write(b",")
+                fh.write(orjson.dumps(value, option=DUMPS_OPTIONS))
+            fh.write(b"]")
+        else:
+            fh.write(orjson.dumps(doc[key], option=DUMPS_OPTIONS))
+    fh.write(b"}\n")
+
+
+def _write_items(fh: Sink, item: Obj, n: int, chunk_rows: int) -> None:
     fh.write(b"[")
     if n:
         parts = _combine(_plan(item), n)
@@ -364,5 +390,3 @@ def write_document(
                 fh.write(b",")
             fh.write(b",".join(render_rows(parts, start, min(n, start + chunk_rows))))
     fh.write(b"]")
-    fh.write(view[at + len(marker) :])
-    fh.write(b"\n")

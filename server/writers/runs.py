@@ -27,10 +27,16 @@ def few(distinct: int, n: int) -> bool:
     return distinct <= max(1.0, n * FEW)
 
 
-def maybe_few(values: np.ndarray) -> bool:
-    """False when the first rows alone have too many distinct values (skips factorizing the column)."""
-    sample = values[:1024]
-    return len(sample) < 64 or len(np.unique(sample)) <= max(1.0, len(values) * FEW)
+SAMPLE_ROWS = 1024
+
+
+def maybe_few(values: np.ndarray, rows: int | None = None) -> bool:
+    """False when the first rows alone have too many distinct values (skips factorizing the column).
+
+    `values` may be just those first rows of a column of `rows` rows."""
+    sample = values[:SAMPLE_ROWS]
+    n = len(values) if rows is None else rows
+    return len(sample) < 64 or len(np.unique(sample)) <= max(1.0, n * FEW)
 
 
 def coded_numbers(values: np.ndarray, fmt: Callable[[np.ndarray], list[bytes]]) -> Coded | None:
