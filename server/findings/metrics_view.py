@@ -7,15 +7,20 @@ one raises MetricsFormatError naming the field, so the caller can tell the user 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from server.errors import InputError
 from server.findings.spec import MISSING, as_float, bound_cell, efficiency_cell, has_efficiency, number_text
+from server.roots import UNRESTRICTED, DataRoots
 
 
-class MetricsFormatError(ValueError):
+class MetricsFormatError(InputError):
     """The metrics JSON lacks a field the findings checks need, or has it with the wrong type."""
 
 
@@ -54,23 +59,61 @@ class MetricsView:
         return None
 
 
-def load_metrics(path: Path) -> dict[str, Any]:
+MAX_DEPTH = 64  # nesting of a metrics JSON; ours is 5 deep
+
+
+def load_metrics(path: Path, roots: DataRoots = UNRESTRICTED) -> dict[str, Any]:
     """Parse a metrics JSON keeping each number's written spelling (floats become Decimal).
 
     Rule 9 compares marker numbers with the JSON text exactly (`5.96` is not `5.960`); a float
     would forget trailing zeros, a Decimal keeps them.
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = roots.read_bytes(path, what="metrics JSON")
     except FileNotFoundError:
         raise FileNotFoundError(f"metrics JSON not found: {path} (run rank_findings first)") from None
+    return parse_metrics(data, path)
+
+
+def parse_metrics(data: bytes, source: Path | str) -> dict[str, Any]:
+    """The metrics JSON object from its bytes; not UTF-8, not JSON, too deep or not an object: MetricsFormatError."""
     try:
-        data = json.loads(text, parse_float=Decimal)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MetricsFormatError(f"{source}: not UTF-8 text (byte {exc.start}); rewrite it (rank_findings)") from None
+    depth = json_depth(data)
+    if depth > MAX_DEPTH:
+        raise MetricsFormatError(f"{source}: JSON nested {depth} levels deep (at most {MAX_DEPTH}); rewrite it")
+    try:
+        parsed = json.loads(text, parse_float=Decimal)
     except json.JSONDecodeError as exc:
-        raise MetricsFormatError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise MetricsFormatError(f"{path}: top level must be a JSON object, got {type(data).__name__}")
-    return data
+        raise MetricsFormatError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:  # pragma: no cover - json_depth bounds it first
+        raise MetricsFormatError(f"{source}: JSON nested too deeply; rewrite it") from None
+    if not isinstance(parsed, dict):
+        raise MetricsFormatError(f"{source}: top level must be a JSON object, got {type(parsed).__name__}")
+    return parsed
+
+
+_ESCAPE = re.compile(rb"\\.", re.S)
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+_STEP = np.zeros(256, dtype=np.int32)  # +1 opens a container, -1 closes one
+_STEP[list(b"[{")] = 1
+_STEP[list(b"]}")] = -1
+
+
+def json_depth(data: bytes) -> int:
+    """The deepest bracket nesting of a JSON text, brackets inside strings skipped, in linear time and without
+    recursion (json.loads recurses once per level, and so do == and repr on what it returns: a hostile file
+    nests thousands deep). Escapes go first (an escaped quote is never structure), then everything but quotes
+    and brackets; a running xor of the quotes marks what lies inside strings."""
+    if b"\\" in data:
+        data = _ESCAPE.sub(b"", data)
+    marks = np.frombuffer(data.translate(None, _NOT_STRUCTURE), dtype=np.uint8)
+    quote = marks == ord('"')
+    inside = np.bitwise_xor.accumulate(quote)
+    steps = _STEP[marks[~(inside | quote)]]
+    return max(0, int(np.cumsum(steps).max())) if len(steps) else 0
 
 
 def _require_list(metrics: dict[str, Any], key: str) -> list[dict[str, Any]]:
@@ -78,7 +121,8 @@ def _require_list(metrics: dict[str, Any], key: str) -> list[dict[str, Any]]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        raise MetricsFormatError(f"metrics JSON field {key!r} must be a list of objects, got {value!r:.80}")
+        got = type(value).__name__ if not isinstance(value, list) else "a list with a non-object item"
+        raise MetricsFormatError(f"metrics JSON field {key!r} must be a list of objects, got {got}")
     return value
 
 

@@ -14,14 +14,16 @@ from server.ingest.events import ANN, CPU, KERNEL, PY, RT, EventTablesBuilder
 from server.ingest.linking import link_gpu_events
 from server.ingest.reader import TraceReader
 from server.ingest.tree import HostForest
+from server.roots import UNRESTRICTED, DataRoots
 
 Stage = Callable[[float, str], None]
 
 
-def load_trace(path: Path, stage: Stage | None = None) -> TraceContext:
-    """Read and index one trace. Raises TraceError (one line) for anything that is not a GPU trace."""
+def load_trace(path: Path, stage: Stage | None = None, roots: DataRoots = UNRESTRICTED) -> TraceContext:
+    """Read and index one trace (opened through `roots`). Raises TraceError (one line) for anything that is not
+    a GPU trace."""
     report = stage or (lambda _f, _m: None)
-    reader = TraceReader(path, progress=lambda frac: report(frac, "parse"))
+    reader = TraceReader(path, progress=lambda frac: report(frac, "parse"), roots=roots)
     builder = EventTablesBuilder(keep_args=N.keep_args)
     # The raw event objects are acyclic and die with their chunk; the cyclic GC only rescans them.
     try:

@@ -14,6 +14,7 @@ Anything that is not a readable trace raises TraceError with one line.
 from __future__ import annotations
 
 import re
+import stat
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any
 import orjson
 
 from server.ingest.errors import TraceError
+from server.roots import UNRESTRICTED, DataRoots
 
 CHUNK_BYTES = 4 << 20  # parse granularity: big enough to amortise, small enough to stay in cache/RAM
 READ_BYTES = 8 << 20  # compressed (or plain) bytes read per block
@@ -39,27 +41,29 @@ Progress = Callable[[float], None]
 class TraceReader:
     """Iterate `chunks()` to get the events; `header` (top-level keys except traceEvents) is set after."""
 
-    def __init__(self, path: Path, progress: Progress | None = None) -> None:
+    def __init__(self, path: Path, progress: Progress | None = None, roots: DataRoots = UNRESTRICTED) -> None:
         self.path = Path(path)
         self.progress = progress
+        self.roots = roots
         self.header: dict[str, Any] = {}
         self.n_events = 0
         self.bytes_in = 0  # uncompressed size
         self.compressed = False
-        if not self.path.exists():
+        st = roots.stat(self.path, what="trace_path")
+        if st is None:
             raise TraceError(
                 f"trace file not found: {self.path} — pass the path of a torch.profiler JSON (.json or .json.gz)"
             )
-        if not self.path.is_file():
+        if not stat.S_ISREG(st.st_mode):
             raise TraceError(f"{self.path} is not a file — pass the path of a torch.profiler JSON (.json or .json.gz)")
-        self.size = self.path.stat().st_size
+        self.size = st.st_size
         if self.size == 0:
             raise TraceError(f"{self.path} is empty (0 bytes) — {_FIX}")
 
     # ---- byte source -------------------------------------------------------------------------
     def _blocks(self) -> Iterator[bytes]:
         try:
-            fh = open(self.path, "rb")
+            fh = self.roots.open_read(self.path, what="trace_path")
         except OSError as exc:
             raise TraceError(f"cannot read {self.path} ({exc.strerror}) — check the path and its permissions") from None
         try:

@@ -19,8 +19,8 @@ import orjson
 
 from perf_models.errors import PerfModelError, UnknownArchError
 from perf_models.hardware import GpuSpec, get_gpu, gpu_from_arch_dict, list_gpus, match_device_name
-from server.errors import InputError
-from server.roots import DataRoots
+from server.errors import InputError, shorten_message
+from server.roots import UNRESTRICTED, DataRoots
 
 _DEVICE_NAME_RE = re.compile(rb'"deviceProperties"\s*:\s*\[\s*\{[^\]]*?"name"\s*:\s*"([^"]{1,200})"', re.S)
 _CHUNK = 1 << 20
@@ -43,11 +43,12 @@ def known_arch_names() -> list[str]:
 
 
 @lru_cache(maxsize=64)
-def _scan_device_name(path: str, mtime_ns: int, size: int) -> str | None:
+def _scan_device_name(path: str, mtime_ns: int, size: int, roots: DataRoots) -> str | None:
     tail = b""
-    opener = gzip.open if path.endswith(".gz") else open
     try:
-        with opener(path, "rb") as fh:
+        with roots.open_read(path, what="trace_path") as raw:
+            fh: Any = gzip.GzipFile(fileobj=raw, mode="rb") if raw.read(2) == b"\x1f\x8b" else raw
+            raw.seek(0)
             while True:
                 chunk = fh.read(_CHUNK)
                 if not chunk:
@@ -57,18 +58,20 @@ def _scan_device_name(path: str, mtime_ns: int, size: int) -> str | None:
                 if m:
                     return m.group(1).decode("utf-8", "replace")
                 tail = buf[-4096:]
-    except (OSError, EOFError, zlib.error):
+    except (OSError, EOFError, zlib.error, InputError):
         return None
     return None
 
 
-def device_name_from_trace(path: Path) -> str | None:
+def device_name_from_trace(path: Path, roots: DataRoots = UNRESTRICTED) -> str | None:
     """The first GPU's `deviceProperties` name, or None when the trace has none (or cannot be read)."""
     try:
-        st = path.stat()
-    except OSError:
+        st = roots.stat(path, what="trace_path")
+    except (OSError, InputError):
         return None
-    return _scan_device_name(str(path), st.st_mtime_ns, st.st_size)
+    if st is None:
+        return None
+    return _scan_device_name(str(path), st.st_mtime_ns, st.st_size, roots)
 
 
 def gpu_by_name_or_file(arch: str, roots: DataRoots) -> tuple[GpuSpec, str]:
@@ -76,7 +79,7 @@ def gpu_by_name_or_file(arch: str, roots: DataRoots) -> tuple[GpuSpec, str]:
     if arch.lower().endswith(".json"):
         path = roots.resolve(arch, what="arch file")
         try:
-            data: Any = orjson.loads(path.read_bytes())
+            data: Any = orjson.loads(roots.read_bytes(path, what="arch file"))
         except FileNotFoundError:
             raise InputError(f"arch file not found: {path}") from None
         except orjson.JSONDecodeError as exc:
@@ -99,14 +102,17 @@ def resolve_arch(arch: str | None, metadata: dict[str, Any], output_dir: Path, r
     trace_gpu: GpuSpec | None = None
     tp = metadata.get("trace_path") if isinstance(metadata, dict) else None
     if isinstance(tp, str) and tp:
-        # trace_path is written relative to the analysis folder (or absolute)
-        candidate = Path(tp) if Path(tp).is_absolute() else output_dir / tp
+        # trace_path is written relative to the analysis folder (or absolute); an unusable one (outside the
+        # roots, too long, a line break) only costs the trace's GPU name: never an error, the arch may be given
         try:
-            trace_file = roots.resolve(candidate, what="trace_path")
-        except InputError:
+            trace_file = roots.resolve_inside(output_dir, tp, what="metadata trace_path")
+            if not roots.is_file(trace_file, what="metadata trace_path"):
+                trace_file = None
+        except (InputError, OSError) as exc:
             trace_file = None
-        if trace_file is not None and trace_file.is_file():
-            trace_name = device_name_from_trace(trace_file)
+            warnings.append(shorten_message(f"trace's GPU name not read: {exc}", 200))
+        if trace_file is not None:
+            trace_name = device_name_from_trace(trace_file, roots)
             if trace_name:
                 trace_gpu = match_device_name(trace_name)
                 if trace_gpu is None:

@@ -51,10 +51,10 @@ def scored_categories(
     roots: DataRoots, out: Path, category: str, arch: str | None, bytes_model: str
 ) -> list[ScoredCategory]:
     """The folder's categories (all that have an ops CSV, or the one named), each loaded and scored."""
-    if not out.is_dir():
+    if not roots.is_dir(out, what="output_dir"):
         raise InputError(f"output_dir not found: {out}")
     cats = (
-        [c for c in CATEGORIES if (out / "category_data" / f"{c}_ops.csv").exists()]
+        [c for c in CATEGORIES if roots.exists(out / "category_data" / f"{c}_ops.csv", what="ops CSV")]
         if category == "all"
         else [category]
     )
@@ -80,7 +80,9 @@ def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
         title=f"{label} on {resolved.gpu.name} ({args.bytes_model} bytes)",
         bytes_model=args.bytes_model,
     )
-    path = write_bytes_atomic(out / "plots" / f"roofline_{args.category}_{args.bytes_model}.png", plot.png)
+    path = write_bytes_atomic(
+        out / "plots" / f"roofline_{args.category}_{args.bytes_model}.png", plot.png, roots=ctx.roots
+    )
     result = PlotResult(
         categories=cats,
         files=[str(path)],

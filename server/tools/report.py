@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from server.render.plots import render_roofline_png
 from server.render.report import CategorySection, FindingRow, PeakSource, ReportContext, render_report_html
+from server.roots import DataRoots
 from server.scoring.chart import chart_ceilings, chart_points, report_op_rows
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
@@ -37,12 +38,12 @@ class ReportResult(BaseModel):
     categories: list[str] = Field(description="categories in the report (those with an ops CSV)")
 
 
-def _metrics_findings(out: Path, cat: str) -> list[FindingRow]:
+def _metrics_findings(out: Path, cat: str, roots: DataRoots) -> list[FindingRow]:
     p = out / "category_data" / f"{cat}_metrics.json"
-    if not p.is_file():
+    if not roots.is_file(p, what="metrics JSON"):
         return []
     try:
-        m = orjson.loads(p.read_bytes())
+        m = orjson.loads(roots.read_bytes(p, what="metrics JSON"))
     except orjson.JSONDecodeError:
         return []
     rows = []
@@ -61,7 +62,7 @@ def _metrics_findings(out: Path, cat: str) -> list[FindingRow]:
                     members=[str(x.get("operation")) for x in f.get("members", [])],
                 )
             )
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):  # a malformed entry: left out of the report
             continue
     return rows
 
@@ -111,7 +112,7 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
                 total_time_ms=total,
                 percent_of_e2e=100.0 * total / e2e,
                 notes=list(table.peak_notes),
-                findings=_metrics_findings(out, cat),
+                findings=_metrics_findings(out, cat, ctx.roots),
                 ops=report_op_rows(table, e2e),
             )
         )
@@ -126,8 +127,8 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
         warnings=list(resolved.warnings) if resolved else [],
         sections=sections,
     )
-    target = ctx.roots.resolve(args.output, what="report path") if args.output else out / "report.html"
-    write_text_atomic(target, render_report_html(report))
+    target = ctx.roots.write_target(args.output if args.output else out / "report.html", what="report path")
+    write_text_atomic(target, render_report_html(report), roots=ctx.roots)
     return ReportResult(report_file=str(target), categories=[s.data.category for s in scored])
 
 
