@@ -186,7 +186,7 @@ def member_operation_indices(member: dict[str, Any], operations: list[dict[str, 
     member's args when it has them, else by its time and efficiency; fall back to every entry.
     """
     name = member.get("operation")
-    candidates = [i for i, op in enumerate(operations) if op.get("name") == name]
+    candidates = _operations_named(operations, name)
     if len(candidates) <= 1:
         return candidates
     if member.get("args") is not None:
@@ -203,12 +203,37 @@ def member_operation_indices(member: dict[str, Any], operations: list[dict[str, 
 
 
 def finding_operation_indices(finding: FindingView, operations: list[dict[str, Any]]) -> list[int]:
-    seen: list[int] = []
+    seen: dict[int, None] = {}  # insertion-ordered set: linear in members × their matches
     for member in finding.members:
         for index in member_operation_indices(member, operations):
-            if index not in seen:
-                seen.append(index)
-    return seen
+            seen.setdefault(index, None)
+    return list(seen)
+
+
+_NAME_INDEX: dict[int, tuple[list[dict[str, Any]], dict[Any, list[int]]]] = {}  # id(operations) -> index
+
+
+def _operations_named(operations: list[dict[str, Any]], name: Any) -> list[int]:
+    """Indices of the operations named `name`, from an index built once per operations list (a finding of
+    10^5 members against 10^5 operations would otherwise compare 10^10 names)."""
+    try:
+        hash(name)
+    except TypeError:  # an unhashable "name" in a hand-edited file: compare one by one
+        return [i for i, op in enumerate(operations) if op.get("name") == name]
+    entry = _NAME_INDEX.get(id(operations))
+    if entry is None or entry[0] is not operations:
+        index: dict[Any, list[int]] = {}
+        for i, op in enumerate(operations):
+            key = op.get("name")
+            try:
+                index.setdefault(key, []).append(i)
+            except TypeError:
+                continue
+        if len(_NAME_INDEX) >= 4:
+            _NAME_INDEX.clear()
+        _NAME_INDEX[id(operations)] = entry = (operations, index)  # keeps the list alive: its id stays its own
+    return list(entry[1].get(name, ()))
+
 
 
 def _efficiency(op: dict[str, Any]) -> dict[str, Any]:

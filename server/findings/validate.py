@@ -118,13 +118,17 @@ def validate_findings_text(
 def _check_slots(lines: list[str], out: Collector) -> None:
     """R0: template slots (`{{FILL: ...}}`) and the spec's own `<placeholders>` left in the file."""
     for index, line in enumerate(lines):
+        close = -1  # the `}}` after the latest slot, found once for all the slots before it (linear)
         for match in _SLOT.finditer(line):
-            end = line.find("}}", match.end())
-            slot = line[match.start() : end + 2 if end >= 0 else match.start() + 60]
+            if close < match.end() and close != -2:
+                close = line.find("}}", match.end())
+                close = -2 if close < 0 else close  # none: none for the later slots either
+            stop = close + 2 if close >= 0 else match.start() + 60
+            slot = line[match.start() : min(stop, match.start() + 90)]
             out.error(
                 "R0-unfilled-slot",
                 index,
-                f"unfilled template slot `{slot[:90]}`.",
+                f"unfilled template slot `{slot}`.",
                 "Replace the whole `{{FILL: ...}}` with your own text, following its hint.",
             )
         placeholder = _SPEC_PLACEHOLDER.search(line)
