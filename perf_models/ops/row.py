@@ -116,7 +116,8 @@ class Row:
 
     def bool_at(self, slot: int, name: str) -> bool:
         value = self._scalar(slot, name, parse_bool_str, "True/False")
-        assert isinstance(value, bool)
+        if not isinstance(value, bool):  # an explicit check, not an assert: `python -O` must not read None as False
+            raise RowError(f"Concrete Inputs slot {slot} ({name}) is {value!r:.40}, expected True/False")
         return value
 
     def float_at(self, slot: int | None, name: str, default: float | None = None) -> float | None:
@@ -133,7 +134,8 @@ class Row:
 
     def required_int(self, slot: int, name: str) -> int:
         value = self._scalar(slot, name, parse_int_str, "an integer")
-        assert isinstance(value, int)
+        if not isinstance(value, int):
+            raise RowError(f"Concrete Inputs slot {slot} ({name}) is {value!r:.40}, expected an integer")
         return value
 
     def list_at(self, slot: int | None, name: str) -> tuple[int, ...] | None:
@@ -174,9 +176,12 @@ class Row:
         if _blank(raw) and not optional:
             raise RowError(f"missing Concrete Inputs for {name} (slot {slot} is empty)")
         try:
-            return parser(raw, f"Concrete Inputs slot {slot} ({name})")
+            value = parser(raw, f"Concrete Inputs slot {slot} ({name})")
         except LiteralParseError:
             raise RowError(f"Concrete Inputs slot {slot} ({name}) is {raw!r:.40}, expected {kind}") from None
+        if value is None and not optional:  # 'None', 'nan', 'null': a missing value where one is required
+            raise RowError(f"Concrete Inputs slot {slot} ({name}) is {raw!r:.40}, expected {kind}")
+        return value
 
 
 def _blank(value: Any) -> bool:
