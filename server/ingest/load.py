@@ -36,6 +36,12 @@ def load_trace(path: Path, stage: Stage | None = None, roots: DataRoots = UNREST
     ev = builder.finish()
     if reader.n_events == 0:
         raise TraceError(f"{path}: traceEvents is empty — record with torch.profiler and export the trace again")
+    if (len(ev.gpu) == 0 or not (ev.gpu["kind"] == KERNEL).any()) and ev.excluded:
+        raise TraceError(
+            f"{path}: no GPU kernel with a usable time: {ev.excluded} event(s) have a ts/dur that is not a "
+            f"finite number, a negative dur, or a time far outside the trace (e.g. {ev.excluded_example}) — "
+            "export the trace again"
+        )
     if len(ev.gpu) == 0 or not (ev.gpu["kind"] == KERNEL).any():
         raise TraceError(
             f"{path}: CPU-only trace (no GPU kernels among {reader.n_events} events) — profile with "
@@ -53,4 +59,20 @@ def load_trace(path: Path, stage: Stage | None = None, roots: DataRoots = UNREST
     report(1.0, "link")
     links = link_gpu_events(ev)
     baseline = compute_baseline(ev, links)
-    return TraceContext(path=Path(path), ev=ev, forest=forest, links=links, baseline=baseline, header=reader.header)
+    if not baseline.total_time_ms > 0:
+        raise TraceError(
+            f"{path}: every GPU kernel, memcpy and memset in the profiled window has zero duration, so the E2E "
+            "baseline is 0 ms — the durations were lost: export the trace again (or profile again)"
+        )
+    ctx = TraceContext(path=Path(path), ev=ev, forest=forest, links=links, baseline=baseline, header=reader.header)
+    if ev.excluded:
+        ctx.warnings.append(
+            f"{ev.excluded} event(s) left out: ts/dur not a finite number, a negative dur, or a time far outside "
+            f"the trace (e.g. {ev.excluded_example})"
+        )
+    if ev.bad_ids:
+        ctx.warnings.append(
+            f"{ev.bad_ids} id(s) (External id, correlation, flow id, Sequence number) are not 64-bit integers: "
+            "those events are not linked by them"
+        )
+    return ctx
