@@ -29,6 +29,9 @@ __all__ = [
 # Longer cells exist (kernel_details_summary with many kernels) but nothing legitimate is this big;
 # the cap keeps a hostile cell from making literal_eval build a huge AST.
 MAX_LITERAL_CHARS = 2_000_000
+# Real cells nest at most 4 deep (a list of kernel dicts, shapes of a Tensor[] input); literal_eval, the
+# consumers and repr() all recurse once per level, so a deeper cell is refused before any of them runs.
+MAX_NESTING = 32
 _SNIPPET = 60
 
 # np.float64(1.5), np.int64(-3), np.bool_(True), np.str_('x'), np.float32(nan): keep the inner literal.
@@ -40,6 +43,8 @@ _NAN_INF_NAMES = {"nan": "None", "inf": "1e999"}
 _PLAIN_INT_NEST = re.compile(r"[\s\d,\-\[\]()]*")
 _TRAILING_COMMA = re.compile(r",\s*([\])])")
 
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", re.S)
+_NOT_BRACKET = {ord(c): None for c in map(chr, range(128)) if c not in "()[]{}"}
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _INT = re.compile(r"[+-]?\d+")
 
@@ -61,6 +66,20 @@ def _is_missing(value: Any) -> bool:
     if isinstance(value, str) and value.strip().lower() in ("", "nan", "none", "null"):
         return True
     return False
+
+
+def nesting_depth(text: str) -> int:
+    """How deep the brackets of a literal's text nest, quoted strings skipped (linear, no recursion)."""
+    brackets = _QUOTED.sub("", text).translate(_NOT_BRACKET)
+    depth = deepest = 0
+    for ch in brackets:
+        if ch in "([{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch in ")]}":
+            depth -= 1
+    return deepest
 
 
 def _tuplify(value: Any) -> Any:
@@ -151,6 +170,9 @@ def parse_literal(value: Any, field: str = "value") -> Any:
         raise LiteralParseError(
             f"{field}: literal of {len(text)} characters is over the {MAX_LITERAL_CHARS} character limit"
         )
+    opening = text.count("(") + text.count("[") + text.count("{")  # C-speed: most cells cannot be too deep
+    if opening > MAX_NESTING and (depth := nesting_depth(text)) > MAX_NESTING:
+        raise LiteralParseError(f"{field}: literal nested {depth} levels deep (at most {MAX_NESTING})")
     if _PLAIN_INT_NEST.fullmatch(text):
         try:
             return _parse_plain_int_nest(text)

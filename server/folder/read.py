@@ -26,7 +26,7 @@ import orjson
 import pandas as pd
 
 from perf_models.errors import PerfModelError
-from perf_models.literals import parse_literal
+from perf_models.literals import MAX_NESTING, parse_literal
 from server.errors import InputError, shorten_middle
 from server.factorize import factorize
 from server.folder.manifest import PENDING_MARKER, check_complete
@@ -320,8 +320,8 @@ def _parse_cells(values: pd.Series, col: str, path: Path, rows: list[int] | None
         except PerfModelError as exc:
             i = rows[j] if rows is not None else j
             raise InputError(
-                f"{path}: column {col!r} row {i + 2} is not a Python literal ({exc}) — "
-                "fix the cell; only literal tuples/lists/dicts/numbers/strings are accepted"
+                f"{path}: column {col!r} row {i + 2} cannot be read ({exc}) — fix the cell; only literal "
+                f"tuples/lists/dicts/numbers/strings, nested at most {MAX_NESTING} deep, are accepted"
             ) from None
     table = np.empty(len(parsed) + 1, dtype=object)  # the last slot (code -1) stays None: an empty cell
     for k, v in enumerate(parsed):
@@ -494,7 +494,8 @@ def _check_int_nests(values: pd.Series, col: str, path: Path) -> tuple[np.ndarra
         # ',\s*]' never spans a separator, so one substitution over the block equals one per cell
         body = _int_nest_json(_SEP.join(block)).replace(_SEP, ",")
         try:
-            ok = len(orjson.loads("[" + body + "]")) == len(block)
+            # well formed, and no deeper than the literal parser allows (the bulk shape reader recurses per level)
+            ok = len(orjson.loads("[" + body + "]")) == len(block) and _bracket_depth(body) <= MAX_NESTING
         except orjson.JSONDecodeError:
             ok = False
         if not ok:
@@ -508,6 +509,17 @@ def _check_int_nests(values: pd.Series, col: str, path: Path) -> tuple[np.ndarra
         sub = _parse_cells(values.iloc[rest], col, path, rows=rest)
         other = {i: v for i, v in zip(rest, sub, strict=True) if v is not None}
     return done, other
+
+
+_BRACKET_STEP = np.zeros(256, dtype=np.int64)
+_BRACKET_STEP[[ord("["), ord("(")]] = 1
+_BRACKET_STEP[[ord("]"), ord(")")]] = -1
+
+
+def _bracket_depth(text: str) -> int:
+    """Deepest nesting of a block of balanced integer-nest cells (no strings in them), vectorized."""
+    codes = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    return int(np.cumsum(_BRACKET_STEP[codes]).max(initial=0))
 
 
 def _parse_literal_columns(data: CategoryData) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from perf_models.literals import MAX_NESTING
 from server.ingest.errors import TraceError
 
 # event families (host side)
@@ -83,6 +84,7 @@ class TraceEvents:
     excluded: int = 0  # events dropped for an unusable ts/dur (see EventTablesBuilder.finish)
     excluded_example: str | None = None
     bad_ids: int = 0  # ids (External id, correlation, flow id, Sequence number) that are not int64 integers
+    deep_args: int = 0  # ops whose Input Dims/type/Strides/Concrete Inputs nest too deep: kept without them
 
     def name(self, code: int) -> str:
         return self.names[code]
@@ -126,6 +128,7 @@ class EventTablesBuilder:
         self.thread_names: dict[tuple[Any, Any], str] = {}
         self.n = 0
         self.bad_ids = [0]  # a counter _columns adds to
+        self.deep_args = 0  # ops whose shape arguments nest deeper than MAX_NESTING (kept without them)
 
     def _name(self, raw: Any) -> int:
         name = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
@@ -170,6 +173,9 @@ class EventTablesBuilder:
             args.get("Input Strides"),
             args.get("Concrete Inputs"),
         )
+        if not _nesting_within(fields, MAX_NESTING):  # everything downstream recurses once per level
+            self.deep_args += 1
+            fields = (None, None, None, None)
         key = orjson.dumps(fields)
         sid = self._sig_ids.get(key)
         if sid is None:
@@ -324,6 +330,7 @@ class EventTablesBuilder:
             excluded=excluded,
             excluded_example=example,
             bad_ids=self.bad_ids[0],
+            deep_args=self.deep_args,
         )
 
 
@@ -336,6 +343,19 @@ _SPECS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     "gpu": (("kind", "name", "thread", "ordinal"), ("corr", "ext", "stream", "device"), ()),
     "flow": (("thread",), ("id",), ("is_start",)),
 }
+
+
+def _nesting_within(values: Any, limit: int) -> bool:
+    """Whether no list or dict inside `values` (a tuple of arg fields) lies more than `limit` levels deep;
+    iterative, and it stops at the first container too deep."""
+    stack = [(v, 1) for v in values if isinstance(v, list | dict)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return False
+        items = value.values() if isinstance(value, dict) else value
+        stack.extend((x, depth + 1) for x in items if isinstance(x, list | dict))
+    return True
 
 
 def _as_tuple(x: Any) -> Any:

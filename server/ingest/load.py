@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from perf_models.literals import MAX_NESTING
 from server.gc_pause import gc_paused
 from server.ingest import names as N
 from server.ingest.context import TraceContext
@@ -69,6 +70,11 @@ def load_trace(path: Path, stage: Stage | None = None, roots: DataRoots = UNREST
         ctx.warnings.append(
             f"{ev.excluded} event(s) left out: ts/dur not a finite number, a negative dur, or a time far outside "
             f"the trace (e.g. {ev.excluded_example})"
+        )
+    if ev.deep_args:
+        ctx.warnings.append(
+            f"{ev.deep_args} op event(s) have Input Dims/type/Strides/Concrete Inputs nested deeper than "
+            f"{MAX_NESTING} levels: kept without their arguments (no perf model)"
         )
     if ev.bad_ids:
         ctx.warnings.append(
