@@ -118,6 +118,9 @@ def resolve_arch(arch: str | None, metadata: dict[str, Any], output_dir: Path, r
                 if trace_gpu is None:
                     warnings.append(f"the trace's GPU {trace_name!r} is not in the GPU table; pass arch=")
     meta_platform = metadata.get("platform") if isinstance(metadata, dict) else None
+    if meta_platform is not None and not isinstance(meta_platform, str):  # str() of a hostile nest recurses
+        warnings.append(f"metadata platform is a {type(meta_platform).__name__}, not a GPU name: ignored")
+        meta_platform = None
 
     if arch:
         gpu, source = gpu_by_name_or_file(arch, roots)
