@@ -72,7 +72,9 @@ def _json_text(result: BaseModel) -> str:
 
 
 class _Server(MCPServer):
-    """MCPServer whose schema-violation errors are one line, like every other tool error."""
+    """MCPServer whose schema-violation errors are one line, like every other tool error, and whose tool errors
+    reach the client as the tool wrote them (without the SDK's `Error executing tool <name>: ` in front, which
+    would take them past the 300-character budget)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:  # type: ignore[override]
         try:
@@ -80,6 +82,8 @@ class _Server(MCPServer):
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(f"{name}: {format_validation_error(exc.__cause__)}") from None
+            if isinstance(exc.__cause__, ToolError):  # ours: already one line of at most 300 characters, as is
+                raise ToolError(str(exc.__cause__)) from None
             raise
 
 

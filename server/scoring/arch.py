@@ -19,7 +19,7 @@ import orjson
 
 from perf_models.errors import PerfModelError, UnknownArchError
 from perf_models.hardware import GpuSpec, get_gpu, gpu_from_arch_dict, list_gpus, match_device_name
-from server.errors import InputError, shorten_message
+from server.errors import InputError, PathOutsideRootsError, shorten_message, shorten_middle
 from server.roots import UNRESTRICTED, DataRoots
 
 _DEVICE_NAME_RE = re.compile(rb'"deviceProperties"\s*:\s*\[\s*\{[^\]]*?"name"\s*:\s*"([^"]{1,200})"', re.S)
@@ -108,9 +108,15 @@ def resolve_arch(arch: str | None, metadata: dict[str, Any], output_dir: Path, r
             trace_file = roots.resolve_inside(output_dir, tp, what="metadata trace_path")
             if not roots.is_file(trace_file, what="metadata trace_path"):
                 trace_file = None
+        except PathOutsideRootsError:
+            trace_file = None
+            warnings.append(
+                f"metadata trace_path {shorten_middle(tp, 60)!r} is outside the data roots (or links out of them): "
+                "not read; the GPU comes from arch= or the metadata"
+            )
         except (InputError, OSError) as exc:
             trace_file = None
-            warnings.append(shorten_message(f"trace's GPU name not read: {exc}", 200))
+            warnings.append(shorten_message(f"metadata trace_path not read: {exc}", 200))
         if trace_file is not None:
             trace_name = device_name_from_trace(trace_file, roots)
             if trace_name:
