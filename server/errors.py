@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 
 MESSAGE_LIMIT = 300  # characters of an error line (an LLM and a terminal read it whole)
-_WORD_LIMIT = 80  # a longer word (a whole CSV cell, a deep path) is shortened in its middle
+_WORD_LIMIT = 150  # a longer word (a whole CSV cell, a very deep path) is shortened in its middle
 
 
 class InputError(ValueError):
