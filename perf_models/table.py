@@ -153,7 +153,7 @@ class ConfigTable:
             cols["sum_query_tokens"].append((p.sum_query_tokens or 0) if p else 0)
             cols["compute_spec"].append(matrix_compute_spec(cfg.dtype_q))
         dtypes = {f.name: _dtype_of(f.name) for f in fields(cls)}
-        arrays = {k: np.asarray(v, dtype=dtypes[k]) if v else np.zeros(0, dtype=dtypes[k])
+        arrays = {k: _column(v, len(configs), dtypes[k], k) if v else np.zeros(0, dtype=dtypes[k])
                   for k, v in cols.items()}
         table = cls(**arrays)
         table._validate()
@@ -201,7 +201,12 @@ def _dtype_of(name: str) -> type:
 
 
 def _column(value: ArrayLike, n: int, dtype: type, name: str) -> NDArray[Any]:
-    arr = np.asarray(value, dtype=dtype)
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except OverflowError:  # a Python int beyond int64: no real shape; one line naming the row, not a traceback
+        values = np.atleast_1d(np.asarray(value, dtype=object))
+        row = next(i for i, v in enumerate(values.tolist()) if isinstance(v, int) and not -(2**63) <= v < 2**63)
+        raise ConfigError(f"{name}[row {row}]", values[row], "an integer below 2^63") from None
     if arr.ndim == 0:
         return np.full(n, arr[()], dtype=dtype)
     if arr.shape != (n,):

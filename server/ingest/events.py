@@ -389,9 +389,12 @@ def _columns(
 
 def _float_array(v: Any) -> np.ndarray:
     try:
-        return np.asarray(v, dtype=np.float64)
+        arr = np.asarray(v, dtype=np.float64)
+        if arr.ndim == 1:  # equal-length lists as times would make a 2-D array
+            return arr
     except (TypeError, ValueError, OverflowError):
-        return np.asarray([_to_float(x) for x in v], dtype=np.float64)
+        pass
+    return np.asarray([_to_float(x) for x in v], dtype=np.float64)
 
 
 def _to_float(x: Any) -> float:
@@ -408,12 +411,15 @@ def _id_array(v: Any, bad_ids: list[int] | None = None) -> np.ndarray:
     """Integer ids; -1 where missing, not an integer, or beyond int64 (a 1e300 or 2**64 id links nothing; those
     present but unusable are counted in `bad_ids[0]`)."""
     try:
-        return np.asarray(v, dtype=np.int64)
+        arr = np.asarray(v, dtype=np.int64)
+        if arr.ndim == 1:  # equal-length lists as ids would make a 2-D array
+            return arr
     except (TypeError, ValueError, OverflowError):
-        ids = [_to_id(x) for x in v]
-        if bad_ids is not None:
-            bad_ids[0] += sum(1 for x, i in zip(v, ids, strict=True) if i == -1 and x is not None and x != -1)
-        return np.asarray(ids, dtype=np.int64)
+        pass
+    ids = [_to_id(x) for x in v]
+    if bad_ids is not None:
+        bad_ids[0] += sum(1 for x, i in zip(v, ids, strict=True) if i == -1 and x is not None and x != -1)
+    return np.asarray(ids, dtype=np.int64)
 
 
 _SPREAD_FLOOR_US = 1e6  # 1 s: the least spread the trace's time stamps are judged against
