@@ -24,7 +24,7 @@ from pydantic.fields import FieldInfo
 from server import __version__
 from server.cli.human import render
 from server.cli.progress import ProgressBar
-from server.errors import InputError
+from server.errors import InputError, os_error_message, shorten_message
 from server.roots import DataRoots
 from server.tools import TOOLS
 from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute
@@ -224,7 +224,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_tool_command(args)
         return int(args.fn(args))
     except (ToolFailure, InputError) as exc:
-        print(f"sdpa-analyzer: error: {exc}", file=sys.stderr)
+        print(f"sdpa-analyzer: error: {shorten_message(str(exc))}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as exc:  # serve and demo outside the tools' wrapper: still one line, never a traceback
+        print(f"sdpa-analyzer: error: {shorten_message(os_error_message(exc))}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         return 130
