@@ -41,9 +41,9 @@ FD_WALK = bool(_O_NOFOLLOW and _O_DIRECTORY and os.open in os.supports_dir_fd)
 _DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
 
 
-def shown(path: str | Path) -> str:
+def shown(path: str | Path, limit: int = _PATH_SHOWN) -> str:
     """A path as an error quotes it: its exact characters, the middle elided when long."""
-    return shorten_middle(str(path), _PATH_SHOWN)
+    return shorten_middle(str(path), limit)
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,8 @@ class DataRoots:
             roots = shorten_middle(self.describe(), 100)
             if self.root_of(Path(os.path.abspath(p))) is not None:  # under a root as written: a link leads out
                 raise PathOutsideRootsError(
-                    f"{what} {shown(raw)} leads through a symbolic link to {shown(real)}, outside the allowed data "
-                    f"roots ({roots}): refused; copy the data under a root instead of linking to it"
+                    f"{what} {shown(raw, 100)} leads through a symbolic link outside the allowed data roots (to "
+                    f"{shown(real, 70)}): refused; copy the data under a root instead of linking to it"
                 )
             raise PathOutsideRootsError(
                 f"{what} {shown(raw)} is outside the allowed data roots ({roots}): "

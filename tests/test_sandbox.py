@@ -340,3 +340,22 @@ def test_fifo_and_devices_are_not_opened(tmp_path: Path) -> None:
         roots.open_read(tmp_path / "pipe")
     with pytest.raises(ValueError, match="not a regular file"):
         DataRoots(["/dev"]).open_read("/dev/zero")
+
+
+def test_cli_with_root_refuses_links_out(world: tuple[Path, Path]) -> None:
+    """The same sandbox for a person at the CLI who passes --root."""
+    import subprocess
+
+    root, outside = world
+    folder = own_folder(root)
+    swap_for_link(folder / "category_data", outside / "secret" / "category_data")
+    before = snapshot(outside)
+    for command in (["rank", "a", CAT, "--arch", ARCH], ["load", "a", CAT], ["template", "a", CAT]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "server.cli.main", *command, "--root", str(root)],
+            capture_output=True, text=True, cwd=root, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 2, (command, proc.stdout, proc.stderr)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and "symbolic link" in lines[0] and "Traceback" not in proc.stderr, proc.stderr
+    assert snapshot(outside) == before
