@@ -82,6 +82,20 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _no_surrogates(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings replaced by U+FFFD (depth is bounded by MAX_NESTING)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list | tuple | set):
+        return type(value)(_no_surrogates(v) for v in value)
+    if isinstance(value, dict):
+        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
+    return value
+
+
 def _tuplify(value: Any) -> Any:
     if isinstance(value, list):
         return tuple(_tuplify(v) for v in value)
@@ -180,7 +194,9 @@ def parse_literal(value: Any, field: str = "value") -> Any:
             pass  # let literal_eval produce the error message
     normalised = _normalise(text)
     try:
-        return ast.literal_eval(normalised)
+        value = ast.literal_eval(normalised)
+        # a \ud800 escape makes a lone surrogate, which no UTF-8 writer takes: U+FFFD instead
+        return _no_surrogates(value) if "\\u" in normalised or "\\U" in normalised else value
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
         retried = _replace_nan_inf(normalised) if ("nan" in normalised or "inf" in normalised) else normalised
         if retried != normalised:

@@ -226,6 +226,24 @@ def test_model_attention_refuses_shapes_it_cannot_count() -> None:
     assert "at most 2^53" in one_line_error(res)
 
 
+def test_a_lone_surrogate_in_a_cell_does_not_break_the_writers(tmp_path: Path) -> None:
+    """Found by the long fuzz campaign: a literal cell with a \\ud800 escape gave a str no UTF-8 writer takes."""
+    make_folder(tmp_path, [FLASH_ROW.replace("'c10::BFloat16', 'c10::BFloat16', 'c10::BFloat16',",
+                                             "'\\ud800\\udc00', 'c10::BFloat16', 'c10::BFloat16',")])  # fmt: skip
+    for tool in ("compute_roofline", "rank_findings"):
+        res = call(tool, DataRoots([tmp_path]), output_dir="folder", category="sdpa_fwd", arch="h100-sxm")
+        assert res.status == "OK"
+
+
+@pytest.mark.parametrize("count", ["1e30", "2.5", str(2**63)])
+def test_an_operation_count_that_is_not_a_plausible_count_is_refused(tmp_path: Path, count: str) -> None:
+    """Found by the long fuzz campaign: 1e30 passed as a finite positive count and wrapped in int64."""
+    make_folder(tmp_path, [FLASH_ROW.replace("'0.125')\",10,", f"'0.125')\",{count},")])
+    res = timed(call, "compute_roofline", DataRoots([tmp_path]), output_dir="folder", category="sdpa_fwd",
+                arch="h100-sxm")[0]  # fmt: skip
+    assert "'operation_count' row 2" in one_line_error(res) and "whole positive count" in str(res)
+
+
 # ---- 5. silent wrong numbers ------------------------------------------------------------------------
 @pytest.mark.parametrize(("batch", "seq"), [(2**40, 1024), (2, 2**33)])
 def test_huge_shapes_are_unmodeled_not_zero_flops(tmp_path: Path, batch: int, seq: int) -> None:

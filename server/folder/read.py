@@ -180,6 +180,7 @@ def load_category(output_dir: Path, category: str, roots: DataRoots = UNRESTRICT
 
 
 _READ_CHUNK_ROWS = 8192
+_MAX_EXACT = float(2**53)
 
 
 def _read_csv(path: Path, roots: DataRoots = UNRESTRICTED) -> pd.DataFrame:
@@ -256,14 +257,18 @@ def _validate_columns(df: pd.DataFrame, path: Path) -> None:
         raise InputError(f"{path}: row {row + 2} has an empty 'name' — every row needs the op name")
     for col in (KERNEL_SUM, "operation_count") + ((KERNEL_MEAN,) if KERNEL_MEAN in df.columns else ()):
         values = pd.to_numeric(df[col], errors="coerce")
-        bad = values.isna().to_numpy() | (values.to_numpy() < 0) | ~np.isfinite(values.to_numpy(dtype=float))
-        if col == "operation_count":
-            bad |= values.to_numpy() == 0
+        numbers = values.to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            # beyond 2^53 a count or a µs time is no real trace's, and int64/float64 would no longer hold it
+            bad = values.isna().to_numpy() | (numbers < 0) | ~np.isfinite(numbers) | (numbers > _MAX_EXACT)
+            if col == "operation_count":
+                bad |= (numbers == 0) | (numbers != np.floor(numbers))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
+            want = "whole positive count" if col == "operation_count" else "finite non-negative time in µs"
             raise InputError(
-                f"{path}: column {col!r} row {row + 2} is {df[col].iloc[row]!r} — expected a finite "
-                f"{'positive count' if col == 'operation_count' else 'non-negative time in µs'}; fix or drop the row"
+                f"{path}: column {col!r} row {row + 2} is {df[col].iloc[row]!r} — expected a {want} "
+                "(at most 2^53); fix or drop the row"
             )
         df[col] = values
 
@@ -282,7 +287,7 @@ def _e2e_baseline(data: CategoryData, manifest_path: Path) -> float:
         e2e = float(util["total_time_ms"])
     except (TypeError, ValueError):
         e2e = float("nan")
-    if not np.isfinite(e2e) or e2e <= 0:
+    if not np.isfinite(e2e) or e2e <= 0 or e2e > _MAX_EXACT:
         raise InputError(
             f"{source}: gpu_utilization.total_time_ms is {util['total_time_ms']!r} — the E2E baseline must be a "
             "positive number of ms; fix the metadata or rerun analyze_trace"
