@@ -22,9 +22,6 @@ from __future__ import annotations
 
 import math
 import os
-import shutil
-import stat
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -40,7 +37,7 @@ from perf_models.hardware import GpuSpec
 from server.folder.manifest import PENDING_MARKER, RUN_ID_KEY, RUN_KEY, STAGE_PREFIX
 from server.roots import FD_WALK, UNRESTRICTED, DataRoots
 from server.vocab import CATEGORIES, DISPLAY_NAMES
-from server.writers.atomic import STALE_SECONDS, write_json_atomic, write_text_atomic
+from server.writers.atomic import remove_tree, sweep_stale, write_json_atomic, write_text_atomic
 
 if os.name == "posix":
     import fcntl
@@ -235,7 +232,7 @@ def _held_stage(ofd: int, stage: Path, roots: DataRoots) -> Iterator[None]:
             yield
         finally:
             with suppress(OSError):
-                _remove_tree(ofd, stage)
+                remove_tree(ofd, stage.parent, stage.name)
 
 
 @contextmanager
@@ -251,48 +248,8 @@ def _locked(fd: int) -> Iterator[None]:
 
 
 def sweep_stale_stages(ofd: int, out: Path) -> int:
-    """Remove the stage folders of dead runs (unlocked and untouched for STALE_SECONDS); returns how many."""
-    removed = 0
-    try:
-        names = os.listdir(ofd) if FD_WALK else os.listdir(out)
-    except OSError:
-        return 0
-    for name in names:
-        if not name.startswith(STAGE_PREFIX):
-            continue
-        try:
-            st = os.stat(name, dir_fd=ofd, follow_symlinks=False) if FD_WALK else os.lstat(out / name)
-            if not stat.S_ISDIR(st.st_mode) or time.time() - st.st_mtime < STALE_SECONDS:
-                continue
-            if not _unheld_dir(ofd, out, name):
-                continue
-            _remove_tree(ofd, out / name)
-            removed += 1
-        except OSError:
-            continue
-    return removed
-
-
-def _unheld_dir(ofd: int, out: Path, name: str) -> bool:
-    if fcntl is None:
-        return True
-    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(name, flags, dir_fd=ofd) if FD_WALK else os.open(out / name, flags)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-    return True
-
-
-def _remove_tree(ofd: int, path: Path) -> None:
-    """Remove a folder of ours (a stage) by name inside the open output folder, never following a link."""
-    if FD_WALK and shutil.rmtree.avoids_symlink_attacks:
-        shutil.rmtree(path.name, dir_fd=ofd)
-    else:
-        shutil.rmtree(path)
+    """Remove the stage folders of dead runs (unlocked and untouched for 60 s); returns how many."""
+    return sweep_stale(ofd, out, lambda name: name.startswith(STAGE_PREFIX), directories=True)
 
 
 def _now() -> str:

@@ -18,10 +18,11 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 import stat
 import string
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -100,6 +101,13 @@ def write_json_atomic(path: str | Path, obj: Any, *, roots: DataRoots = UNRESTRI
 
 def sweep_stale_temps(dfd: int, folder: Path) -> int:
     """Remove the temp files of dead writers in the folder open as `dfd`; returns how many went."""
+    return sweep_stale(dfd, folder, lambda name: _TEMP_NAME.match(name) is not None, directories=False)
+
+
+def sweep_stale(dfd: int, folder: Path, ours: Callable[[str], bool], *, directories: bool) -> int:
+    """Remove what dead runs of ours left in the folder open as `dfd`: the entries `ours` recognizes by name
+    (temp files, or stage folders with `directories`) that nobody holds a lock on and that have not changed
+    for STALE_SECONDS. Never follows a link; returns how many went."""
     removed = 0
     try:
         names = os.listdir(dfd) if FD_WALK else os.listdir(folder)
@@ -107,24 +115,38 @@ def sweep_stale_temps(dfd: int, folder: Path) -> int:
         return 0
     now = time.time()
     for name in names:
-        if not _TEMP_NAME.match(name):
+        if not ours(name):
             continue
         try:
             st = _lstat(name, dfd, folder / name)
-            if not stat.S_ISREG(st.st_mode) or now - st.st_mtime < STALE_SECONDS or not _unheld(name, dfd, folder):
+            kind_ok = stat.S_ISDIR(st.st_mode) if directories else stat.S_ISREG(st.st_mode)
+            if not kind_ok or now - st.st_mtime < STALE_SECONDS or not _unheld(name, dfd, folder, directories):
                 continue
-            _unlink(name, dfd, folder / name)
+            if directories:
+                remove_tree(dfd, folder, name)
+            else:
+                _unlink(name, dfd, folder / name)
             removed += 1
         except OSError:
             continue  # gone meanwhile, or not ours to judge
     return removed
 
 
-def _unheld(name: str, dfd: int, folder: Path) -> bool:
-    """True when no process holds the temp file's lock (its writer is gone)."""
+def remove_tree(dfd: int, folder: Path, name: str) -> None:
+    """Remove the folder `name` (one of ours) inside the folder open as `dfd`, never following a link."""
+    if FD_WALK and shutil.rmtree.avoids_symlink_attacks:
+        shutil.rmtree(name, dir_fd=dfd)
+    else:
+        shutil.rmtree(folder / name)
+
+
+def _unheld(name: str, dfd: int, folder: Path, directory: bool = False) -> bool:
+    """True when no process holds the entry's lock (the run that made it is gone)."""
     if fcntl is None:
         return True
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    if directory:
+        flags |= getattr(os, "O_DIRECTORY", 0)
     fd = os.open(name, flags, dir_fd=dfd) if FD_WALK else os.open(folder / name, flags)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
