@@ -7,7 +7,13 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ["bench_perf_models.py", "bench_batch_parse.py", "bench_server.py", "bench_analyze_trace.py"]
+BENCHES = [
+    "bench_perf_models.py",
+    "bench_batch_parse.py",
+    "bench_server.py",
+    "bench_analyze_trace.py",
+    "bench_hardening.py",
+]
 
 
 def main() -> int:
