@@ -43,9 +43,9 @@ def _wait_listening(proc: subprocess.Popen[bytes], host: str, port: int) -> None
     raise RuntimeError("the server did not start listening")
 
 
-@pytest.fixture(params=["127.0.0.1", "127.0.0.2"])
+@pytest.fixture
 def http_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
-    host = request.param
+    host = getattr(request, "param", "127.0.0.1")
     port = _free_port()
     proc = _serve(tmp_path, host, port)
     try:
@@ -78,6 +78,7 @@ async def test_http_client_lists_tools(http_server: str) -> None:
     assert "compute_roofline" in names and archs.structured_content["count"] >= 9
 
 
+@pytest.mark.parametrize("http_server", ["127.0.0.1", "127.0.0.2"], indirect=True)
 def test_dns_rebinding_host_is_refused(http_server: str) -> None:
     bound = http_server.split("//")[1].split("/")[0]
     assert _post(http_server, {"Host": "evil.example.com"}) == 421  # 200 on main for --host 127.0.0.2
