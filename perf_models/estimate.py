@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike, NDArray
 from perf_models.config import BwdConvention
 from perf_models.errors import ConfigError
 from perf_models.flops import SeqGroup, flops_per_pair, paged_pairs, varlen_sequences
+from perf_models.limits import check_table
 from perf_models.masks import MASK_NONE, TileSums, kept_and_tiles
 from perf_models.table import ConfigTable
 from perf_models.tiles import default_blocks, normalize_family
@@ -204,6 +205,7 @@ def estimate_work(
         raise ConfigError("bwd_convention", bwd_convention, f"one of {allowed}") from None
     if tiled_bwd_model not in TILED_BWD_MODELS:
         raise ConfigError("tiled_bwd_model", tiled_bwd_model, f"one of {', '.join(TILED_BWD_MODELS)}")
+    check_table(table)  # a row beyond the exact-count limits would come out silently wrong (int64 wraps)
     n = len(table)
     if family is None or isinstance(family, str):
         fam = normalize_family(family)

@@ -32,6 +32,9 @@ __all__ = [
 # Longer cells exist (kernel_details_summary with many kernels) but nothing legitimate is this big;
 # the cap keeps a hostile cell from making literal_eval build a huge AST.
 MAX_LITERAL_CHARS = 2_000_000
+# Real cells nest at most 4 deep (a list of kernel dicts, shapes of a Tensor[] input); literal_eval, the
+# consumers and repr() all recurse once per level, so a deeper cell is refused before any of them runs.
+MAX_NESTING = 32
 _SNIPPET = 60
 
 # np.float64(1.5), np.int64(-3), np.bool_(True), np.str_('x'), np.float32(nan): keep the inner literal.
@@ -43,6 +46,8 @@ _NAN_INF_NAMES = {"nan": "None", "inf": "1e999"}
 PLAIN_INT_NEST = re.compile(r"[\s\d,\-\[\]()]*")
 _TRAILING_COMMA = re.compile(r",\s*([\])])")
 
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"", re.S)
+_NOT_BRACKET = {ord(c): None for c in map(chr, range(128)) if c not in "()[]{}"}
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _INT = re.compile(r"[+-]?\d+")
 
@@ -65,6 +70,34 @@ def is_missing(value: Any) -> bool:
     if isinstance(value, str) and value.strip().lower() in ("", "nan", "none", "null"):
         return True
     return False
+
+
+def nesting_depth(text: str) -> int:
+    """How deep the brackets of a literal's text nest, quoted strings skipped (linear, no recursion)."""
+    brackets = _QUOTED.sub("", text).translate(_NOT_BRACKET)
+    depth = deepest = 0
+    for ch in brackets:
+        if ch in "([{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch in ")]}":
+            depth -= 1
+    return deepest
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _no_surrogates(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings replaced by U+FFFD (depth is bounded by MAX_NESTING)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list | tuple | set):
+        return type(value)(_no_surrogates(v) for v in value)
+    if isinstance(value, dict):
+        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def _tuplify(value: Any) -> Any:
@@ -155,6 +188,9 @@ def parse_literal(value: Any, field: str = "value") -> Any:
         raise LiteralParseError(
             f"{field}: literal of {len(text)} characters is over the {MAX_LITERAL_CHARS} character limit"
         )
+    opening = text.count("(") + text.count("[") + text.count("{")  # C-speed: most cells cannot be too deep
+    if opening > MAX_NESTING and (depth := nesting_depth(text)) > MAX_NESTING:
+        raise LiteralParseError(f"{field}: literal nested {depth} levels deep (at most {MAX_NESTING})")
     if PLAIN_INT_NEST.fullmatch(text):
         try:
             return parse_plain_int_nest(text)
@@ -162,7 +198,9 @@ def parse_literal(value: Any, field: str = "value") -> Any:
             pass  # let literal_eval produce the error message
     normalised = _normalise(text)
     try:
-        return ast.literal_eval(normalised)
+        value = ast.literal_eval(normalised)
+        # a \ud800 escape makes a lone surrogate, which no UTF-8 writer takes: U+FFFD instead
+        return _no_surrogates(value) if "\\u" in normalised or "\\U" in normalised else value
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as exc:
         retried = _replace_nan_inf(normalised) if ("nan" in normalised or "inf" in normalised) else normalised
         if retried != normalised:

@@ -194,7 +194,8 @@ def config_columns(
         cols["compute_spec"].append(compute_spec(cfg.dtype_q))
         cols["shared_kv"].append(cfg.shared_kv)
     dtypes = {name: column_dtype(name) for name in cols}
-    return {k: np.asarray(v, dtype=dtypes[k]) if v else np.zeros(0, dtype=dtypes[k]) for k, v in cols.items()}
+    # _column: an int beyond int64 is a ConfigError naming the row, not an OverflowError
+    return {k: _column(v, len(configs), dtypes[k], k) if v else np.zeros(0, dtype=dtypes[k]) for k, v in cols.items()}
 
 
 def mask_window(mask: Mask) -> tuple[int, int]:
@@ -217,7 +218,12 @@ def column_dtype(name: str) -> type:
 
 
 def _column(value: ArrayLike, n: int, dtype: type, name: str) -> NDArray[Any]:
-    arr = np.asarray(value, dtype=dtype)
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except OverflowError:  # a Python int beyond int64: no real shape; one line naming the row, not a traceback
+        values = np.atleast_1d(np.asarray(value, dtype=object))
+        row = next(i for i, v in enumerate(values.tolist()) if isinstance(v, int) and not -(2**63) <= v < 2**63)
+        raise ConfigError(f"{name}[row {row}]", values[row], "an integer below 2^63") from None
     if arr.ndim == 0:
         return np.full(n, arr[()], dtype=dtype)
     if arr.shape != (n,):

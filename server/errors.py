@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+
 MESSAGE_LIMIT = 300  # characters of an error line (an LLM and a terminal read it whole)
-_WORD_LIMIT = 80  # a longer word (a whole CSV cell, a deep path) is shortened in its middle
+_WORD_LIMIT = 150  # a longer word (a whole CSV cell, a very deep path) is shortened in its middle
 
 
 class InputError(ValueError):
@@ -34,7 +36,19 @@ def shorten_message(message: str, limit: int = MESSAGE_LIMIT) -> str:
     return shorten_middle(" ".join(words), limit)
 
 
+_OS_FIXES = {
+    errno.ENOSPC: "free space on that disk (or pass another output_dir) and run the tool again",
+    errno.EDQUOT: "free space within your disk quota (or pass another output_dir) and run the tool again",
+    errno.EROFS: "the file system is read-only: pass an output_dir on a writable one",
+    errno.EACCES: "check the permissions of the file and its folder",
+    errno.EPERM: "check the permissions of the file and its folder",
+    errno.ENAMETOOLONG: "pass a shorter path",
+    errno.EISDIR: "a folder stands where a file is expected: pass a file path, or move the folder",
+}
+
+
 def os_error_message(exc: OSError) -> str:
-    """One line for a file-system failure: which path, what went wrong, what to do."""
+    """One line for a file-system failure: which path, what went wrong, what to do about that cause."""
     where = exc.filename if exc.filename is not None else "a file"
-    return f"{where}: {exc.strerror or type(exc).__name__} — check the path and that its folder is writable"
+    fix = _OS_FIXES.get(exc.errno or 0, "check the path and that its folder is writable")
+    return f"{where}: {exc.strerror or type(exc).__name__} — {fix}"

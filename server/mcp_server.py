@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import functools
 import inspect
+import ipaddress
 import logging
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +24,7 @@ import anyio.to_thread
 import orjson
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, ImageContent, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
@@ -72,7 +74,9 @@ def _json_text(result: BaseModel) -> str:
 
 
 class _Server(MCPServer):
-    """MCPServer whose schema-violation errors are one line, like every other tool error."""
+    """MCPServer whose schema-violation errors are one line, like every other tool error, and whose tool errors
+    reach the client as the tool wrote them (without the SDK's `Error executing tool <name>: ` in front, which
+    would take them past the 300-character budget)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:  # type: ignore[override]
         try:
@@ -80,6 +84,8 @@ class _Server(MCPServer):
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(f"{name}: {format_validation_error(exc.__cause__)}") from None
+            if isinstance(exc.__cause__, ToolError):  # ours: already one line of at most 300 characters, as is
+                raise ToolError(str(exc.__cause__)) from None
             raise
 
 
@@ -113,6 +119,38 @@ def _register(server: MCPServer, spec: ToolSpec[Any, Any], roots: DataRoots) -> 
     server.add_tool(
         handler, name=spec.name, title=spec.title, description=spec.description, annotations=_annotations(spec)
     )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` (as given to --host) is a loopback address: 127.0.0.0/8, ::1, or localhost."""
+    if host.strip().lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def transport_security(host: str) -> TransportSecuritySettings | None:
+    """DNS-rebinding protection for a loopback bind, passed explicitly: the SDK turns it on by itself only for
+    127.0.0.1, localhost and ::1, so --host 127.0.0.2 served a foreign Host and Origin. Allowed: the bound
+    address and the usual loopback names, any port. None (no Host check) for other addresses, where the name
+    clients use is not known here (the CLI warns)."""
+    if not is_loopback(host):
+        return None
+    bare = host.strip("[]")
+    named = f"[{bare}]" if ":" in bare else bare
+    hosts = list(dict.fromkeys([named, "127.0.0.1", "localhost", "[::1]"]))
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:*" for h in hosts],
+        allowed_origins=[f"http://{h}:*" for h in hosts],
+    )
+
+
+def http_app(server: MCPServer, host: str) -> Any:
+    """The streamable-HTTP ASGI app of `server` (endpoint /mcp) with the Host/Origin checks for `host`."""
+    return server.streamable_http_app(transport_security=transport_security(host), host=host)
 
 
 def create_server(roots: list[Path] | None = None) -> MCPServer:

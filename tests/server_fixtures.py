@@ -89,9 +89,6 @@ FLASH_ROW = (
     "model.py(10): forward"
 )
 
-__all__ = ["FIXTURES_WITH_OPS", "FLASH_ROW", "SHARED", "copy_fixture", "make_folder", "roots_for"]
-
-
 def make_large_folder(tmp_path: Path, rows: int, seed: int = 0, name: str = "large") -> Path:
     """An analysis folder of `rows` distinct flash rows with long call stacks and two kernels each (a fill and
     the flash kernel): what a long training trace gives, for result-size and budget tests."""
@@ -126,3 +123,52 @@ def make_large_folder(tmp_path: Path, rows: int, seed: int = 0, name: str = "lar
     meta = {"platform": "H100", "gpu_utilization": {"total_time_ms": total}}
     (folder / "metadata" / "sdpa_fwd_metadata.json").write_text(json.dumps(meta))
     return folder
+
+
+SDPA_ARGS = {
+    "Input Dims": [[2, 8, 128, 64], [2, 8, 128, 64], [2, 8, 128, 64], [], [], [], []],
+    "Input type": ["c10::BFloat16"] * 3 + ["Scalar"] * 4,
+    "Input Strides": [[65536, 8192, 64, 1]] * 3 + [[]] * 4,
+    "Concrete Inputs": ["", "", "", "0.", "True", "False", "0.125"],
+}
+FLASH_OP = "aten::_scaled_dot_product_flash_attention"
+
+
+def kernel_trace(kernels: list[dict], device: str | None = "NVIDIA H100 80GB HBM3") -> dict:
+    """A minimal GPU trace: one ProfilerStep, and per entry of `kernels` one flash SDPA op (B=2, H=8, N=128,
+    d=64) launching one kernel at 100 µs intervals (30 µs long unless the entry says otherwise). An entry's
+    `kernel` / `op` / `launch` dicts override fields of that kernel, op or runtime event."""
+    events: list[dict] = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0.0,
+         "dur": 100.0 * len(kernels) + 100.0, "args": {}},
+    ]  # fmt: skip
+    for i, k in enumerate(kernels):
+        t = 10.0 + 100.0 * i
+        op = {"ph": "X", "cat": "cpu_op", "name": FLASH_OP, "pid": 1, "tid": 1, "ts": t, "dur": 50.0,
+              "args": {"External id": i + 1, **SDPA_ARGS}}  # fmt: skip
+        launch = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t + 10,
+                  "dur": 5.0, "args": {"correlation": 100 + i, "External id": i + 1}}  # fmt: skip
+        kernel = {"ph": "X", "cat": "kernel", "name": "flash_fwd_kernel", "pid": 0, "tid": 7, "ts": t + 20,
+                  "dur": 30.0, "args": {"correlation": 100 + i, "stream": 7, "device": 0}}  # fmt: skip
+        op.update(k.get("op", {}))
+        launch.update(k.get("launch", {}))
+        kernel.update(k.get("kernel", {}))
+        events += [op, launch, kernel]
+    doc: dict = {"schemaVersion": 1, "traceEvents": events}
+    if device is not None:
+        doc["deviceProperties"] = [{"id": 0, "name": device}]
+    return doc
+
+
+__all__ = [
+    "FIXTURES_WITH_OPS",
+    "FLASH_OP",
+    "FLASH_ROW",
+    "SDPA_ARGS",
+    "SHARED",
+    "copy_fixture",
+    "kernel_trace",
+    "make_folder",
+    "make_large_folder",
+    "roots_for",
+]

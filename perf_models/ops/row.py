@@ -121,7 +121,8 @@ class Row:
 
     def bool_at(self, slot: int, name: str) -> bool:
         value = self._scalar(slot, name, parse_bool_str, "True/False")
-        assert isinstance(value, bool)
+        if not isinstance(value, bool):  # an explicit check, not an assert: `python -O` must not read None as False
+            raise RowError(f"Concrete Inputs slot {slot} ({name}) is {value!r:.40}, expected True/False")
         return value
 
     def float_at(self, slot: int | None, name: str, default: float | None = None) -> float | None:
@@ -138,7 +139,8 @@ class Row:
 
     def required_int(self, slot: int, name: str) -> int:
         value = self._scalar(slot, name, parse_int_str, "an integer")
-        assert isinstance(value, int)
+        if not isinstance(value, int):
+            raise RowError(f"Concrete Inputs slot {slot} ({name}) is {value!r:.40}, expected an integer")
         return value
 
     def list_at(self, slot: int | None, name: str) -> tuple[int, ...] | None:
@@ -179,9 +181,12 @@ class Row:
         if is_blank(raw) and not optional:
             raise RowError(f"missing Concrete Inputs for {name} (slot {slot} is empty)")
         try:
-            return parser(raw, f"Concrete Inputs slot {slot} ({name})")
+            value = parser(raw, f"Concrete Inputs slot {slot} ({name})")
         except LiteralParseError:
             raise RowError(f"Concrete Inputs slot {slot} ({name}) is {raw!r:.40}, expected {kind}") from None
+        if value is None and not optional:  # 'None', 'nan', 'null': a missing value where one is required
+            raise RowError(f"Concrete Inputs slot {slot} ({name}) is {raw!r:.40}, expected {kind}")
+        return value
 
 
 def is_blank(value: Any) -> bool:

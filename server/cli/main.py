@@ -9,6 +9,7 @@ Human tables on stdout; `--json` prints the structured result the MCP tool retur
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
@@ -25,7 +26,7 @@ from server import __version__
 from server.cli.human import render
 from server.cli.human_ranks import RANK_RENDERERS
 from server.cli.progress import ProgressBar
-from server.errors import InputError
+from server.errors import InputError, os_error_message, shorten_message
 from server.roots import DataRoots
 from server.tools import TOOLS
 from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute
@@ -144,10 +145,47 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise InputError(f"--root {r} is not a folder — pass an existing folder")
     server = create_server(roots)
     if args.http:
-        server.run("streamable-http", host=args.host, port=args.port)
+        serve_http(server, args.host, args.port)
     else:
         server.run()
     return EXIT_OK
+
+
+def serve_http(server: Any, host: str, port: int) -> None:
+    """Streamable HTTP on host:port. The socket is bound here, so a port in use is one line and exit 2 (uvicorn
+    printed [Errno 98] and exited 3), and a non-loopback address is served only after a warning."""
+    import socket
+
+    import uvicorn
+
+    from server.mcp_server import http_app, is_loopback
+
+    if not is_loopback(host):
+        print(
+            f"sdpa-analyzer: warning: serving on {host}:{port}, not a loopback address: anyone who can reach it "
+            "can call the tools and read and write under the data roots, and there is no Host check (DNS "
+            "rebinding) because the name clients use is unknown — use --host 127.0.0.1 unless you mean it",
+            file=sys.stderr,
+        )
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a TIME_WAIT port, not a listening one
+        sock.bind((host.strip("[]"), port))
+    except (socket.gaierror, UnicodeError) as exc:  # before OSError: gaierror is one
+        sock.close()
+        raise InputError(f"--host {host!r} is not an address this machine has ({exc}) — pass e.g. 127.0.0.1") from None
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise InputError(
+                f"port {port} on {host} is already in use — pass --port <another port>, or stop what listens there"
+            ) from None
+        raise InputError(
+            f"cannot listen on {host}:{port} ({exc.strerror or exc}) — pass another --host or --port"
+        ) from None
+    config = uvicorn.Config(http_app(server, host), log_level=server.settings.log_level.lower())
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -191,7 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_tool_command(args)
         return int(args.fn(args))
     except (ToolFailure, InputError) as exc:
-        print(f"sdpa-analyzer: error: {exc}", file=sys.stderr)
+        print(f"sdpa-analyzer: error: {shorten_message(str(exc))}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as exc:  # serve and demo outside the tools' wrapper: still one line, never a traceback
+        print(f"sdpa-analyzer: error: {shorten_message(os_error_message(exc))}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         return 130

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import re
 
-from server.findings.document import Candidate, Collector, Document, Marker
+from server.findings.document import Candidate, Collector, Document, Marker, inside_any
 from server.findings.items import check_marker_numbers
 from server.findings.metrics_view import FindingView
 from server.findings.spec import NOT_QUANTIFIABLE, SUBSECTIONS
 
 _LABELS = "|".join(re.escape(label) for label in SUBSECTIONS)
 _LABEL_EXACT = re.compile(rf"\*\*({_LABELS}):\*\*")
-_LABEL_NEAR = re.compile(rf"^\s*[*_]{{0,2}}\s*({_LABELS})\s*(?:[*_]{{0,2}}\s*:|:\s*[*_]{{0,2}})", re.I)
+# `\s*[*_]{0,2}\s*` spelled without its two adjacent `\s*` (quadratic backtracking on a line of spaces)
+_LABEL_NEAR = re.compile(rf"^\s*(?:[*_]{{1,2}}\s*)?({_LABELS})\s*(?:(?:[*_]{{1,2}}\s*)?:|:\s*[*_]{{0,2}})", re.I)
 # the number, then optionally its unit as the template writes it
 _BULLET = re.compile(r"^\s*[-*]\s*(Low|High) end impact_score:\s*(\S+?)(?:\s+\(% of E2E\))?\s*$")
 
@@ -121,7 +122,7 @@ def detail_marker(
     doc: Document, candidate: Candidate, labels: dict[str, int], finding: FindingView | None, out: Collector
 ) -> Marker | None:
     """Rule 8: a detail_estimate marker per candidate, or the not-quantifiable sentence."""
-    own = [m for m in doc.markers if m.kind == "detail_estimate" and candidate.index < m.begin < candidate.end]
+    own = doc.markers_in("detail_estimate", candidate.index, candidate.end)
     for extra in own[1:]:
         out.error(
             "R8-detail-estimate",
@@ -156,8 +157,9 @@ def detail_marker(
 
 
 def check_stray_detail_markers(doc: Document, out: Collector) -> None:
+    starts = [c.index for c in doc.candidates]
     for marker in doc.markers:
-        if marker.kind == "detail_estimate" and not any(c.index < marker.begin < c.end for c in doc.candidates):
+        if marker.kind == "detail_estimate" and not inside_any(doc.candidates, marker.begin, starts):
             out.error(
                 "R8-detail-estimate",
                 marker.begin,

@@ -6,20 +6,28 @@ Collector; the rule modules then check the parts against the metrics JSON.
 
 from __future__ import annotations
 
+import bisect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from server.errors import MESSAGE_LIMIT, shorten_message
 from server.findings.markdown import parse_attrs, structural_lines
 from server.findings.models import FindingError
 from server.findings.spec import DETAILED_ANALYSIS, MARKER_KINDS, RECOMMENDATIONS
 
 MAX_REPORTED = 200
 
-_HEADING = re.compile(r"^(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$")
-_P_ITEM = re.compile(r"^### P(\d+): (\S.*?)\s*$")
-_P_LIKE = re.compile(r"^#{1,6}\s*\**\s*P\s*\d+\b")
-_MARKER = re.compile(r"<!--\s*impact-(begin|end)\b(.*?)-->")
-_MARKER_LIKE = re.compile(r"<!--.*impact[-_ ]?(begin|end)|impact-(begin|end)\b.*-->", re.IGNORECASE)
+# Every pattern here runs on text an LLM (or anyone) wrote: each is linear in the line's length. Patterns whose
+# natural spelling backtracks quadratically (`\s*x?\s*`, `(.*?)\s*$`, `<!--.*impact`, `(.*?)-->` repeated) are
+# written as a plain match plus a string operation with the same result.
+_HEADING_HASHES = re.compile(r"#{1,6}")
+_P_ITEM = re.compile(r"^### P(\d+): (\S.*)$")  # the title is group 2, trailing whitespace stripped
+_P_LIKE = re.compile(r"^#{1,6}\s*(?:\*+\s*)?P\s*\d+\b")
+_MARKER_HEAD = re.compile(r"<!--\s*impact-(begin|end)\b")
+_LIKE_OPEN = re.compile(r"impact[-_ ]?(begin|end)", re.IGNORECASE)
+_LIKE_CLOSE = re.compile(r"impact-(begin|end)\b", re.IGNORECASE)
 _CANDIDATE = re.compile(r"^\s*<!--\s*reasoning-candidate\b(.*?)-->\s*$")
 _NUMBER_TOKEN = re.compile(r"^(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|null)$")
 
@@ -32,17 +40,30 @@ class Collector:
         self.warnings: list[FindingError] = []
         self.dropped = 0
 
+    @property
+    def full(self) -> bool:
+        """No more errors will be listed (loops over many items stop building messages: only the count goes on)."""
+        return len(self.errors) >= MAX_REPORTED
+
     def error(self, rule: str, index: int | None, message: str, fix: str) -> None:
         if len(self.errors) >= MAX_REPORTED:
             self.dropped += 1
             return
-        self.errors.append(FindingError(rule=rule, line=None if index is None else index + 1, message=message, fix=fix))
+        self.errors.append(_finding_error(rule, index, message, fix))
 
     def warn(self, rule: str, index: int | None, message: str, fix: str) -> None:
         if len(self.warnings) < MAX_REPORTED:
-            self.warnings.append(
-                FindingError(rule=rule, line=None if index is None else index + 1, message=message, fix=fix)
-            )
+            self.warnings.append(_finding_error(rule, index, message, fix))
+
+
+def _finding_error(rule: str, index: int | None, message: str, fix: str) -> FindingError:
+    # messages quote the file's own lines: each is kept to one short line whatever the file holds
+    return FindingError(
+        rule=rule,
+        line=None if index is None else index + 1,
+        message=shorten_message(message, MESSAGE_LIMIT),
+        fix=shorten_message(fix, MESSAGE_LIMIT),
+    )
 
 
 @dataclass(frozen=True)
@@ -94,6 +115,14 @@ class Document:
     p_items: list[PItem] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     markers: list[Marker] = field(default_factory=list)
+    marker_begins: list[int] = field(default_factory=list)  # markers[i].begin, ascending (line order)
+
+    def markers_in(self, kind: str, lo: int, hi: int) -> list[Marker]:
+        """Markers of `kind` beginning strictly between lines lo and hi, found by bisection (a file of 10^4
+        P-items and markers would otherwise compare every pair)."""
+        i = bisect.bisect_right(self.marker_begins, lo)
+        j = bisect.bisect_left(self.marker_begins, hi)
+        return [m for m in self.markers[i:j] if m.kind == kind]
 
     def in_rec(self, index: int) -> bool:
         return self.rec is not None and self.rec < index < self.rec_end
@@ -102,12 +131,73 @@ class Document:
         return self.det is not None and self.det < index < self.det_end
 
 
+class _Block(Protocol):
+    index: int
+    end: int
+
+
+def inside_any(blocks: Sequence[_Block], line: int, starts: list[int] | None = None) -> bool:
+    """Whether `line` lies strictly inside one of `blocks` (in line order, disjoint: P-items, candidate blocks),
+    by bisection on their first lines (`starts`, when the caller has them already)."""
+    starts = [b.index for b in blocks] if starts is None else starts
+    i = bisect.bisect_left(starts, line) - 1
+    return i >= 0 and blocks[i].index < line < blocks[i].end
+
+
+def heading_of(line: str) -> tuple[int, str] | None:
+    r"""(level, title) of an ATX heading line, or None: `#`..`######`, then nothing or a space/tab and the
+    title; trailing spaces, tabs and closing `#`s are not part of the title. (The regex
+    `^(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$`, without its quadratic backtracking.)"""
+    match = _HEADING_HASHES.match(line)
+    if match is None:
+        return None
+    rest = line[match.end() :]
+    if rest.strip(" \t#") == "":
+        return len(match.group()), ""
+    if rest[0] not in " \t":
+        return None
+    return len(match.group()), rest.lstrip(" \t").rstrip(" \t#").strip()
+
+
+def p_item_heading(line: str) -> tuple[int, str] | None:
+    """(rank, title) of a `### P<rank>: <title>` line, or None."""
+    match = _P_ITEM.match(line)
+    if match is None:
+        return None
+    return int(match.group(1)), match.group(2).rstrip()
+
+
+def impact_markers(line: str) -> list[tuple[str, str]]:
+    r"""(begin|end, attribute text) of every `<!-- impact-begin|end ... -->` in the line, left to right (the first
+    `-->` closes each one): `re.finditer(r"<!--\s*impact-(begin|end)\b(.*?)-->")`, in linear time."""
+    found = []
+    pos = 0
+    while (head := _MARKER_HEAD.search(line, pos)) is not None:
+        close = line.find("-->", head.end())
+        if close < 0:  # no later marker can close either
+            break
+        found.append((head.group(1), line[head.end() : close]))
+        pos = close + 3
+    return found
+
+
+def looks_like_marker(line: str) -> bool:
+    r"""A line that tries to be an impact marker: `<!--` followed later by impact-begin/end (any spelling), or
+    impact-begin/end followed later by `-->` (the regex `<!--.*impact[-_ ]?(begin|end)|impact-(begin|end)\b.*-->`
+    with re.I, in linear time)."""
+    opening = line.find("<!--")
+    if opening >= 0 and _LIKE_OPEN.search(line, opening + 4):
+        return True
+    close = _LIKE_CLOSE.search(line)
+    return close is not None and line.find("-->", close.end()) >= 0
+
+
 def headings_of(lines: list[str]) -> list[Heading]:
     found = []
     for index, line in enumerate(lines):
-        match = _HEADING.match(line)
-        if match:
-            found.append(Heading(index, len(match.group(1)), (match.group(2) or "").strip()))
+        heading = heading_of(line)
+        if heading is not None:
+            found.append(Heading(index, heading[0], heading[1]))
     return found
 
 
@@ -224,10 +314,10 @@ def parse_p_items(doc: Document, out: Collector) -> None:
         raw = doc.lines[heading.index]
         inside = doc.in_rec(heading.index)
         if heading.level == 3 and inside:
-            match = _P_ITEM.match(raw)
+            item = p_item_heading(raw)
             end = _block_end(doc.headings, position, 3, doc.rec_end)
-            if match:
-                doc.p_items.append(PItem(heading.index, int(match.group(1)), match.group(2), end))
+            if item is not None:
+                doc.p_items.append(PItem(heading.index, item[0], item[1], end))
             else:
                 out.error(
                     "R2-heading",
@@ -246,7 +336,8 @@ def parse_p_items(doc: Document, out: Collector) -> None:
 
 
 def _block_end(headings: list[Heading], position: int, level: int, limit: int) -> int:
-    for heading in headings[position + 1 :]:
+    for k in range(position + 1, len(headings)):  # by index: a slice would copy the rest for every heading
+        heading = headings[k]
         if heading.index >= limit:
             break
         if heading.level <= level:
@@ -258,9 +349,9 @@ def parse_markers(doc: Document, out: Collector) -> None:
     """Rule 8 pairing, kinds, attributes and values of the impact markers."""
     open_marker: Marker | None = None
     for index, line in enumerate(doc.lines):
-        matches = list(_MARKER.finditer(line))
+        matches = impact_markers(line) if "impact-" in line else []
         if not matches:
-            if _MARKER_LIKE.search(line):
+            if looks_like_marker(line):
                 out.error(
                     "R8-syntax",
                     index,
@@ -269,8 +360,8 @@ def parse_markers(doc: Document, out: Collector) -> None:
                     "`<!-- impact-end -->`, each a complete HTML comment.",
                 )
             continue
-        for match in matches:
-            if match.group(1) == "begin":
+        for kind, attr_text in matches:
+            if kind == "begin":
                 if open_marker is not None:
                     out.error(
                         "R8-nested",
@@ -278,7 +369,7 @@ def parse_markers(doc: Document, out: Collector) -> None:
                         "impact-begin before the previous marker was closed.",
                         "Add `<!-- impact-end -->` after the previous marker's content.",
                     )
-                open_marker = Marker(index, None, None, parse_attrs(match.group(2)))
+                open_marker = Marker(index, None, None, parse_attrs(attr_text))
                 open_marker.kind = open_marker.attrs.get("kind")
                 doc.markers.append(open_marker)
             elif open_marker is None:
@@ -298,6 +389,7 @@ def parse_markers(doc: Document, out: Collector) -> None:
             "impact-begin is never closed.",
             "Add `<!-- impact-end -->` on the line after the Impact text it wraps.",
         )
+    doc.marker_begins = [m.begin for m in doc.markers]
     for marker in doc.markers:
         _check_marker_attrs(marker, out)
 

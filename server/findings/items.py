@@ -3,15 +3,21 @@ heuristic warning line (10)."""
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
+from collections import Counter
 
-from server.findings.document import Collector, Document, Marker, PItem
+from server.errors import shorten_middle
+from server.findings.document import Collector, Document, Marker, PItem, inside_any
 from server.findings.metrics_view import FindingView
 from server.findings.spec import MISSING, NOT_QUANTIFIABLE, P_LABELS, heuristic_warning_line, library_suffix
 
 _LABEL_EXACT = {label: re.compile(rf"^\*\*{label}\*\*:") for label in P_LABELS}
-_LABEL_NEAR = re.compile(r"^\s*[*_]{0,2}\s*(insight|action|impact)s?\s*(?:[*_]{0,2}\s*:|:\s*[*_]{0,2})", re.I)
+# `\s*[*_]{0,2}\s*` spelled without its two adjacent `\s*` (quadratic backtracking on a line of spaces)
+_LABEL_NEAR = re.compile(
+    r"^\s*(?:[*_]{1,2}\s*)?(insight|action|impact)s?\s*(?:(?:[*_]{1,2}\s*)?:|:\s*[*_]{0,2})", re.I
+)
 _IMPACT_SCORE = re.compile(r"impact_score\s*:\s*(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|null)")
 _WARNING_LIKE = re.compile(r"^\s*>\s*\*\*Warning\b", re.I)
 _WARNING_FORMAT = re.compile(
@@ -33,19 +39,26 @@ def check_p_item_set(
         return  # no metrics: nothing to compare; empty findings are rule 11's business
     found = [item.rank for item in doc.p_items]
     if len(found) != len(expected) or sorted(found) != sorted(expected):
-        missing = [rank for rank in expected if rank not in found]
-        extra = [item for item in doc.p_items if item.rank not in expected or found.count(item.rank) > 1]
-        if extra:
-            item = extra[0]
+        # sets, counts and a running maximum: linear in P-items and findings (both can number 10^4)
+        counts = Counter(found)
+        wanted = set(expected)
+        missing = [rank for rank in expected if rank not in counts]
+        extra = next((item for item in doc.p_items if item.rank not in wanted or counts[item.rank] > 1), None)
+        ranks = shorten_middle(", ".join(map(str, expected)), 120)
+        if extra is not None:
             out.error(
                 "R2-p-items",
-                item.index,
-                f"P{item.rank} has no matching category_findings[] entry (ranks: "
-                f"{', '.join(map(str, expected))}) or repeats one.",
+                extra.index,
+                f"P{extra.rank} has no matching category_findings[] entry (ranks: {ranks}) or repeats one.",
                 "Delete this P-item: the P-item set comes only from category_findings[].",
             )
-        for rank in missing:
-            anchor = next((item.index for item in doc.p_items if item.rank > rank), None)
+        highest = list(itertools.accumulate(found, max))  # highest rank up to each P-item, non-decreasing
+        for position, rank in enumerate(missing):
+            if out.full:
+                out.dropped += len(missing) - position
+                break
+            after = bisect.bisect_right(highest, rank)  # the first P-item ranked above the missing one
+            anchor = doc.p_items[after].index if after < len(doc.p_items) else None
             if anchor is None:
                 anchor = doc.p_items[-1].end if doc.p_items else doc.rec
             out.error(
@@ -62,7 +75,7 @@ def check_p_item_set(
                 "R2-rank-order",
                 item.index,
                 f"P{item.rank} is where P{rank} belongs: P-items must follow ascending rank.",
-                f"Reorder the P-items as {', '.join(f'P{r}' for r in expected)}.",
+                f"Reorder the P-items as {shorten_middle(', '.join(f'P{r}' for r in expected), 120)}.",
             )
             return
 
@@ -155,7 +168,7 @@ def check_labels(doc: Document, item: PItem, out: Collector) -> dict[str, int]:
 
 def p_item_marker(doc: Document, item: PItem, out: Collector) -> Marker | None:
     """Rule 8: exactly one p_item marker inside each P-item."""
-    own = [m for m in doc.markers if m.kind == "p_item" and item.index < m.begin < item.end]
+    own = doc.markers_in("p_item", item.index, item.end)
     if not own:
         out.error(
             "R8-p-item",
@@ -176,8 +189,9 @@ def p_item_marker(doc: Document, item: PItem, out: Collector) -> Marker | None:
 
 
 def check_stray_p_markers(doc: Document, out: Collector) -> None:
+    starts = [item.index for item in doc.p_items]
     for marker in doc.markers:
-        if marker.kind == "p_item" and not any(i.index < marker.begin < i.end for i in doc.p_items):
+        if marker.kind == "p_item" and not inside_any(doc.p_items, marker.begin, starts):
             out.error(
                 "R8-p-item",
                 marker.begin,

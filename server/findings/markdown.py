@@ -8,7 +8,9 @@ from dataclasses import dataclass
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 _SEPARATOR_CELL = re.compile(r"^:?-+:?$")
-_ATTR = re.compile(r"([A-Za-z_][\w-]*)=(\S+)")
+_WORD_RUN = re.compile(r"[\w-]+")
+_KEY_START = re.compile(r"[A-Za-z_]")
+_VALUE = re.compile(r"\S+")
 
 
 def structural_lines(lines: list[str]) -> list[str]:
@@ -30,8 +32,24 @@ def structural_lines(lines: list[str]) -> list[str]:
 
 
 def parse_attrs(text: str) -> dict[str, str]:
-    """`kind=p_item low=8.3` -> {"kind": "p_item", "low": "8.3"}; later duplicates win."""
-    return {key: value for key, value in _ATTR.findall(text)}
+    r"""`kind=p_item low=8.3` -> {"kind": "p_item", "low": "8.3"}; later duplicates win.
+
+    The pairs `re.findall(r"([A-Za-z_][\w-]*)=(\S+)")` finds, found run by run of word characters instead (the
+    regex retries every start inside a long word: quadratic): a key is a run that `=` follows, from its first
+    letter or `_`; its value runs to the next whitespace, and the search resumes after it."""
+    attrs: dict[str, str] = {}
+    pos = 0
+    while (run := _WORD_RUN.search(text, pos)) is not None:
+        pos = run.end()
+        if not text.startswith("=", run.end()):
+            continue
+        key_start = _KEY_START.search(text, run.start(), run.end())
+        value = _VALUE.match(text, run.end() + 1)
+        if key_start is None or value is None:
+            continue
+        attrs[text[key_start.start() : run.end()]] = value.group()
+        pos = value.end()
+    return attrs
 
 
 def split_cells(line: str) -> list[str]:

@@ -7,11 +7,15 @@ one raises MetricsFormatError naming the field, so the caller can tell the user 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from server.errors import InputError
 from server.findings.spec import (
     MISSING,
     VERDICT_COLUMNS,
@@ -22,9 +26,10 @@ from server.findings.spec import (
     has_efficiency,
     number_text,
 )
+from server.roots import UNRESTRICTED, DataRoots
 
 
-class MetricsFormatError(ValueError):
+class MetricsFormatError(InputError):
     """The metrics JSON lacks a field the findings checks need, or has it with the wrong type."""
 
 
@@ -63,23 +68,61 @@ class MetricsView:
         return None
 
 
-def load_metrics(path: Path) -> dict[str, Any]:
+MAX_DEPTH = 64  # nesting of a metrics JSON; ours is 5 deep
+
+
+def load_metrics(path: Path, roots: DataRoots = UNRESTRICTED) -> dict[str, Any]:
     """Parse a metrics JSON keeping each number's written spelling (floats become Decimal).
 
     Rule 9 compares marker numbers with the JSON text exactly (`5.96` is not `5.960`); a float
     would forget trailing zeros, a Decimal keeps them.
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        data = roots.read_bytes(path, what="metrics JSON")
     except FileNotFoundError:
         raise FileNotFoundError(f"metrics JSON not found: {path} (run rank_findings first)") from None
+    return parse_metrics(data, path)
+
+
+def parse_metrics(data: bytes, source: Path | str) -> dict[str, Any]:
+    """The metrics JSON object from its bytes; not UTF-8, not JSON, too deep or not an object: MetricsFormatError."""
     try:
-        data = json.loads(text, parse_float=Decimal)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MetricsFormatError(f"{source}: not UTF-8 text (byte {exc.start}); rewrite it (rank_findings)") from None
+    depth = json_depth(data)
+    if depth > MAX_DEPTH:
+        raise MetricsFormatError(f"{source}: JSON nested {depth} levels deep (at most {MAX_DEPTH}); rewrite it")
+    try:
+        parsed = json.loads(text, parse_float=Decimal)
     except json.JSONDecodeError as exc:
-        raise MetricsFormatError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(data, dict):
-        raise MetricsFormatError(f"{path}: top level must be a JSON object, got {type(data).__name__}")
-    return data
+        raise MetricsFormatError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:  # pragma: no cover - json_depth bounds it first
+        raise MetricsFormatError(f"{source}: JSON nested too deeply; rewrite it") from None
+    if not isinstance(parsed, dict):
+        raise MetricsFormatError(f"{source}: top level must be a JSON object, got {type(parsed).__name__}")
+    return parsed
+
+
+_ESCAPE = re.compile(rb"\\.", re.S)
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+_STEP = np.zeros(256, dtype=np.int32)  # +1 opens a container, -1 closes one
+_STEP[list(b"[{")] = 1
+_STEP[list(b"]}")] = -1
+
+
+def json_depth(data: bytes) -> int:
+    """The deepest bracket nesting of a JSON text, brackets inside strings skipped, in linear time and without
+    recursion (json.loads recurses once per level, and so do == and repr on what it returns: a hostile file
+    nests thousands deep). Escapes go first (an escaped quote is never structure), then everything but quotes
+    and brackets; a running xor of the quotes marks what lies inside strings."""
+    if b"\\" in data:
+        data = _ESCAPE.sub(b"", data)
+    marks = np.frombuffer(data.translate(None, _NOT_STRUCTURE), dtype=np.uint8)
+    quote = marks == ord('"')
+    inside = np.bitwise_xor.accumulate(quote)
+    steps = _STEP[marks[~(inside | quote)]]
+    return max(0, int(np.cumsum(steps).max())) if len(steps) else 0
 
 
 def _require_list(metrics: dict[str, Any], key: str) -> list[dict[str, Any]]:
@@ -87,7 +130,8 @@ def _require_list(metrics: dict[str, Any], key: str) -> list[dict[str, Any]]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        raise MetricsFormatError(f"metrics JSON field {key!r} must be a list of objects, got {value!r:.80}")
+        got = type(value).__name__ if not isinstance(value, list) else "a list with a non-object item"
+        raise MetricsFormatError(f"metrics JSON field {key!r} must be a list of objects, got {got}")
     return value
 
 
@@ -151,7 +195,7 @@ def member_operation_indices(member: dict[str, Any], operations: list[dict[str, 
     member's args when it has them, else by its time and efficiency; fall back to every entry.
     """
     name = member.get("operation")
-    candidates = [i for i, op in enumerate(operations) if op.get("name") == name]
+    candidates = _operations_named(operations, name)
     if len(candidates) <= 1:
         return candidates
     if member.get("args") is not None:
@@ -168,12 +212,37 @@ def member_operation_indices(member: dict[str, Any], operations: list[dict[str, 
 
 
 def finding_operation_indices(finding: FindingView, operations: list[dict[str, Any]]) -> list[int]:
-    seen: list[int] = []
+    seen: dict[int, None] = {}  # insertion-ordered set: linear in members × their matches
     for member in finding.members:
         for index in member_operation_indices(member, operations):
-            if index not in seen:
-                seen.append(index)
-    return seen
+            seen.setdefault(index, None)
+    return list(seen)
+
+
+_NAME_INDEX: dict[int, tuple[list[dict[str, Any]], dict[Any, list[int]]]] = {}  # id(operations) -> index
+
+
+def _operations_named(operations: list[dict[str, Any]], name: Any) -> list[int]:
+    """Indices of the operations named `name`, from an index built once per operations list (a finding of
+    10^5 members against 10^5 operations would otherwise compare 10^10 names)."""
+    try:
+        hash(name)
+    except TypeError:  # an unhashable "name" in a hand-edited file: compare one by one
+        return [i for i, op in enumerate(operations) if op.get("name") == name]
+    entry = _NAME_INDEX.get(id(operations))
+    if entry is None or entry[0] is not operations:
+        index: dict[Any, list[int]] = {}
+        for i, op in enumerate(operations):
+            key = op.get("name")
+            try:
+                index.setdefault(key, []).append(i)
+            except TypeError:
+                continue
+        if len(_NAME_INDEX) >= 4:
+            _NAME_INDEX.clear()
+        _NAME_INDEX[id(operations)] = entry = (operations, index)  # keeps the list alive: its id stays its own
+    return list(entry[1].get(name, ()))
+
 
 
 def _efficiency(op: dict[str, Any]) -> dict[str, Any]:

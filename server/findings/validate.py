@@ -35,6 +35,7 @@ from server.findings.metrics_view import MetricsView, view_metrics
 from server.findings.models import FileKind, ValidationReport
 from server.findings.spec import NO_DATA_SENTENCE, SCOPES, TIERS
 from server.findings.tables import check_table_rows, data_table
+from server.roots import UNRESTRICTED, DataRoots
 
 _SLOT = re.compile(r"\{\{\s*FILL\s*:", re.I)
 _SPEC_PLACEHOLDER = re.compile(
@@ -45,28 +46,33 @@ _TOP_HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
 _SECTION_HEADING = re.compile(r"^##\s+(Recommendations|Detailed Analysis)\s*$")
 
 
-def find_metrics_for(findings_path: Path) -> Path | None:
-    """`<out>/category_findings/<cat>_findings.md` -> `<out>/category_data/<cat>_metrics.json` if it exists."""
+def find_metrics_for(findings_path: Path, roots: DataRoots = UNRESTRICTED) -> Path | None:
+    """`<out>/category_findings/<cat>_findings.md` -> `<out>/category_data/<cat>_metrics.json` if it exists
+    (checked through the data roots: a metrics file linked from outside them is refused, not skipped)."""
     path = Path(findings_path)
     if not path.name.endswith("_findings.md"):
         return None
     category = path.name[: -len("_findings.md")]
     candidate = path.parent.parent / "category_data" / f"{category}_metrics.json"
-    return candidate if candidate.is_file() else None
+    return candidate if roots.is_file(candidate, what="metrics JSON") else None
 
 
 def validate_findings_file(
-    findings_path: Path, metrics: dict[str, Any] | None, tier: str = "compute", comparison_scope: str | None = None
+    findings_path: Path,
+    metrics: dict[str, Any] | None,
+    tier: str = "compute",
+    comparison_scope: str | None = None,
+    roots: DataRoots = UNRESTRICTED,
 ) -> ValidationReport:
     """Validate one findings file; `metrics` is the parsed `<cat>_metrics.json` (None: structure only)."""
     path = Path(findings_path)
-    if path.is_dir():
+    if roots.is_dir(path, what="findings path"):
         raise IsADirectoryError(f"findings path is a folder, not a file: {path} (pass .../<cat>_findings.md)")
-    if not path.is_file():
+    if not roots.is_file(path, what="findings path"):
         raise FileNotFoundError(
             f"findings file not found: {path} (write it first; render_findings_template gives the skeleton)"
         )
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    text = roots.read_bytes(path, what="findings file").decode("utf-8", errors="replace")
     return validate_findings_text(text, metrics, tier, comparison_scope)
 
 
@@ -113,13 +119,17 @@ def validate_findings_text(
 def _check_slots(lines: list[str], out: Collector) -> None:
     """R0: template slots (`{{FILL: ...}}`) and the spec's own `<placeholders>` left in the file."""
     for index, line in enumerate(lines):
+        close = -1  # the `}}` after the latest slot, found once for all the slots before it (linear)
         for match in _SLOT.finditer(line):
-            end = line.find("}}", match.end())
-            slot = line[match.start() : end + 2 if end >= 0 else match.start() + 60]
+            if close < match.end() and close != -2:
+                close = line.find("}}", match.end())
+                close = -2 if close < 0 else close  # none: none for the later slots either
+            stop = close + 2 if close >= 0 else match.start() + 60
+            slot = line[match.start() : min(stop, match.start() + 90)]
             out.error(
                 "R0-unfilled-slot",
                 index,
-                f"unfilled template slot `{slot[:90]}`.",
+                f"unfilled template slot `{slot}`.",
                 "Replace the whole `{{FILL: ...}}` with your own text, following its hint.",
             )
         placeholder = _SPEC_PLACEHOLDER.search(line)

@@ -12,7 +12,6 @@ Cached objects are shared between callers: treat them as read-only.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from typing import Any
 
 from server.folder.read import CategoryData, category_input_files, load_category
 from server.memory import release_free_heap
+from server.roots import UNRESTRICTED, DataRoots
 
 MAX_CATEGORIES = 4
 MAX_ROWS = 250_000  # per map, all entries together (~1 KB a row each); one larger category is still cached, alone
@@ -28,11 +28,13 @@ MAX_ROWS = 250_000  # per map, all entries together (~1 KB a row each); one larg
 FileStamp = tuple[int, int, int] | None
 
 
-def file_stamp(path: Path) -> FileStamp:
-    """(inode, mtime_ns, size), or None when the file is missing: any rewrite changes it."""
+def file_stamp(path: Path, roots: DataRoots = UNRESTRICTED) -> FileStamp:
+    """(inode, mtime_ns, size), or None when the file is missing or unreachable: any rewrite changes it."""
     try:
-        st = os.stat(path)
-    except OSError:
+        st = roots.stat(path)
+    except (OSError, ValueError):  # outside the roots, unresolvable: no stamp (loading then says why)
+        return None
+    if st is None:
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
@@ -74,21 +76,22 @@ def _data_rows(data: CategoryData) -> int:
 _categories = Lru(MAX_CATEGORIES, _data_rows)
 
 
-def _category_key(output_dir: Path, category: str) -> tuple[Any, ...]:
+def _category_key(output_dir: Path, category: str, roots: DataRoots) -> tuple[Any, ...]:
     files = category_input_files(output_dir, category)
-    return (str(output_dir), category, *(file_stamp(p) for p in files))
+    # the roots are part of the key: what one server's roots allowed is never served to another's
+    return (roots, str(output_dir), category, *(file_stamp(p, roots) for p in files))
 
 
-def cached_load(output_dir: Path, category: str) -> CategoryData:
+def cached_load(output_dir: Path, category: str, roots: DataRoots = UNRESTRICTED) -> CategoryData:
     """load_category, reused while none of the category's input files changed."""
-    key = _category_key(output_dir, category)
+    key = _category_key(output_dir, category, roots)
     data = _categories.get(key)
     if data is None:
-        data = load_category(output_dir, category)
+        data = load_category(output_dir, category, roots)
         release_free_heap()  # reading freed far more than it kept
         # a file replaced while it was read gives a key that no longer matches: store under the key seen
         # before reading only when it still holds
-        if _category_key(output_dir, category) == key:
+        if _category_key(output_dir, category, roots) == key:
             _categories.put(key, data)
     return data
 

@@ -12,6 +12,9 @@ kernel without parsing every cell (see read_kernel_details).
 
 from __future__ import annotations
 
+import csv
+import io
+import math
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -23,9 +26,11 @@ import orjson
 import pandas as pd
 
 from perf_models.errors import PerfModelError
-from perf_models.literals import parse_literal
+from perf_models.literals import MAX_NESTING, parse_literal
 from server.errors import InputError, shorten_middle
 from server.factorize import factorize
+from server.folder.manifest import PENDING_MARKER, check_complete
+from server.roots import UNRESTRICTED, DataRoots
 from server.vocab import CATEGORIES, SCOPES
 
 KERNEL_SUM = "Kernel Time (µs)_sum"
@@ -56,6 +61,7 @@ class CategoryData:
     csv_path: Path
     metadata_path: Path
     df: pd.DataFrame | None = None
+    roots: DataRoots = UNRESTRICTED  # what the files were read through; outputs beside them are written through it
     metadata: dict[str, Any] = field(default_factory=dict)
     manifest: dict[str, Any] | None = None
     e2e_ms: float | None = None
@@ -100,55 +106,69 @@ def check_category(category: str) -> str:
     return cat
 
 
-def read_json_file(path: Path, what: str) -> dict[str, Any]:
+def read_json_file(path: Path, what: str, roots: DataRoots = UNRESTRICTED) -> dict[str, Any]:
+    """A JSON object file, read through the data roots; every failure is one InputError naming the file."""
     try:
-        data = orjson.loads(path.read_bytes())
+        data = orjson.loads(roots.read_bytes(path, what=what))
     except FileNotFoundError:
         raise InputError(f"{what} not found: {path}") from None
     except orjson.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON ({exc.msg} at char {exc.pos}); rewrite {what} as JSON") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot read {what} ({exc.strerror})") from None
+        raise InputError(f"{path}: cannot read {what} ({exc.strerror or type(exc).__name__})") from None
     if not isinstance(data, dict):
         raise InputError(f"{path}: {what} must be a JSON object, found {type(data).__name__}")
     return data
 
 
-def category_input_files(output_dir: Path, category: str) -> tuple[Path, Path, Path, Path]:
-    """Every file load_category reads: ops CSV, metadata, manifest, trace-2 GPU utilization."""
+def category_input_files(output_dir: Path, category: str) -> tuple[Path, ...]:
+    """Every file load_category reads: ops CSV, metadata, manifest, trace-2 GPU utilization, pending-run marker."""
     cat = check_category(category)
     return (
         output_dir / "category_data" / f"{cat}_ops.csv",
         output_dir / "metadata" / f"{cat}_metadata.json",
         output_dir / "category_data" / "category_manifest.json",
         output_dir / "metadata" / "trace2_gpu_utilization.json",
+        output_dir / PENDING_MARKER,
     )
 
 
-def load_category(output_dir: Path, category: str) -> CategoryData:
-    """Load and validate one category. `output_dir` must already be resolved under the data roots."""
+def load_category(output_dir: Path, category: str, roots: DataRoots = UNRESTRICTED) -> CategoryData:
+    """Load and validate one category, every file read through `roots` (output_dir is resolved again there).
+
+    A folder that analyze_trace wrote is checked against its manifest first (server.folder.manifest): a
+    category it lists must be there, from the same run; one it does not list is NO_DATA; an interrupted run
+    is an error, never a silent NO_DATA."""
     cat = check_category(category)
-    if not output_dir.exists():
+    st = roots.stat(output_dir, what="output_dir")
+    if st is None:
         raise InputError(f"output_dir not found: {output_dir} — pass an analysis folder (or run analyze_trace first)")
-    if not output_dir.is_dir():
+    if not roots.is_dir(output_dir, what="output_dir"):
         raise InputError(f"output_dir is not a folder: {output_dir}")
-    csv_path, meta_path, manifest_path, _ = category_input_files(output_dir, cat)
+    csv_path, meta_path, manifest_path, _, marker_path = category_input_files(output_dir, cat)
     data = CategoryData(
-        output_dir=output_dir, category=cat, status="NO_DATA", csv_path=csv_path, metadata_path=meta_path
+        output_dir=output_dir, category=cat, status="NO_DATA", csv_path=csv_path, metadata_path=meta_path, roots=roots
     )
 
-    if manifest_path.exists():
-        data.manifest = read_json_file(manifest_path, "category manifest")
+    if roots.exists(manifest_path, what="category manifest"):
+        data.manifest = read_json_file(manifest_path, "category manifest", roots)
         scope = data.manifest.get("comparison_scope")
         if scope in SCOPES:
             data.comparison_scope = scope
-    if meta_path.exists():
-        data.metadata = read_json_file(meta_path, f"{cat} metadata")
-    if not csv_path.exists():
+    if roots.exists(meta_path, what=f"{cat} metadata"):
+        data.metadata = read_json_file(meta_path, f"{cat} metadata", roots)
+    marker = read_json_file(marker_path, "analyze marker", roots) if roots.exists(marker_path) else None
+    has_csv = roots.exists(csv_path, what=f"{cat} ops CSV")
+    listed = check_complete(output_dir, cat, data.manifest, data.metadata, marker, has_csv)
+    if listed is False:  # a complete analysis of ours that found no ops of this category
+        if has_csv:
+            data.warnings.append(f"{csv_path.name} is not part of the analysis the manifest records: ignored")
+        return data
+    if not has_csv:
         return data
 
     data.status = "OK"
-    data.df = _read_csv(csv_path)
+    data.df = _read_csv(csv_path, roots)
     _validate_columns(data.df, csv_path)
     data.e2e_ms = _e2e_baseline(data, manifest_path)
     _read_trace2_baseline(data)
@@ -160,9 +180,10 @@ def load_category(output_dir: Path, category: str) -> CategoryData:
 
 
 _READ_CHUNK_ROWS = 8192
+_MAX_EXACT = float(2**53)
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
+def _read_csv(path: Path, roots: DataRoots = UNRESTRICTED) -> pd.DataFrame:
     """The ops CSV, read a block of rows at a time with every repeated text cell kept once.
 
     Real ops CSVs repeat their large cells (call stacks of 1-4 KB, kernel summaries) across thousands of rows;
@@ -171,8 +192,14 @@ def _read_csv(path: Path) -> pd.DataFrame:
     content, and the run is no slower than one `read_csv` call."""
     distinct: dict[str, str] = {}
     blocks = []
+    fh = roots.open_read(path, what="ops CSV")
     try:
-        with pd.read_csv(path, dtype={"name": str}, keep_default_na=True, chunksize=_READ_CHUNK_ROWS) as reader:
+        _check_first_row(fh, path)
+        # index_col=False: a first row longer than the header must not turn its extra fields into an index
+        # (pandas would build a MultiIndex of every extra field: minutes for a 500 KB row, the fields lost)
+        with pd.read_csv(
+            fh, dtype={"name": str}, keep_default_na=True, chunksize=_READ_CHUNK_ROWS, index_col=False
+        ) as reader:
             for block in reader:
                 for col in block.columns:
                     if block[col].dtype.kind in "OT":
@@ -182,12 +209,38 @@ def _read_csv(path: Path) -> pd.DataFrame:
                 blocks.append(block)
     except pd.errors.EmptyDataError:
         raise InputError(f"{path}: the CSV is empty — regenerate it (analyze_trace) or delete it for NO_DATA") from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    except (pd.errors.ParserError, UnicodeDecodeError, csv.Error) as exc:
+        first = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{path}: not a readable CSV ({first}) — regenerate it with analyze_trace") from None
+    finally:
+        fh.close()
     if not blocks:  # a header and no rows
-        return pd.read_csv(path, dtype={"name": str}, nrows=0)
+        with roots.open_read(path, what="ops CSV") as again:
+            return pd.read_csv(again, dtype={"name": str}, nrows=0, index_col=False)
     return blocks[0] if len(blocks) == 1 else pd.concat(blocks, ignore_index=True)
+
+
+# the csv module's cell limit (128 KiB) is below what real cells reach (call stacks, kernel summaries); raising
+# it only ever lets longer cells through, and MAX_LITERAL_CHARS bounds what is parsed further
+csv.field_size_limit(max(csv.field_size_limit(), 1 << 26))
+
+
+def _check_first_row(fh: Any, path: Path) -> None:
+    """Refuse a first data row with more fields than the header (pandas would not: see _read_csv); later rows
+    are pandas' own check. Reads two records with the csv module (linear in their length), then rewinds."""
+    text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
+    try:
+        reader = csv.reader(text)
+        header = next(reader, None)
+        first = next(reader, None)
+    finally:
+        text.detach()
+    fh.seek(0)
+    if header is not None and first is not None and len(first) > len(header):
+        raise InputError(
+            f"{path}: row 2 has {len(first)} fields but the header has {len(header)} — the CSV is malformed; "
+            "regenerate it with analyze_trace"
+        )
 
 
 def _validate_columns(df: pd.DataFrame, path: Path) -> None:
@@ -204,14 +257,18 @@ def _validate_columns(df: pd.DataFrame, path: Path) -> None:
         raise InputError(f"{path}: row {row + 2} has an empty 'name' — every row needs the op name")
     for col in (KERNEL_SUM, "operation_count") + ((KERNEL_MEAN,) if KERNEL_MEAN in df.columns else ()):
         values = pd.to_numeric(df[col], errors="coerce")
-        bad = values.isna().to_numpy() | (values.to_numpy() < 0) | ~np.isfinite(values.to_numpy(dtype=float))
-        if col == "operation_count":
-            bad |= values.to_numpy() == 0
+        numbers = values.to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            # beyond 2^53 a count or a µs time is no real trace's, and int64/float64 would no longer hold it
+            bad = values.isna().to_numpy() | (numbers < 0) | ~np.isfinite(numbers) | (numbers > _MAX_EXACT)
+            if col == "operation_count":
+                bad |= (numbers == 0) | (numbers != np.floor(numbers))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
+            want = "whole positive count" if col == "operation_count" else "finite non-negative time in µs"
             raise InputError(
-                f"{path}: column {col!r} row {row + 2} is {df[col].iloc[row]!r} — expected a finite "
-                f"{'positive count' if col == 'operation_count' else 'non-negative time in µs'}; fix or drop the row"
+                f"{path}: column {col!r} row {row + 2} is {df[col].iloc[row]!r} — expected a {want} "
+                "(at most 2^53); fix or drop the row"
             )
         df[col] = values
 
@@ -230,7 +287,7 @@ def _e2e_baseline(data: CategoryData, manifest_path: Path) -> float:
         e2e = float(util["total_time_ms"])
     except (TypeError, ValueError):
         e2e = float("nan")
-    if not np.isfinite(e2e) or e2e <= 0:
+    if not np.isfinite(e2e) or e2e <= 0 or e2e > _MAX_EXACT:
         raise InputError(
             f"{source}: gpu_utilization.total_time_ms is {util['total_time_ms']!r} — the E2E baseline must be a "
             "positive number of ms; fix the metadata or rerun analyze_trace"
@@ -241,12 +298,13 @@ def _e2e_baseline(data: CategoryData, manifest_path: Path) -> float:
 def _read_trace2_baseline(data: CategoryData) -> None:
     p = category_input_files(data.output_dir, data.category)[3]
     util = None
-    if p.exists():
-        util = read_json_file(p, "trace-2 GPU utilization")
+    if data.roots.exists(p, what="trace-2 GPU utilization"):
+        util = read_json_file(p, "trace-2 GPU utilization", data.roots)
     elif data.manifest and isinstance(data.manifest.get("trace2_gpu_utilization"), dict):
         util = data.manifest["trace2_gpu_utilization"]
-    if util and isinstance(util.get("total_time_ms"), int | float) and util["total_time_ms"] > 0:
-        data.trace2_e2e_ms = float(util["total_time_ms"])
+    total = util.get("total_time_ms") if isinstance(util, dict) else None
+    if isinstance(total, int | float) and not isinstance(total, bool) and math.isfinite(total) and total > 0:
+        data.trace2_e2e_ms = float(total)
 
 
 def _is_missing(v: Any) -> bool:
@@ -267,8 +325,8 @@ def _parse_cells(values: pd.Series, col: str, path: Path, rows: list[int] | None
         except PerfModelError as exc:
             i = rows[j] if rows is not None else j
             raise InputError(
-                f"{path}: column {col!r} row {i + 2} is not a Python literal ({exc}) — "
-                "fix the cell; only literal tuples/lists/dicts/numbers/strings are accepted"
+                f"{path}: column {col!r} row {i + 2} cannot be read ({exc}) — fix the cell; only literal "
+                f"tuples/lists/dicts/numbers/strings, nested at most {MAX_NESTING} deep, are accepted"
             ) from None
     table = np.empty(len(parsed) + 1, dtype=object)  # the last slot (code -1) stays None: an empty cell
     for k, v in enumerate(parsed):
@@ -441,7 +499,8 @@ def _check_int_nests(values: pd.Series, col: str, path: Path) -> tuple[np.ndarra
         # ',\s*]' never spans a separator, so one substitution over the block equals one per cell
         body = _int_nest_json(_SEP.join(block)).replace(_SEP, ",")
         try:
-            ok = len(orjson.loads("[" + body + "]")) == len(block)
+            # well formed, and no deeper than the literal parser allows (the bulk shape reader recurses per level)
+            ok = len(orjson.loads("[" + body + "]")) == len(block) and _bracket_depth(body) <= MAX_NESTING
         except orjson.JSONDecodeError:
             ok = False
         if not ok:
@@ -455,6 +514,17 @@ def _check_int_nests(values: pd.Series, col: str, path: Path) -> tuple[np.ndarra
         sub = _parse_cells(values.iloc[rest], col, path, rows=rest)
         other = {i: v for i, v in zip(rest, sub, strict=True) if v is not None}
     return done, other
+
+
+_BRACKET_STEP = np.zeros(256, dtype=np.int64)
+_BRACKET_STEP[[ord("["), ord("(")]] = 1
+_BRACKET_STEP[[ord("]"), ord(")")]] = -1
+
+
+def _bracket_depth(text: str) -> int:
+    """Deepest nesting of a block of balanced integer-nest cells (no strings in them), vectorized."""
+    codes = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    return int(np.cumsum(_BRACKET_STEP[codes]).max(initial=0))
 
 
 def _parse_literal_columns(data: CategoryData) -> None:

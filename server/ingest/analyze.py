@@ -31,8 +31,8 @@ from server.ingest.load import load_trace
 from server.ingest.paged import add_workload
 from server.ingest.rows import Row, build_rows, category_totals, row_frame
 from server.ingest.unfused import find_unfused_backward, find_unfused_calls
+from server.roots import UNRESTRICTED, DataRoots
 from server.vocab import CATEGORIES
-from server.writers.atomic import write_json_atomic
 
 Progress = Callable[[float, float, str], None]
 
@@ -102,21 +102,24 @@ def analyze_trace(
     arch: str = "auto",
     trace2_path: Path | None = None,
     progress: Progress | None = None,
+    roots: DataRoots = UNRESTRICTED,
 ) -> AnalyzeResult:
+    """Analyze one trace (two in comparative mode) into `output_dir`; every file is read and written through
+    `roots` (the folder is written all-or-nothing: server.folder.write)."""
     t_start = time.perf_counter()
     trace_path, output_dir = Path(trace_path), Path(output_dir)
     report = _reporter(progress, two=trace2_path is not None)
     explicit = _explicit_gpu(arch)
-    if output_dir.exists() and not output_dir.is_dir():
+    if roots.exists(output_dir, what="output_dir") and not roots.is_dir(output_dir, what="output_dir"):
         raise TraceError(f"output_dir {output_dir} exists and is not a folder — pass a folder path")
 
-    ctx = load_trace(trace_path, lambda f, m: report(0, f, m))
+    ctx = load_trace(trace_path, lambda f, m: report(0, f, m), roots)
     calls = find_calls(ctx)
     report(0, 1.0, "attention")
     ctx2: TraceContext | None = None
     calls2: list[Call] = []
     if trace2_path is not None:
-        ctx2 = load_trace(Path(trace2_path), lambda f, m: report(1, f, m))
+        ctx2 = load_trace(Path(trace2_path), lambda f, m: report(1, f, m), roots)
         calls2 = find_calls(ctx2)
 
     warnings = list(ctx.warnings)
@@ -157,11 +160,7 @@ def analyze_trace(
         common_meta["trace2_path"] = manifest_extra["trace2_path"]
     tables = {cat: row_frame(rs) for cat, rs in rows.items()}
     totals = {cat: category_totals(rs) for cat, rs in rows.items()}
-    written = write_folder(output_dir, tables, totals, common_meta, manifest_extra)
-    if ctx2 is not None:
-        written.append(
-            write_json_atomic(output_dir / "metadata" / "trace2_gpu_utilization.json", ctx2.baseline.gpu_utilization())
-        )
+    written = write_folder(output_dir, tables, totals, common_meta, manifest_extra, roots=roots)
     report(2, 1.0, "done")
 
     e2e_ms = baseline.total_time_ms

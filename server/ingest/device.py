@@ -15,6 +15,9 @@ from typing import Any
 
 import orjson
 
+from server.errors import InputError
+from server.roots import UNRESTRICTED, DataRoots
+
 _KEY = b'"deviceProperties"'
 _BLOCK = 1 << 20
 _MAX_ARRAY = 1 << 20
@@ -44,11 +47,12 @@ def _array_end(buf: bytes, start: int) -> int | None:
 
 
 @lru_cache(maxsize=64)
-def _scan(path: str, mtime_ns: int, size: int) -> tuple[dict[str, Any], ...] | None:
-    opener = gzip.open if path.endswith(".gz") else open
+def _scan(path: str, mtime_ns: int, size: int, roots: DataRoots) -> tuple[dict[str, Any], ...] | None:
     tail = b""
     try:
-        with opener(path, "rb") as fh:
+        with roots.open_read(path, what="trace_path") as raw:
+            fh: Any = gzip.GzipFile(fileobj=raw, mode="rb") if raw.read(2) == b"\x1f\x8b" else raw
+            raw.seek(0)
             while True:
                 block = fh.read(_BLOCK)
                 if not block:
@@ -75,14 +79,18 @@ def _scan(path: str, mtime_ns: int, size: int) -> tuple[dict[str, Any], ...] | N
                 if not isinstance(props, list):
                     return None
                 return tuple(p for p in props if isinstance(p, dict))
-    except (OSError, EOFError, zlib.error):
+    except (OSError, EOFError, zlib.error, InputError):
         return None
 
 
-def device_properties(path: Path) -> tuple[dict[str, Any], ...] | None:
-    """The trace's deviceProperties entries (one per GPU), None when it has none or cannot be read."""
+def device_properties(path: Path, roots: DataRoots = UNRESTRICTED) -> tuple[dict[str, Any], ...] | None:
+    """The trace's deviceProperties entries (one per GPU), None when it has none or cannot be read.
+
+    Opened through `roots` (no link out followed at any depth); gzip is told by its magic bytes."""
     try:
-        st = path.stat()
-    except OSError:
+        st = roots.stat(path, what="trace_path")
+    except (OSError, InputError):
         return None
-    return _scan(str(path), st.st_mtime_ns, st.st_size)
+    if st is None:
+        return None
+    return _scan(str(path), st.st_mtime_ns, st.st_size, roots)

@@ -16,6 +16,7 @@ Families:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from perf_models.literals import MAX_NESTING
 from server.ingest.errors import TraceError
 
 # event families (host side)
@@ -79,6 +81,10 @@ class TraceEvents:
     process_labels: dict[Any, str]
     thread_names: dict[tuple[Any, Any], str]
     n_events: int
+    excluded: int = 0  # events dropped for an unusable ts/dur (see EventTablesBuilder.finish)
+    excluded_example: str | None = None
+    bad_ids: int = 0  # ids (External id, correlation, flow id, Sequence number) that are not int64 integers
+    deep_args: int = 0  # ops whose Input Dims/type/Strides/Concrete Inputs nest too deep: kept without them
 
     def name(self, code: int) -> str:
         return self.names[code]
@@ -121,6 +127,8 @@ class EventTablesBuilder:
         self.process_labels: dict[Any, str] = {}
         self.thread_names: dict[tuple[Any, Any], str] = {}
         self.n = 0
+        self.bad_ids = [0]  # a counter _columns adds to
+        self.deep_args = 0  # ops whose shape arguments nest deeper than MAX_NESTING (kept without them)
 
     def _name(self, raw: Any) -> int:
         name = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
@@ -165,6 +173,9 @@ class EventTablesBuilder:
             args.get("Input Strides"),
             args.get("Concrete Inputs"),
         )
+        if not _nesting_within(fields, MAX_NESTING):  # everything downstream recurses once per level
+            self.deep_args += 1
+            fields = (None, None, None, None)
         key = orjson.dumps(fields)
         sid = self._sig_ids.get(key)
         if sid is None:
@@ -182,7 +193,7 @@ class EventTablesBuilder:
             self.rows[family] = []
             cols = dict(zip(_COLS[family], zip(*rows, strict=True), strict=True))
             del rows
-            self._parts[family].append(_columns(cols, *spec))
+            self._parts[family].append(_columns(cols, *spec, bad_ids=self.bad_ids))
 
     def _add(self, chunk: Iterable[Any]) -> None:
         name_ids, name_miss = self._name_ids, self._name
@@ -300,6 +311,7 @@ class EventTablesBuilder:
                 tables[family] = Table(_columns({k: () for k in _COLS[family]}, *spec))
             else:
                 tables[family] = Table({k: np.concatenate([p[k] for p in parts]) for k in _COLS[family]})
+        excluded, example, cpu_sig = _drop_unusable_times(tables, self.cpu_sig, self._names)
         return TraceEvents(
             names=self._names,
             threads=threads,  # type: ignore[arg-type]
@@ -309,12 +321,16 @@ class EventTablesBuilder:
             ann=tables["ann"],
             gpu=tables["gpu"],
             flow=tables["flow"],
-            cpu_sig=self.cpu_sig,
+            cpu_sig=cpu_sig,
             signatures=self.signatures,
             process_names=self.process_names,
             process_labels=self.process_labels,
             thread_names=self.thread_names,
             n_events=self.n,
+            excluded=excluded,
+            excluded_example=example,
+            bad_ids=self.bad_ids[0],
+            deep_args=self.deep_args,
         )
 
 
@@ -327,6 +343,19 @@ _SPECS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     "gpu": (("kind", "name", "thread", "ordinal"), ("corr", "ext", "stream", "device"), ()),
     "flow": (("thread",), ("id",), ("is_start",)),
 }
+
+
+def _nesting_within(values: Any, limit: int) -> bool:
+    """Whether no list or dict inside `values` (a tuple of arg fields) lies more than `limit` levels deep;
+    iterative, and it stops at the first container too deep."""
+    stack = [(v, 1) for v in values if isinstance(v, list | dict)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            return False
+        items = value.values() if isinstance(value, dict) else value
+        stack.extend((x, depth + 1) for x in items if isinstance(x, list | dict))
+    return True
 
 
 def _as_tuple(x: Any) -> Any:
@@ -343,13 +372,14 @@ def _columns(
     ints: tuple[str, ...] = (),
     ids: tuple[str, ...] = (),
     bools: tuple[str, ...] = (),
+    bad_ids: list[int] | None = None,
 ) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for k, v in cols.items():
         if k in ints:
             out[k] = np.asarray(v, dtype=np.int64)
         elif k in ids:
-            out[k] = _id_array(v)
+            out[k] = _id_array(v, bad_ids)
         elif k in bools:
             out[k] = np.asarray(v, dtype=bool)
         else:
@@ -359,30 +389,96 @@ def _columns(
 
 def _float_array(v: Any) -> np.ndarray:
     try:
-        return np.asarray(v, dtype=np.float64)
-    except (TypeError, ValueError):
-        return np.asarray([_to_float(x) for x in v], dtype=np.float64)
+        arr = np.asarray(v, dtype=np.float64)
+        if arr.ndim == 1:  # equal-length lists as times would make a 2-D array
+            return arr
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return np.asarray([_to_float(x) for x in v], dtype=np.float64)
 
 
 def _to_float(x: Any) -> float:
+    """A time as float; NaN when it is not a number (the event is then dropped with a warning, never read as 0)."""
+    if isinstance(x, bool):
+        return math.nan
     try:
         return float(x)
-    except (TypeError, ValueError):
-        return 0.0
-
-
-def _id_array(v: Any) -> np.ndarray:
-    """Integer ids; -1 where missing or not an integer."""
-    try:
-        return np.asarray(v, dtype=np.int64)
     except (TypeError, ValueError, OverflowError):
-        return np.asarray([_to_id(x) for x in v], dtype=np.int64)
+        return math.nan
+
+
+def _id_array(v: Any, bad_ids: list[int] | None = None) -> np.ndarray:
+    """Integer ids; -1 where missing, not an integer, or beyond int64 (a 1e300 or 2**64 id links nothing; those
+    present but unusable are counted in `bad_ids[0]`)."""
+    try:
+        arr = np.asarray(v, dtype=np.int64)
+        if arr.ndim == 1:  # equal-length lists as ids would make a 2-D array
+            return arr
+    except (TypeError, ValueError, OverflowError):
+        pass
+    ids = [_to_id(x) for x in v]
+    if bad_ids is not None:
+        bad_ids[0] += sum(1 for x, i in zip(v, ids, strict=True) if i == -1 and x is not None and x != -1)
+    return np.asarray(ids, dtype=np.int64)
+
+
+_SPREAD_FLOOR_US = 1e6  # 1 s: the least spread the trace's time stamps are judged against
+_OUTLIER_SPREADS = 1000.0  # an event this many spreads from the trace's median time lies outside the trace
+_MAX_TIME_US = float(2**53)  # beyond it float64 no longer holds every µs: no real clock is there
+
+
+def _drop_unusable_times(
+    tables: dict[str, Table], cpu_sig: dict[int, int], names: list[str]
+) -> tuple[int, str | None, dict[int, int]]:
+    """Drop the events whose time cannot be used: ts or dur not a finite number, a negative dur, or a start or
+    end far outside the trace (beyond 2^53 µs, or more than _OUTLIER_SPREADS times the central 98 % spread of
+    all the trace's time stamps, at least 1 s, from their median). One kernel at ts=1e30 would otherwise push
+    every interval computation into float64 rounding and zero every kernel time. Returns how many went, one
+    example, and the cpu signature map renumbered for the kept cpu rows."""
+    stamps = [t["ts"][np.isfinite(t["ts"])] for t in tables.values() if len(t)]
+    every = np.concatenate(stamps) if stamps else np.zeros(0)
+    every = every[np.abs(every) <= _MAX_TIME_US]
+    if len(every):
+        lo, mid, hi = np.quantile(every, [0.01, 0.5, 0.99])
+        reach = min(_OUTLIER_SPREADS * max(float(hi - lo), _SPREAD_FLOOR_US), _MAX_TIME_US)
+    else:
+        mid, reach = 0.0, _MAX_TIME_US
+    excluded = 0
+    example: str | None = None
+    for family, table in tables.items():
+        if not len(table):
+            continue
+        ts = table["ts"]
+        dur = table.cols.get("dur")
+        with np.errstate(invalid="ignore", over="ignore"):
+            end = ts if dur is None else ts + np.where(np.isfinite(dur), dur, 0.0)
+            usable = np.isfinite(ts) if dur is None else np.isfinite(ts) & np.isfinite(dur) & (dur >= 0)
+            usable &= (np.abs(ts - mid) <= reach) & (np.abs(end - mid) <= reach)
+        if usable.all():
+            continue
+        bad = np.flatnonzero(~usable)
+        excluded += len(bad)
+        if example is None:
+            i = int(bad[0])
+            what = names[int(table["name"][i])] if "name" in table.cols else "flow arrow"
+            detail = f"ts={float(ts[i])!r}" + ("" if dur is None else f", dur={float(dur[i])!r}")
+            ordinal = f"traceEvents[{int(table['ordinal'][i])}] " if "ordinal" in table.cols else ""
+            example = f"{ordinal}{family} event {what[:60]!r}: {detail}"
+        tables[family] = Table({k: v[usable] for k, v in table.cols.items()})
+        if family == "cpu":
+            new_index = np.cumsum(usable) - 1
+            cpu_sig = {int(new_index[i]): sid for i, sid in cpu_sig.items() if usable[i]}
+    return excluded, example, cpu_sig
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _to_id(x: Any) -> int:
     if isinstance(x, bool) or x is None:
         return -1
     try:
-        return int(x)
+        i = int(x)
     except (TypeError, ValueError, OverflowError):
         return -1
+    return i if _INT64_MIN <= i <= _INT64_MAX else -1

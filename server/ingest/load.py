@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from perf_models.literals import MAX_NESTING
 from server.gc_pause import gc_paused
 from server.ingest import names as N
 from server.ingest.context import TraceContext
@@ -14,14 +15,16 @@ from server.ingest.events import ANN, CPU, KERNEL, PY, RT, EventTablesBuilder
 from server.ingest.linking import link_gpu_events
 from server.ingest.reader import TraceReader
 from server.ingest.tree import HostForest
+from server.roots import UNRESTRICTED, DataRoots
 
 Stage = Callable[[float, str], None]
 
 
-def load_trace(path: Path, stage: Stage | None = None) -> TraceContext:
-    """Read and index one trace. Raises TraceError (one line) for anything that is not a GPU trace."""
+def load_trace(path: Path, stage: Stage | None = None, roots: DataRoots = UNRESTRICTED) -> TraceContext:
+    """Read and index one trace (opened through `roots`). Raises TraceError (one line) for anything that is not
+    a GPU trace."""
     report = stage or (lambda _f, _m: None)
-    reader = TraceReader(path, progress=lambda frac: report(frac, "parse"))
+    reader = TraceReader(path, progress=lambda frac: report(frac, "parse"), roots=roots)
     builder = EventTablesBuilder(keep_args=N.keep_args)
     # The raw event objects are acyclic and die with their chunk; the cyclic GC only rescans them.
     try:
@@ -34,6 +37,12 @@ def load_trace(path: Path, stage: Stage | None = None) -> TraceContext:
     ev = builder.finish()
     if reader.n_events == 0:
         raise TraceError(f"{path}: traceEvents is empty — record with torch.profiler and export the trace again")
+    if (len(ev.gpu) == 0 or not (ev.gpu["kind"] == KERNEL).any()) and ev.excluded:
+        raise TraceError(
+            f"{path}: no GPU kernel with a usable time: {ev.excluded} event(s) have a ts/dur that is not a "
+            f"finite number, a negative dur, or a time far outside the trace (e.g. {ev.excluded_example}) — "
+            "export the trace again"
+        )
     if len(ev.gpu) == 0 or not (ev.gpu["kind"] == KERNEL).any():
         raise TraceError(
             f"{path}: CPU-only trace (no GPU kernels among {reader.n_events} events) — profile with "
@@ -51,4 +60,25 @@ def load_trace(path: Path, stage: Stage | None = None) -> TraceContext:
     report(1.0, "link")
     links = link_gpu_events(ev)
     baseline = compute_baseline(ev, links)
-    return TraceContext(path=Path(path), ev=ev, forest=forest, links=links, baseline=baseline, header=reader.header)
+    if not baseline.total_time_ms > 0:
+        raise TraceError(
+            f"{path}: every GPU kernel, memcpy and memset in the profiled window has zero duration, so the E2E "
+            "baseline is 0 ms — the durations were lost: export the trace again (or profile again)"
+        )
+    ctx = TraceContext(path=Path(path), ev=ev, forest=forest, links=links, baseline=baseline, header=reader.header)
+    if ev.excluded:
+        ctx.warnings.append(
+            f"{ev.excluded} event(s) left out: ts/dur not a finite number, a negative dur, or a time far outside "
+            f"the trace (e.g. {ev.excluded_example})"
+        )
+    if ev.deep_args:
+        ctx.warnings.append(
+            f"{ev.deep_args} op event(s) have Input Dims/type/Strides/Concrete Inputs nested deeper than "
+            f"{MAX_NESTING} levels: kept without their arguments (no perf model)"
+        )
+    if ev.bad_ids:
+        ctx.warnings.append(
+            f"{ev.bad_ids} id(s) (External id, correlation, flow id, Sequence number) are not 64-bit integers: "
+            "those events are not linked by them"
+        )
+    return ctx

@@ -5,8 +5,11 @@ file size in memory) and spends most of its time in the allocator. Instead we de
 cut the `traceEvents` array at event boundaries every few MB and hand each piece to orjson. A cut is
 proven right by the parse itself: a piece that starts at a true element boundary parses as a JSON
 array only if it also ends at one, so a separator-looking `},{` inside a string or a nested object is
-rejected by orjson and the next candidate is tried. Top-level keys before and after the array
-(`deviceProperties`, `distributedInfo`, ...) are parsed once the stream ends.
+rejected by orjson and the next candidate is tried. Only a few candidates are tried that way (each try
+parses the whole piece): when they all fail (a string full of `},{` or `}]`, an event orjson refuses), a
+token scan walks the events one by one, strings skipped and brackets counted, so the time stays linear
+in the input whatever it holds, and an event that is not valid JSON is named with orjson's reason. Top-level
+keys before and after the array (`deviceProperties`, `distributedInfo`, ...) are parsed once the stream ends.
 
 Anything that is not a readable trace raises TraceError with one line.
 """
@@ -14,6 +17,7 @@ Anything that is not a readable trace raises TraceError with one line.
 from __future__ import annotations
 
 import re
+import stat
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +26,7 @@ from typing import Any
 import orjson
 
 from server.ingest.errors import TraceError
+from server.roots import UNRESTRICTED, DataRoots
 
 CHUNK_BYTES = 4 << 20  # parse granularity: big enough to amortise, small enough to stay in cache/RAM
 READ_BYTES = 8 << 20  # compressed (or plain) bytes read per block
@@ -30,7 +35,11 @@ _MAX_OUT = 16 << 20  # decompressed bytes produced per zlib call
 _KEY_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
 _SEP_RE = re.compile(rb"\}\s*,\s*\{")
 _END_RE = re.compile(rb"\}\s*\]")
+# a complete string, or a lone quote (a string the buffer cuts), or a bracket: what the token scan looks at
+_TOKEN_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|["{}\[\]]', re.S)
 _WS = frozenset(b" \t\r\n")
+_FAST_TRIES = 4  # boundary candidates tried by parsing before the token scan takes over
+_KEY_TRIES = 16  # nested "traceEvents" keys skipped before the whole document is parsed instead
 _FIX = "re-export it with torch.profiler (export_chrome_trace) or pass the right file"
 
 Progress = Callable[[float], None]
@@ -39,27 +48,29 @@ Progress = Callable[[float], None]
 class TraceReader:
     """Iterate `chunks()` to get the events; `header` (top-level keys except traceEvents) is set after."""
 
-    def __init__(self, path: Path, progress: Progress | None = None) -> None:
+    def __init__(self, path: Path, progress: Progress | None = None, roots: DataRoots = UNRESTRICTED) -> None:
         self.path = Path(path)
         self.progress = progress
+        self.roots = roots
         self.header: dict[str, Any] = {}
         self.n_events = 0
         self.bytes_in = 0  # uncompressed size
         self.compressed = False
-        if not self.path.exists():
+        st = roots.stat(self.path, what="trace_path")
+        if st is None:
             raise TraceError(
                 f"trace file not found: {self.path} — pass the path of a torch.profiler JSON (.json or .json.gz)"
             )
-        if not self.path.is_file():
+        if not stat.S_ISREG(st.st_mode):
             raise TraceError(f"{self.path} is not a file — pass the path of a torch.profiler JSON (.json or .json.gz)")
-        self.size = self.path.stat().st_size
+        self.size = st.st_size
         if self.size == 0:
             raise TraceError(f"{self.path} is empty (0 bytes) — {_FIX}")
 
     # ---- byte source -------------------------------------------------------------------------
     def _blocks(self) -> Iterator[bytes]:
         try:
-            fh = open(self.path, "rb")
+            fh = self.roots.open_read(self.path, what="trace_path")
         except OSError as exc:
             raise TraceError(f"cannot read {self.path} ({exc.strerror}) — check the path and its permissions") from None
         try:
@@ -114,10 +125,17 @@ class TraceReader:
 
         # 1. the prefix up to `"traceEvents": [`
         search_from = 0
+        tries = 0
         while True:
             m = _KEY_RE.search(s.buf, search_from)
+            if m is not None and tries >= _KEY_TRIES:  # each check parses the prefix: stay linear
+                while s.more():
+                    pass
+                yield from self._full_parse(s.buf)
+                return
             if m is not None:
                 prefix = bytes(s.buf[: m.start()])
+                tries += 1
                 if _prefix_is_object_start(prefix):
                     s.pos = m.end()  # s.buf[pos - 1] is the '[' : kept by every compaction
                     break
@@ -146,17 +164,20 @@ class TraceReader:
             if len(s.buf) - s.pos < CHUNK_BYTES and s.more():
                 continue
             events = self._cut(s, _SEP_RE, min(s.pos + CHUNK_BYTES, len(s.buf)), 1)
+            ended = False
             if events is None:
                 if s.more():
                     continue
                 events = self._cut(s, _END_RE, s.pos, 0)  # the last element, followed by ']'
                 if events is None:
-                    raise self._truncated("inside traceEvents")
-                self.n_events += len(events)
-                yield events
-                break
+                    events = _SCAN
+                ended = events is not _SCAN
+            if events is _SCAN:
+                events, ended = self._scan_events(s)
             self.n_events += len(events)
             yield events
+            if ended:
+                break
 
         # 3. the rest of the top-level object
         while s.more():
@@ -174,14 +195,84 @@ class TraceReader:
         self.header = header
 
     @staticmethod
-    def _cut(s: _Buffer, pattern: re.Pattern[bytes], search_from: int, resume_back: int) -> list[Any] | None:
-        """Parse from s.pos to the first candidate boundary at/after `search_from` that parses."""
-        for m in pattern.finditer(s.buf, search_from):
+    def _cut(s: _Buffer, pattern: re.Pattern[bytes], search_from: int, resume_back: int) -> Any:
+        """Parse from s.pos to the first candidate boundary at/after `search_from` that parses: the events, None
+        when the buffer holds no candidate, or _SCAN after _FAST_TRIES candidates that did not parse."""
+        for tries, m in enumerate(pattern.finditer(s.buf, search_from)):
+            if tries == _FAST_TRIES:
+                return _SCAN
             events = _parse_span(s.buf, s.pos, m.start() + 1)
             if events is not None:
                 s.pos = m.end() - resume_back  # at the next '{' (or just past ']')
                 return events
         return None
+
+    def _scan_events(self, s: _Buffer) -> tuple[list[Any], bool]:
+        """The slow, linear path: events one at a time, each found by the token scan and parsed alone, up to
+        about CHUNK_BYTES. Returns them and whether the array's closing ']' was reached."""
+        events: list[Any] = []
+        taken = 0
+        while True:
+            end = self._element_end(s)
+            try:
+                with memoryview(s.buf) as mv, mv[s.pos : end] as span:
+                    events.append(orjson.loads(span))
+            except orjson.JSONDecodeError as exc:
+                raise TraceError(
+                    f"{self.path}: traceEvents[{self.n_events + len(events)}] is not valid JSON ({exc.msg}) — "
+                    f"{_FIX}"
+                ) from None
+            taken += end - s.pos
+            s.pos = end
+            c = self._next_structural(s)
+            s.pos += 1
+            if c == 0x5D:  # ']'
+                return events, True
+            if c != 0x2C:  # ','
+                raise TraceError(
+                    f"{self.path}: traceEvents[{self.n_events + len(events) - 1}] is followed by {chr(c)!r}, not "
+                    f"',' or ']' — {_FIX}"
+                )
+            if self._next_structural(s) != 0x7B:
+                raise TraceError(
+                    f"{self.path}: traceEvents[{self.n_events + len(events)}] is not a JSON object — {_FIX}"
+                )
+            if taken >= CHUNK_BYTES:
+                return events, False
+
+    def _next_structural(self, s: _Buffer) -> int:
+        """The next non-whitespace byte (s.pos left on it), reading more input as needed."""
+        while True:
+            s.skip_ws()
+            if s.pos < len(s.buf):
+                return s.buf[s.pos]
+            if not s.more():
+                raise self._truncated("inside traceEvents")
+
+    def _element_end(self, s: _Buffer) -> int:
+        """The index just past the object that starts at s.pos: strings skipped, brackets counted, the scan
+        resumed (never restarted) when more input is needed, so every byte is looked at about once."""
+        offset, depth = 0, 0  # the scan's progress, relative to s.pos (a compaction moves s.pos)
+        while True:
+            for m in _TOKEN_RE.finditer(s.buf, s.pos + offset):
+                c = s.buf[m.start()]
+                if c == 0x22:  # '"'
+                    if m.end() - m.start() == 1:  # a string that runs past the buffer: wait for more
+                        offset = m.start() - s.pos
+                        break
+                    continue
+                if c in (0x7B, 0x5B):  # '{' '['
+                    depth += 1
+                    continue
+                depth -= 1
+                if depth == 0:
+                    return m.end()
+                if depth < 0:
+                    raise TraceError(f"{self.path}: unbalanced brackets in traceEvents[{self.n_events}] — {_FIX}")
+            else:
+                offset = len(s.buf) - s.pos
+            if not s.more():
+                raise self._truncated("inside traceEvents")
 
     def _full_parse(self, buf: bytearray) -> Iterator[list[Any]]:
         """No top-level `"traceEvents": [` key found by the scanner: parse the document whole."""
@@ -212,6 +303,9 @@ class TraceReader:
 
     def _truncated(self, where: str) -> TraceError:
         return TraceError(f"{self.path}: the JSON ends {where} (truncated file?) — copy the complete file or {_FIX}")
+
+
+_SCAN = object()  # _cut's answer when the token scan must take over
 
 
 class _Buffer:

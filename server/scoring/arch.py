@@ -28,7 +28,7 @@ from perf_models.hardware import (
     match_device_properties,
 )
 from perf_models.kernels import kernel_vendor
-from server.errors import InputError, PathOutsideRootsError
+from server.errors import InputError, PathOutsideRootsError, shorten_message, shorten_middle
 from server.ingest.device import device_properties
 from server.roots import DataRoots
 
@@ -58,6 +58,7 @@ class TraceGpu:
     gpu: GpuSpec | None
     label: str | None  # the device's name, or what its properties say when unnamed
     note: str | None  # why there is no GPU (None when there is one)
+    warning: str | None = None  # said to the caller too: a trace_path that cannot be used as it stands
 
 
 def known_arch_names() -> list[str]:
@@ -69,7 +70,7 @@ def gpu_by_name_or_file(arch: str, roots: DataRoots) -> tuple[GpuSpec, str]:
     if arch.lower().endswith(".json"):
         path = roots.resolve(arch, what="arch file")
         try:
-            data: Any = orjson.loads(path.read_bytes())
+            data: Any = orjson.loads(roots.read_bytes(path, what="arch file"))
         except FileNotFoundError:
             raise InputError(f"arch file not found: {path}") from None
         except orjson.JSONDecodeError as exc:
@@ -91,16 +92,26 @@ def trace_gpu(metadata: dict[str, Any], output_dir: Path, roots: DataRoots) -> T
     tp = metadata.get("trace_path") if isinstance(metadata, dict) else None
     if not isinstance(tp, str) or not tp.strip():
         return TraceGpu(None, None, "the metadata names no trace_path")
-    candidate = Path(tp) if Path(tp).is_absolute() else output_dir / tp
+    # trace_path is written relative to the analysis folder (or absolute); an unusable one (outside the roots,
+    # too long, a line break) only costs the trace's GPU: never an error, the arch may be given
     try:
-        trace_file = roots.resolve(candidate, what="trace_path")
+        trace_file = roots.resolve_inside(output_dir, tp, what="metadata trace_path")
+        present = roots.is_file(trace_file, what="metadata trace_path")
     except PathOutsideRootsError:
-        return TraceGpu(None, None, "trace_path is outside the data roots")
-    except InputError:
-        return TraceGpu(None, None, "trace_path is not a usable path")
-    if not trace_file.is_file():
+        return TraceGpu(
+            None,
+            None,
+            "trace_path is outside the data roots",
+            f"metadata trace_path {shorten_middle(tp, 60)!r} is outside the data roots (or links out of them): "
+            "not read; the GPU comes from arch= or the metadata",
+        )
+    except (InputError, OSError) as exc:
+        return TraceGpu(
+            None, None, "trace_path is not a usable path", shorten_message(f"metadata trace_path not read: {exc}", 200)
+        )
+    if not present:
         return TraceGpu(None, None, "the trace file named by trace_path is missing")
-    props = device_properties(trace_file)
+    props = device_properties(trace_file, roots)
     if not props:
         return TraceGpu(None, None, "the trace has no deviceProperties")
     first = props[0]
@@ -149,9 +160,11 @@ def resolve_arch(
     names = list(kernel_names)
     warnings: list[str] = []
     found = trace_gpu(metadata, output_dir, roots)
+    if found.warning is not None:
+        warnings.append(found.warning)
     meta_platform = metadata.get("platform") if isinstance(metadata, dict) else None
-    if meta_platform is not None and not isinstance(meta_platform, str):
-        warnings.append(f"metadata platform {meta_platform!r} is not a name; ignored")
+    if meta_platform is not None and not isinstance(meta_platform, str):  # str() of a hostile nest recurses
+        warnings.append(f"metadata platform is a {type(meta_platform).__name__}, not a GPU name: ignored")
         meta_platform = None
 
     if arch:

@@ -36,7 +36,7 @@ class ScoredCategory:
 def score_category(
     roots: DataRoots, output_dir: Path, category: str, arch: str | None, bytes_model: str
 ) -> ScoredCategory:
-    data = cached_load(output_dir, category)
+    data = cached_load(output_dir, category, roots)
     if data.status != "OK":
         return ScoredCategory(data)
     kernel_names = [name for names in data.kernels.name_sets for name in names]

@@ -38,20 +38,20 @@ def write_roofline_table(
 ) -> Path:
     """`<cat>_roofline.csv`: every record (one row per ops-CSV row; `row` is its index there), lists as their repr."""
     path = roofline_csv_path(data)
-    if written is not None and path in written and written[path] == file_stamp(path):
+    if written is not None and path in written and written[path] == file_stamp(path, data.roots):
         return path
     columns = [c for c in table.records.columns if c not in _NOT_IN_CSV]
-    with atomic_writer(path) as fh:
+    with atomic_writer(path, roots=data.roots) as fh:
         for piece in frame_csv_chunks(table.records[columns], codes=lambda col: _csv_codes(table, col)):
             fh.write(piece)
     if written is not None:
-        written[path] = file_stamp(path)
+        written[path] = file_stamp(path, data.roots)
     return path
 
 
 def write_metrics(data: CategoryData, metrics: Metrics) -> Path:
     path = metrics_path(data)
-    with atomic_writer(path) as fh:
+    with atomic_writer(path, roots=data.roots) as fh:
         metrics.write(fh)
     return path
 

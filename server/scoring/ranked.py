@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from server.errors import InputError
+from server.roots import UNRESTRICTED, DataRoots
 from server.scoring.ranking import MIN_GROUP_MID, Metrics
 from server.vocab import COMPARATIVE, IMPACT_UNIT
 from server.writers.json_columns import Numbers
@@ -99,14 +101,19 @@ def _num(v: Any) -> float | None:
     return float(v) if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
-def load_ranked(output_dir: Path, category: str) -> RankedMetrics | None:
-    """The category's metrics JSON, or None when rank_findings has not written one."""
+def load_ranked(output_dir: Path, category: str, roots: DataRoots = UNRESTRICTED) -> RankedMetrics | None:
+    """The category's metrics JSON (read through `roots`), or None when rank_findings has not written one."""
     path = output_dir / "category_data" / f"{category}_metrics.json"
     try:
-        raw = path.read_bytes()
-        mtime = path.stat().st_mtime_ns
+        st = roots.stat(path, what="metrics JSON")
+        if st is None:
+            return None
+        raw = roots.read_bytes(path, what="metrics JSON")
+        mtime = st.st_mtime_ns
     except FileNotFoundError:
         return None
+    except InputError as exc:  # a link out of the roots, a folder in its place: said, never followed
+        return RankedMetrics(path, error=str(exc))
     except OSError as exc:
         return RankedMetrics(path, error=exc.strerror or type(exc).__name__)
     try:
@@ -187,8 +194,8 @@ def consistency_warning(
             if p
         )
         return (
-            f"findings were ranked on {theirs}, but {shown_in} shows {ours}: their efficiencies and impacts are "
-            f"not the ones drawn here. Re-run rank_findings with {rerun}, or pass {same} to {tool}"
+            f"findings were ranked on {theirs}, but {shown_in} shows {ours}: re-run rank_findings with {rerun}, "
+            f"or pass {same} to {tool}"
         )
     if _differs(ranked.peak_tflops, peak_tflops) or _differs(ranked.peak_tbs, peak_tbs):
         return (

@@ -20,9 +20,10 @@ from perf_models.dtypes import SHORT_LABEL, try_normalize_dtype
 from perf_models.estimate import estimate_work
 from perf_models.hardware import GpuSpec
 from perf_models.kernels import classify_kernels
+from perf_models.limits import oversized
 from perf_models.model_attention import default_family
 from perf_models.ops.batch import ParsedTable, parse_ops_table
-from perf_models.registry import parse_op
+from perf_models.registry import ParsedOp, parse_op
 from server.factorize import factorize
 from server.folder.read import _SEP, KERNEL_SUM, CategoryData
 
@@ -150,7 +151,27 @@ def _parse(data: CategoryData) -> ParsedTable:
     retry = [i for i in np.flatnonzero(~pt.modeled) if isinstance(raw_pp[i], str) and raw_pp[i].strip()]
     if retry:
         pt = pt.with_rows({int(i): parse_op(names[i], dims[i], types[i], conc[i], raw_pp[i]) for i in retry})
-    return pt
+    return _without_oversized(pt)
+
+
+def _without_oversized(pt: ParsedTable) -> ParsedTable:
+    """Rows beyond what the models count exactly (perf_models.limits: e.g. a batch of 2^40) become unmodeled
+    with the reason, instead of wrapping int64 into 0 FLOPs; the other rows are scored as usual."""
+    rows = np.flatnonzero(pt.modeled)
+    reasons = oversized(pt.table)
+    bad = {int(rows[k]): str(r) for k, r in enumerate(reasons.tolist()) if r is not None}
+    if not bad:
+        return pt
+    return pt.with_rows(
+        {
+            i: ParsedOp(
+                name=pt.name[i], config=None, reason=why, family=pt.family[i], layout=pt.layout[i],
+                attention_type=pt.attention_type[i], direction=pt.direction[i], warnings=pt.warnings[i],
+                source=pt.source[i],
+            )
+            for i, why in bad.items()
+        }
+    )
 
 
 def _classify_rows(data: CategoryData) -> tuple[list[Any], np.ndarray]:

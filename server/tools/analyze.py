@@ -51,7 +51,9 @@ def analyze_trace(ctx: ToolContext, args: AnalyzeInput) -> AnalyzeResult:
     out = roots.resolve(out_arg, what="output_dir")
     trace2 = roots.resolve(args.trace2_path, what="trace2_path") if args.trace2_path else None
     try:
-        return run_analysis(trace, out, arch=args.arch or "auto", trace2_path=trace2, progress=ctx.progress)
+        return run_analysis(
+            trace, out, arch=args.arch or "auto", trace2_path=trace2, progress=ctx.progress, roots=roots
+        )
     except TraceError as exc:
         raise InputError(str(exc)) from None
 

@@ -39,7 +39,7 @@ def canonical_arch(value: Any) -> Any:
         return value
     text = value.strip()
     if text.lower().endswith(".json"):
-        return text
+        return value  # a path keeps its exact characters (the roots refuse a line break in it)
     try:
         return get_gpu(text).key
     except UnknownArchError:

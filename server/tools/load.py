@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, Field
 
 from perf_models.registry import lookup
+from server.errors import shorten_middle
 from server.folder.cache import cached_load
 from server.numbers import finite
 from server.scoring.records import short_args
@@ -55,15 +57,20 @@ class LoadResult(BaseModel):
 
 def load_category_data(ctx: ToolContext, args: LoadInput) -> LoadResult:
     out = resolve_output_dir(ctx.roots, args.output_dir)
-    data = cached_load(out, args.category)
+    data = cached_load(out, args.category, ctx.roots)
     res = LoadResult(status=data.status, category=data.category, output_dir=str(out), warnings=list(data.warnings))
     md = data.metadata
-    res.platform = md.get("platform") if md else (data.manifest or {}).get("platform")
-    res.trace_path = md.get("trace_path") if md else None
-    if md.get("max_achievable_tflops"):
+    platform = md.get("platform") if md else (data.manifest or {}).get("platform")
+    res.platform = _text_field(platform, "platform", res.warnings)
+    res.trace_path = _text_field(md.get("trace_path") if md else None, "trace_path", res.warnings)
+    peaks = md.get("max_achievable_tflops")
+    if isinstance(peaks, dict) and peaks:
+        # numbers only, a few of them: the metadata is input, the result must stay small and schema-valid
         res.metadata_peaks = {
-            "max_achievable_tflops": md.get("max_achievable_tflops"),
-            "peak_hbm_bw_tbs": md.get("peak_hbm_bw_tbs"),
+            "max_achievable_tflops": {
+                shorten_middle(str(k), 40): float(v) for k, v in list(peaks.items())[:16] if _number(v)
+            },
+            "peak_hbm_bw_tbs": float(md["peak_hbm_bw_tbs"]) if _number(md.get("peak_hbm_bw_tbs")) else None,
         }
     res.comparison_scope = data.comparison_scope
     if data.status == "NO_DATA":
@@ -99,6 +106,19 @@ def load_category_data(ctx: ToolContext, args: LoadInput) -> LoadResult:
             )
         )
     return res
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _text_field(value: Any, name: str, warnings: list[str]) -> str | None:
+    """A metadata text the result shows: a string (shortened when long), or None with a warning for any other
+    type (a number or a list there is a malformed metadata file, not a reason to break the result's schema)."""
+    if value is None or isinstance(value, str):
+        return None if value is None else shorten_middle(value, 200)
+    warnings.append(f"metadata {name} is a {type(value).__name__}, not a string: ignored")
+    return None
 
 
 TOOL = ToolSpec(

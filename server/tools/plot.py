@@ -59,10 +59,10 @@ def scored_categories(
     roots: DataRoots, out: Path, category: str, arch: str | None, bytes_model: str
 ) -> list[ScoredCategory]:
     """The folder's categories (all that have an ops CSV, or the one named), each loaded and scored."""
-    if not out.is_dir():
+    if not roots.is_dir(out, what="output_dir"):
         raise InputError(f"output_dir not found: {out}")
     cats = (
-        [c for c in CATEGORIES if (out / "category_data" / f"{c}_ops.csv").exists()]
+        [c for c in CATEGORIES if roots.exists(out / "category_data" / f"{c}_ops.csv", what="ops CSV")]
         if category == "all"
         else [category]
     )
@@ -70,11 +70,11 @@ def scored_categories(
 
 
 def ranking_mismatch(
-    out: Path, s: ScoredCategory, arch_arg: str | None, shown_in: str, tool: str
+    roots: DataRoots, out: Path, s: ScoredCategory, arch_arg: str | None, shown_in: str, tool: str
 ) -> tuple[RankedMetrics | None, str | None]:
     """The category's metrics JSON (None: not ranked yet) and a warning when its findings were ranked with another
     GPU, bytes model or roofs than the roofline `s` shows."""
-    ranked = load_ranked(out, s.data.category)
+    ranked = load_ranked(out, s.data.category, roots)
     if ranked is None or s.arch is None or s.table is None:
         return ranked, None
     peaks = peaks_used(s.arch, s.table)
@@ -110,7 +110,7 @@ def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
     label = args.category if args.category != "all" else "+".join(s.data.category for s in with_rows)
     warnings = []
     for s in with_rows:
-        _, w = ranking_mismatch(out, s, args.arch, "this chart", "plot_roofline")
+        _, w = ranking_mismatch(ctx.roots, out, s, args.arch, "this chart", "plot_roofline")
         if w:
             warnings.append(f"{s.data.category}: {w}")
     chart_warning = None
@@ -125,7 +125,9 @@ def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
         bytes_model=args.bytes_model,
         warning=chart_warning,
     )
-    path = write_bytes_atomic(out / "plots" / f"roofline_{args.category}_{args.bytes_model}.png", plot.png)
+    path = write_bytes_atomic(
+        out / "plots" / f"roofline_{args.category}_{args.bytes_model}.png", plot.png, roots=ctx.roots
+    )
     result = PlotResult(
         categories=cats,
         files=[str(path)],

@@ -7,7 +7,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
+from server.errors import InputError, shorten_message
 from server.render.report import CategorySection, FindingRow, PeakSource, ReportContext, render_report_html
+from server.roots import DataRoots
 from server.scoring.chart import chart_ceilings, chart_points, report_op_rows
 from server.scoring.ranked import NOT_RANKED, RankedMetrics
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
@@ -64,19 +66,26 @@ def _finding_rows(ranked: RankedMetrics | None) -> list[FindingRow]:
                     members=[str(x.get("operation")) for x in f.get("members", [])],
                 )
             )
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):  # a malformed entry: left out of the report
             continue
     return rows
 
 
-def _prose(out: Path, cat: str, ranked: RankedMetrics | None) -> tuple[str | None, str | None, list[str]]:
+def _prose(
+    roots: DataRoots, out: Path, cat: str, ranked: RankedMetrics | None
+) -> tuple[str | None, str | None, list[str]]:
     """The findings prose (text, path) and notes on it: a file older than the ranking may quote old numbers."""
     path = out / "category_findings" / f"{cat}_findings.md"
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-        mtime = path.stat().st_mtime_ns
+        st = roots.stat(path, what="findings file")
+        if st is None:
+            return None, None, []
+        text = roots.read_bytes(path, what="findings file").decode("utf-8", errors="replace")
+        mtime = st.st_mtime_ns
     except FileNotFoundError:
         return None, None, []
+    except InputError as exc:
+        return None, None, [shorten_message(f"the findings prose was not read: {exc}", 200)]
     except OSError as exc:
         return None, None, [f"the findings prose {path} could not be read ({exc.strerror})"]
     notes = []
@@ -122,7 +131,7 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
             continue
         e2e = data.e2e_ms
         assert e2e is not None
-        ranked, mismatch = ranking_mismatch(out, s, args.arch, "this report", "render_report")
+        ranked, mismatch = ranking_mismatch(ctx.roots, out, s, args.arch, "this report", "render_report")
         if mismatch:
             warnings.append(f"{cat}: {mismatch}")
         plot = render_roofline_png(
@@ -133,7 +142,7 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
             warning=mismatch,
         )
         total = float(table.records["time_ms"].sum())
-        prose, prose_file, prose_notes = _prose(out, cat, ranked)
+        prose, prose_file, prose_notes = _prose(ctx.roots, out, cat, ranked)
         sections.append(
             CategorySection(
                 category=cat,
@@ -165,8 +174,8 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
         warnings=list(resolved.warnings) if resolved else [],
         sections=sections,
     )
-    target = ctx.roots.resolve(args.output, what="report path") if args.output else out / "report.html"
-    write_text_atomic(target, render_report_html(report))
+    target = ctx.roots.write_target(args.output if args.output else out / "report.html", what="report path")
+    write_text_atomic(target, render_report_html(report), roots=ctx.roots)
     return ReportResult(
         report_file=str(target), categories=[s.data.category for s in scored], warnings=capped(warnings, MAX_WARNINGS)
     )

@@ -45,25 +45,28 @@ def _slot_hint(line: str) -> str:
 
 def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateResult:
     cat = args.category
-    out = resolve_output_dir(ctx.roots, args.output_dir)
+    roots = ctx.roots
+    out = resolve_output_dir(roots, args.output_dir)
     mpath = out / "category_data" / f"{cat}_metrics.json"
     csv_path = out / "category_data" / f"{cat}_ops.csv"
-    if mpath.is_file():
-        metrics = read_json_file(mpath, "metrics JSON")
-    elif not out.is_dir():
+    if roots.is_file(mpath, what="metrics JSON"):
+        metrics = read_json_file(mpath, "metrics JSON", roots)
+    elif not roots.is_dir(out, what="output_dir"):
         raise InputError(f"output_dir not found: {out}")
-    elif not csv_path.exists():
+    elif not roots.exists(csv_path, what="ops CSV"):
         metrics = {"category": cat, "status": "NO_DATA"}
     else:
         raise InputError(f"{mpath} not found — run rank_findings for {cat} first, then render the template")
     text = render_template(metrics, cat)
     main = out / "category_findings" / f"{cat}_findings.md"
-    target = main
+    target = roots.write_target(main, what="findings file")
     wrote_main = True
-    if main.exists():  # never overwrite a findings file: the LLM may already have written prose there
-        target = main.with_name(f"{cat}_findings.template.md")
+    try:  # never overwrite a findings file (nor a link in its place): the LLM may have written prose there
+        write_text_atomic(target, text, roots=roots, overwrite=False)
+    except FileExistsError:
+        target = target.with_name(f"{cat}_findings.template.md")
         wrote_main = False
-    write_text_atomic(target, text)
+        write_text_atomic(target, text, roots=roots)
     lines = text.splitlines()
     slot_list = [
         Slot(line=i + 1, hint=shorten_middle(_slot_hint(line), SLOT_HINT_CHARS)) for i, line in enumerate(lines)

@@ -29,20 +29,23 @@ class ValidateInput(ToolInput):
 
 
 def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport:
-    path = ctx.roots.resolve(args.findings_path, what="findings_path")
-    if not path.is_file():
+    roots = ctx.roots
+    path = roots.resolve(args.findings_path, what="findings_path")
+    if not roots.is_file(path, what="findings_path"):
         raise InputError(
             f"findings file not found: {path} — write category_findings/<category>_findings.md first "
             "(render_findings_template gives a skeleton)"
         )
     metrics: dict[str, Any] | None = None
-    mpath = find_metrics_for(path)
-    if mpath is not None:
-        try:  # Decimal parsing keeps each number as written: rule 9 compares the exact spelling
-            metrics = load_metrics(ctx.roots.resolve(mpath, what="metrics file"))
-        except MetricsFormatError as exc:
-            raise InputError(f"{mpath}: {exc}") from None
-    report = validate_findings_file(path, metrics, tier=args.tier, comparison_scope=args.comparison_scope)
+    mpath = find_metrics_for(path, roots)
+    if mpath is not None:  # Decimal parsing keeps each number as written: rule 9 compares the exact spelling
+        metrics = load_metrics(mpath, roots)  # MetricsFormatError names the file
+    try:
+        report = validate_findings_file(
+            path, metrics, tier=args.tier, comparison_scope=args.comparison_scope, roots=roots
+        )
+    except MetricsFormatError as exc:  # the metrics' content (not its syntax): name the file
+        raise InputError(f"{mpath}: {exc}") from None
     # fix the first errors and validate again: a long list would not fit an LLM's context
     listed = {"errors": report.errors[:MAX_ERRORS_LISTED], "warnings": report.warnings[:MAX_ERRORS_LISTED]}
     return report.model_copy(update=listed)

@@ -1,8 +1,9 @@
 """Atomic writes of large files in pieces: the guarantees of `server.writers.atomic`, without the whole file in memory.
 
-A temp file in the target folder is written piece by piece, fsynced, then renamed over the target, so a
-reader never sees a half-written file and a failure (an exception while producing the pieces included)
-leaves the old file, or none, in place.
+A temp file in the target folder is written piece by piece, fsynced, then renamed over the target (the
+same `atomic_file` as the whole-file writes: checked under the data roots, no link followed, the umask's
+mode), so a reader never sees a half-written file and a failure (an exception while producing the pieces
+included) leaves the old file, or none, in place.
 
 The pieces are written by a background thread: the write system calls release the GIL, so on a
 multi-core machine producing the next piece overlaps with copying the previous one to the kernel (a
@@ -13,12 +14,14 @@ from __future__ import annotations
 
 import os
 import queue
-import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
+
+from server.roots import UNRESTRICTED, DataRoots
+from server.writers.atomic import atomic_file
 
 _QUEUED_PIECES = 3
 _STOP = object()  # ends the writer thread
@@ -75,22 +78,11 @@ class PieceWriter:
 
 
 @contextmanager
-def atomic_writer(path: Path) -> Iterator[PieceWriter]:
+def atomic_writer(path: Path, *, roots: DataRoots = UNRESTRICTED) -> Iterator[PieceWriter]:
     """`with atomic_writer(p) as w: w.write(...)`; the file appears at `p` only when the block succeeds."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as fh:
-            writer = PieceWriter(fh)
-            try:
-                yield writer
-            finally:
-                writer.close()
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with atomic_file(path, roots=roots, buffering=1 << 20) as fh:
+        writer = PieceWriter(fh)
+        try:
+            yield writer
+        finally:
+            writer.close()
