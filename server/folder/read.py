@@ -144,6 +144,8 @@ def load_category(output_dir: Path, category: str) -> CategoryData:
             data.comparison_scope = scope
     if meta_path.exists():
         data.metadata = read_json_file(meta_path, f"{cat} metadata")
+        # what analyze_trace found about the category as a whole (attention kernels outside every row, captures)
+        data.warnings += [str(w) for w in (data.metadata.get("warnings") or []) if isinstance(w, str)][:10]
     if not csv_path.exists():
         return data
 

@@ -18,8 +18,9 @@ from server.ingest.tree import HostForest
 Stage = Callable[[float, str], None]
 
 
-def load_trace(path: Path, stage: Stage | None = None) -> TraceContext:
-    """Read and index one trace. Raises TraceError (one line) for anything that is not a GPU trace."""
+def load_trace(path: Path, stage: Stage | None = None, *, require_gpu: bool = True) -> TraceContext:
+    """Read and index one trace. Raises TraceError (one line) for anything that is not a GPU trace (a graph-capture
+    trace may have no kernels at all: `require_gpu=False`)."""
     report = stage or (lambda _f, _m: None)
     reader = TraceReader(path, progress=lambda frac: report(frac, "parse"))
     builder = EventTablesBuilder(keep_args=N.keep_args)
@@ -34,7 +35,7 @@ def load_trace(path: Path, stage: Stage | None = None) -> TraceContext:
     ev = builder.finish()
     if reader.n_events == 0:
         raise TraceError(f"{path}: traceEvents is empty — record with torch.profiler and export the trace again")
-    if len(ev.gpu) == 0 or not (ev.gpu["kind"] == KERNEL).any():
+    if require_gpu and (len(ev.gpu) == 0 or not (ev.gpu["kind"] == KERNEL).any()):
         raise TraceError(
             f"{path}: CPU-only trace (no GPU kernels among {reader.n_events} events) — profile with "
             "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] so kernels are recorded"

@@ -34,6 +34,14 @@ class AnalyzeInput(ToolInput):
     trace2_path: Annotated[
         str | None, Field(max_length=4096, description="a second trace of the same workload: comparative mode")
     ] = None
+    capture_dir: Annotated[
+        str | None,
+        Field(
+            max_length=4096,
+            description="the serving profiler's capture_traces/ folder of a graph-replay trace (execution_details.json "
+            "and the capture traces): shapes of the graph-replayed attention calls come from it, times from the trace",
+        ),
+    ] = None
 
 
 def default_output_dir(trace: Path, roots: DataRoots) -> Path:
@@ -50,8 +58,12 @@ def analyze_trace(ctx: ToolContext, args: AnalyzeInput) -> AnalyzeResult:
     out_arg = args.output_dir if args.output_dir is not None else str(default_output_dir(trace, roots))
     out = roots.resolve(out_arg, what="output_dir")
     trace2 = roots.resolve(args.trace2_path, what="trace2_path") if args.trace2_path else None
+    capture = roots.resolve(args.capture_dir, what="capture_dir") if args.capture_dir else None
     try:
-        return run_analysis(trace, out, arch=args.arch or "auto", trace2_path=trace2, progress=ctx.progress)
+        return run_analysis(
+            trace, out, arch=args.arch or "auto", trace2_path=trace2, progress=ctx.progress, capture_dir=capture,
+            resolve=lambda p: roots.resolve(p, what="capture trace (execution_details.json 'file')"),
+        )
     except TraceError as exc:
         raise InputError(str(exc)) from None
 
