@@ -90,6 +90,18 @@ def test_sglang_decode_replay_with_its_capture_folder(traces_dir: Path, tmp_path
     assert r["efficiency_pct"] == pytest.approx(100 * 134_811_648 / 5.3e12 / (per_call * 1e-6))
     assert r["efficiency_pct"] < 100
     assert any("shapes of 1 of 1 graph replays" in w for w in res.warnings)
+    assert _workload(tmp_path / "out") == "decode"
+
+
+def _workload(out: Path) -> str:
+    import io
+
+    from server.scoring.ranking import build_metrics
+
+    scored = score_category(DataRoots([out.parent]), out, "inferenceattention", None, "compulsory")
+    buf = io.BytesIO()
+    build_metrics(scored.data, scored.table, "standalone").write(buf)
+    return json.loads(buf.getvalue())["operations"][0]["classification"]["workload_profile"]["workload_type"]
 
 
 def test_sglang_decode_replay_alone_says_why(traces_dir: Path, tmp_path: Path) -> None:
@@ -100,6 +112,7 @@ def test_sglang_decode_replay_alone_says_why(traces_dir: Path, tmp_path: Path) -
     r = _records(tmp_path / "out").iloc[0]
     assert not r["has_model"] and r["no_model_reason"] == ops["perf_model_reason"].iloc[0]
     assert r["library"] == "CK / aiter" and r["attention_type"] == "paged"
+    assert _workload(tmp_path / "out") == "decode"  # from the step annotation: 32 decodes, no prefill
 
 
 def test_sglang_capture_trace_alone(traces_dir: Path, tmp_path: Path) -> None:

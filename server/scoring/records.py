@@ -615,6 +615,8 @@ def workload_profile(rec: pd.Series, cfg: AttentionConfig | None) -> dict[str, A
         ctx_ratio = round(sum_ctx / total, 4) if total else None
         if ctx_ratio is not None:
             wtype = "prefill_heavy" if ctx_ratio > 0.8 else ("decode_heavy" if ctx_ratio < 0.2 else "mixed")
+            if sum_ctx == 0:
+                wtype = "decode"  # one new token per request: a pure decode step
     return {
         "n_q": int(rec["seq_q"]), "n_kv": int(rec["seq_kv"]), "h_q": hq, "h_kv": hk, "sum_ctx_tokens": sum_ctx,
         "sum_gen_tokens": sum_gen, "ctx_ratio": ctx_ratio, "workload_type": wtype, "attention_pattern": pattern,
