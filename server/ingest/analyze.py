@@ -341,7 +341,9 @@ def _unlinked(ctx: TraceContext, calls: list[Call], warnings: list[str]) -> Unli
 
     c = ctx.baseline.counts
     gpu, links = ctx.ev.gpu, ctx.links
-    roles = np.array([classify_kernel(n)[0] is KernelRole.ATTENTION for n in ctx.ev.names], dtype=bool)
+    roles = np.zeros(len(ctx.ev.names), dtype=bool)
+    for code in (np.unique(gpu["name"]).tolist() if len(gpu) else []):  # once per distinct GPU event name
+        roles[code] = classify_kernel(ctx.ev.names[code])[0] is KernelRole.ATTENTION
     is_att = (gpu["kind"] == 0) & roles[gpu["name"]] if len(gpu) else np.zeros(0, dtype=bool)
     no_launch = np.flatnonzero((links.launch < 0) & (links.ext_op < 0) & is_att)
     att = no_launch.tolist()

@@ -98,18 +98,19 @@ def attach_side_ops(ctx: TraceContext, calls: list[Call]) -> None:
 
 def split_kv_kernels(ctx: TraceContext, calls: Iterable[Call]) -> None:
     """Move every KV-cache write kernel of a call out of its kernels into its kv_kernels."""
-    names = ctx.ev.names
-    codes = ctx.ev.gpu["name"]
-    role: dict[int, bool] = {}
+    used = np.unique(ctx.ev.gpu["name"]) if len(ctx.ev.gpu) else np.zeros(0, dtype=np.int64)
+    is_kv = np.zeros(len(ctx.ev.names), dtype=bool)
+    for code in used.tolist():  # once per distinct GPU event name
+        is_kv[code] = N.kernel_role(ctx.ev.names[code]) == "kv_cache"
+    if not is_kv.any():
+        return
+    row_kv = is_kv[ctx.ev.gpu["name"]]
     for c in calls:
-        if not len(c.kernels):
-            continue
-        ks = c.kernels
-        flags = np.array([role.setdefault(int(k), N.kernel_role(names[int(k)]) == "kv_cache")
-                          for k in codes[ks].tolist()], dtype=bool)
-        if flags.any():
-            c.kv_kernels = np.concatenate([c.kv_kernels, ks[flags]]).astype(np.int64)
-            c.kernels = ks[~flags]
+        if len(c.kernels):
+            flags = row_kv[c.kernels]
+            if flags.any():
+                c.kv_kernels = np.concatenate([c.kv_kernels, c.kernels[flags]]).astype(np.int64)
+                c.kernels = c.kernels[~flags]
 
 
 def add_kernel_hints(ctx: TraceContext, calls: Iterable[Call]) -> None:
