@@ -74,8 +74,9 @@ TOOL = ToolSpec(
     description=(
         "Turn a torch.profiler trace (Kineto JSON, .json or .json.gz) into the analysis folder: "
         "category_data/<category>_ops.csv, metadata/<category>_metadata.json and the manifest, for sdpa_fwd, "
-        "sdpa_bwd and inferenceattention. Status NO_DATA when the trace holds no attention. Sends progress "
-        "notifications."
+        "sdpa_bwd and inferenceattention. Status NO_DATA when the trace holds no attention. For a serving trace "
+        "that replays CUDA/HIP graphs, capture_dir (the profiler's capture_traces/ folder) gives the replayed "
+        "calls' shapes. Sends progress notifications."
     ),
     input_model=AnalyzeInput,
     result_model=AnalyzeResult,
