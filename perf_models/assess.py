@@ -17,7 +17,15 @@ This is the one place a measured kernel time becomes a verdict (the server turns
   gap), but their regime comes from their own traffic, the score matrices included (traffic.score_matrix_bytes):
   an unfused chain is dominated by Nq × Nkv reads and writes, whatever the fused kernel's bound would be;
 * band (perf_models.bands): the compute band is compared with the compute utilization against the datasheet,
-  the decode band with the memory utilization against the datasheet.
+  the decode band with the memory utilization against the datasheet;
+* bounds: a row whose work is a bound (`WorkEstimate.work_bound`: varlen / paged rows known only by their sums,
+  a sliding window of unknown size) has an efficiency that is a bound too ("lower": at least this; "upper": at
+  most this). Such a row gets no band verdict (band_status "none", band edges NaN): a bound is not a measurement
+  to compare with published kernels. `work_bound` is carried in the Assessment for the wording;
+* split compute specs: quantized attention runs Q·Kᵀ and P·V on different specs (SageAttention: int8 and fp8
+  or fp16). The compute roof of such a row is the rate of the two GEMMs run one after the other,
+  1 / (f_qk / roof_qk + f_pv / roof_pv) with f the GEMMs' shares of the FLOPs (d_qk and d_v over d_qk + d_v), and
+  its kind is "achievable" only when both roofs are; its compute_spec reads `matrix_int8+matrix_fp8`.
 """
 
 from __future__ import annotations
@@ -72,6 +80,7 @@ class Assessment:
     band_id: OBJ
     band_value: F64  # the utilization the band is compared with
     band_status: OBJ  # within | below | above | none
+    work_bound: OBJ  # exact | lower | upper | unknown: what the efficiency is (see the module docstring)
 
 
 def row_kinds(table: ConfigTable) -> OBJ:
@@ -115,7 +124,9 @@ def _compute_roofs(specs: OBJ, gpu: GpuSpec) -> tuple[F64, OBJ, F64]:
     value = np.full(n, np.nan)
     kind = np.full(n, "missing", dtype=object)
     datasheet = np.full(n, np.nan)
-    for spec in sorted(set(specs.tolist())):
+    for spec in sorted(set(specs.tolist()), key=str):
+        if not isinstance(spec, str):
+            continue
         try:
             roof = gpu.compute_roof(spec)
         except PerfModelError:
@@ -124,6 +135,28 @@ def _compute_roofs(specs: OBJ, gpu: GpuSpec) -> tuple[F64, OBJ, F64]:
         value[sel], kind[sel] = roof.value, roof.kind
         datasheet[sel] = roof.datasheet if roof.datasheet is not None else np.nan
     return value, kind, datasheet
+
+
+def _split_roofs(table: ConfigTable, specs: OBJ, gpu: GpuSpec) -> tuple[F64, OBJ, F64, OBJ]:
+    """Compute roofs with the P·V GEMM on its own spec where a row names one (see the module docstring)."""
+    value, kind, datasheet = _compute_roofs(specs, gpu)
+    pv = table.compute_spec_pv.astype(object)
+    split = np.array([isinstance(p, str) for p in pv.tolist()], dtype=bool) & (pv != specs)
+    if not split.any():
+        return value, kind, datasheet, specs
+    v2, k2, d2 = _compute_roofs(np.where(split, pv, specs).astype(object), gpu)
+    dqk, dv = table.head_dim_qk.astype(np.float64), table.head_dim_v.astype(np.float64)
+    f_qk = dqk / (dqk + dv)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.where(split, 1.0 / (f_qk / value + (1 - f_qk) / v2), value)
+        datasheet = np.where(split, 1.0 / (f_qk / datasheet + (1 - f_qk) / d2), datasheet)
+    both = np.where((kind == "missing") | (k2 == "missing"), "missing",
+                    np.where((kind == "achievable") & (k2 == "achievable"), "achievable", "datasheet"))
+    kind = np.where(split, both, kind).astype(object)
+    labels = specs.copy()
+    for i in np.flatnonzero(split).tolist():
+        labels[i] = f"{specs[i]}+{pv[i]}"
+    return value, kind, datasheet, labels
 
 
 def _regime(intensity: F64, ridge: F64, known: NDArray[np.bool_]) -> OBJ:
@@ -153,7 +186,7 @@ def assess(
         raise ConfigError("bytes_model", bytes_model, f"one of {', '.join(BYTES_MODELS)}")
     n = len(table)
     specs = _row_specs(table, gpu, attention_types)
-    peak_t, kind_t, peak_t_ds = _compute_roofs(specs, gpu)
+    peak_t, kind_t, peak_t_ds, specs = _split_roofs(table, specs, gpu)
     bw = gpu.bandwidth_roof()
     peak_b, kind_b, peak_b_ds = float(bw.value), str(bw.kind), float(bw.datasheet or bw.value)
     used = work.bytes_tiled if bytes_model == "tiled" else work.bytes_compulsory
@@ -184,7 +217,10 @@ def assess(
     hd = np.maximum(table.head_dim_qk, table.head_dim_v)
     bands = lookup_bands(getattr(gpu, "arch", None), kinds, _mask_classes(table), _dtype_names(table), hd, seq)
     value = np.where(bands.metric == "memory", memory_ds, compute_ds)
-    status = band_status(value, bands.low, bands.high)
+    bound = work.work_bound.astype(object)
+    exact = bound == "exact"
+    low, high = np.where(exact, bands.low, np.nan), np.where(exact, bands.high, np.nan)
+    status = np.where(exact, band_status(value, bands.low, bands.high), "none").astype(object)
     return Assessment(
         compute_spec=specs,
         peak_tflops=peak_t,
@@ -203,12 +239,13 @@ def assess(
         regime=regime,
         bytes_unfused=bytes_unfused,
         kind=kinds,
-        band_low=bands.low,
-        band_high=bands.high,
-        band_metric=bands.metric,
-        band_id=bands.band_id,
-        band_value=np.where(np.isfinite(bands.low), value, np.nan),
+        band_low=low,
+        band_high=high,
+        band_metric=np.where(exact, bands.metric, None).astype(object),
+        band_id=np.where(exact, bands.band_id, None).astype(object),
+        band_value=np.where(np.isfinite(low), value, np.nan),
         band_status=status,
+        work_bound=bound,
     )
 
 

@@ -91,17 +91,40 @@ class VarlenInfo:
 
 @dataclass(frozen=True, slots=True)
 class PagedInfo:
-    """Paged (KV-cache) attention: per-request context lengths, or only their sum and count."""
+    """Paged (KV-cache) attention: per-request context lengths, or only their sum and count.
+
+    `sum_query_sq` (Σ q²) and `sum_query_key` (Σ q·k) over the step's requests, when a step annotation gives
+    them, make the pair count exact: a bottom-right causal request of q new tokens over k keys keeps
+    q·k − q(q − 1)/2 pairs, so the step keeps Σ q·k − (Σ q² − Σ q)/2 (a decode request, q = 1, adds its k).
+    Without them only bounds follow from the sums (perf_models.flops.paged_pairs).
+    """
 
     num_requests: int
     sum_context_tokens: int
     context_lens: tuple[int, ...] | None = None
     sum_query_tokens: int | None = None  # new tokens this step (prefill chunks + decode tokens)
     block_size: int | None = None
+    sum_query_sq: int | None = None  # Σ over requests of q² (q: the request's new tokens)
+    sum_query_key: int | None = None  # Σ over requests of q·k (k: the request's keys, cached + new)
 
     def __post_init__(self) -> None:
         _positive_int("paged.num_requests", self.num_requests)
         _positive_int("paged.sum_context_tokens", self.sum_context_tokens)
+        if (self.sum_query_sq is None) != (self.sum_query_key is None):
+            raise ConfigError("paged.sum_query_sq", self.sum_query_sq, "given together with sum_query_key")
+        if self.sum_query_key is not None:
+            if self.sum_query_tokens is None:
+                raise ConfigError("paged.sum_query_tokens", None, "given when sum_query_sq/sum_query_key are")
+            _positive_int("paged.sum_query_sq", self.sum_query_sq)
+            _positive_int("paged.sum_query_key", self.sum_query_key)
+            q, qq, qk = self.sum_query_tokens, self.sum_query_sq, self.sum_query_key
+            if qq < q:
+                raise ConfigError("paged.sum_query_sq", qq, f">= sum_query_tokens ({q}): q² >= q per request")
+            if qk < qq:
+                raise ConfigError("paged.sum_query_key", qk, f">= sum_query_sq ({qq}): every request has k >= q")
+            if qk > q * self.sum_context_tokens:
+                raise ConfigError("paged.sum_query_key", qk, f"<= sum_query_tokens × sum_context_tokens ({q} × "
+                                  f"{self.sum_context_tokens})")
         if self.context_lens is not None:
             lens = tuple(int(x) for x in self.context_lens)
             object.__setattr__(self, "context_lens", lens)
@@ -139,6 +162,13 @@ class AttentionConfig:
     # MLA-style latent cache (DeepSeek, FlashMLA): V is the first d_v columns of K's cache, so a forward reads
     # each cached token once (d_qk elements), not K (d_qk) plus V (d_v).
     shared_kv: bool = False
+    # The GEMM specs when they are not the one dtype_q gives: quantized attention (SageAttention runs Q·Kᵀ on int8
+    # and P·V on fp8 or fp16). `compute_spec` is the Q·Kᵀ spec, `compute_spec_pv` the P·V one (None: the same).
+    compute_spec: str | None = None
+    compute_spec_pv: str | None = None
+    # A sliding-window layer whose window size the trace does not give (the kernel name says "sliding"): the mask
+    # modeled keeps at least the pairs the kernel computes, so FLOPs and bytes are upper bounds.
+    window_unknown: bool = False
 
     def __post_init__(self) -> None:
         for name in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v"):
@@ -163,6 +193,10 @@ class AttentionConfig:
             raise ConfigError("mask", self.mask, "a Mask")
         if not (0.0 <= float(self.dropout_p) < 1.0):
             raise ConfigError("dropout_p", self.dropout_p, "a probability in [0, 1)")
+        for name in ("compute_spec", "compute_spec_pv"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, str) or not v.startswith("matrix_")):
+                raise ConfigError(name, v, "None or a matrix spec (matrix_int8, matrix_fp8, matrix_bf16, ...)")
         if self.shared_kv and self.head_dim_v > self.head_dim_qk:
             limit = f"<= head_dim_qk={self.head_dim_qk} when V is a slice of K (shared_kv)"
             raise ConfigError("head_dim_v", self.head_dim_v, limit)

@@ -13,7 +13,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from perf_models.config import BwdConvention
 from perf_models.errors import ConfigError
-from perf_models.flops import SeqGroup, flops_per_pair, paged_pairs, varlen_sequences
+from perf_models.flops import SeqGroup, flops_per_pair, paged_pairs, paged_window_cap, varlen_sequences
 from perf_models.limits import check_table
 from perf_models.masks import MASK_NONE, TileSums, kept_and_tiles
 from perf_models.table import ConfigTable
@@ -52,6 +52,10 @@ class WorkEstimate:
     bytes_fa_convention: the FA benchmarks' count (traffic.fa_convention_bytes), reported beside ours
     bytes_score_matrix: what an unfused chain adds for its Nq × Nkv matrices (traffic.score_matrix_bytes)
     block_q, block_kv: the tile sizes used per row
+    work_bound:      what flops_useful is: "exact"; "lower" (varlen or paged rows known only by their sums: a lower
+                     bound of the pairs, so efficiency is a lower bound); "upper" (a sliding window of unknown
+                     size modeled causal, or a known window over paged sums: the pairs and bytes are at most
+                     this, so efficiency is an upper bound); "unknown" (both at once: no direction)
     Paged (decode) rows have no tile grid: tile_visits 0, executed_pairs = kept_pairs, tiled = compulsory.
     """
 
@@ -73,6 +77,7 @@ class WorkEstimate:
     tiled_bwd_model: str
     family: str  # the family asked for ('per_row' when each row named its own)
     families: NDArray[np.object_]  # the tile family each row was modeled with
+    work_bound: NDArray[np.object_]  # exact | lower | upper | unknown (see above)
     tiled_note: str = TILED_BYTES_NOTE
 
     def __len__(self) -> int:
@@ -127,8 +132,9 @@ def _stacked(groups: list[SeqGroup], bq: I64, bk: I64, code: NDArray[np.int8], w
     return total(kept), TileSums(*(total(x) for x in tiles))
 
 
-def _row_totals(table: ConfigTable, bq: I64, bk: I64, skip: bool) -> tuple[I64, I64, TileSums]:
-    """(useful pairs, upper pairs, tile work) per query head, summed over the batch / sequences / requests."""
+def _row_totals(table: ConfigTable, bq: I64, bk: I64, skip: bool) -> tuple[I64, I64, TileSums, NDArray[np.bool_]]:
+    """(useful pairs, upper pairs, tile work, rows whose pairs are an upper bound) per query head, summed over the
+    batch / sequences / requests."""
     kept, tiles = kept_and_tiles(table.seq_q, table.seq_kv, bq, bk, table.mask_code, table.window_left,
                                  table.window_right, skip_masked_tiles=skip)
     b = table.batch
@@ -146,12 +152,17 @@ def _row_totals(table: ConfigTable, bq: I64, bk: I64, skip: bool) -> tuple[I64, 
             full[vi] = part
         high = [g for g in varlen_sequences(tq, tk, ns, mq, mk, "upper") if g.count.any()]
         upper[vi] = _stacked(high, bq[vi], bk[vi], code, wl, wr, True)[0] if high else 0
+    capped = np.zeros(len(table), dtype=bool)
     pi = table.paged_rows
     if pi.size:  # a decode kernel streams the cache: its pairs are its work, no tile grid
-        useful[pi], upper[pi] = paged_pairs(table.take(pi))
+        paged = table.take(pi)
+        low, high = paged_pairs(paged)
+        cap, windowed = paged_window_cap(paged)
+        useful[pi], upper[pi] = np.minimum(low, cap), np.minimum(high, cap)
+        capped[pi] = windowed & (np.minimum(high, cap) < high)
         tiles.visits[pi] = 0
         tiles.pairs[pi] = useful[pi]
-    return useful, upper, tiles
+    return useful, upper, tiles, capped
 
 
 CHUNK_ROWS = 32768
@@ -162,7 +173,7 @@ _OUTPUTS = (*_INT_OUTPUTS, "flops_useful", "flops_executed", "flops_upper", "byt
 
 def _chunk(table: ConfigTable, bq: I64, bk: I64, conv: BwdConvention, skip: bool,
            tiled_bwd_model: str, families: NDArray[np.object_]) -> dict[str, NDArray[np.generic]]:
-    useful, upper, tiles = _row_totals(table, bq, bk, skip)
+    useful, upper, tiles, capped = _row_totals(table, bq, bk, skip)
     per_pair = flops_per_pair(table, conv)
     terms = compulsory_terms(table)
     compulsory = compulsory_bytes(table, terms)
@@ -179,7 +190,16 @@ def _chunk(table: ConfigTable, bq: I64, bk: I64, conv: BwdConvention, skip: bool
                                    compulsory=compulsory, block_q=bq, family=families),
         "bytes_fa_convention": fa_convention_bytes(table),
         "bytes_score_matrix": score_matrix_bytes(table),
+        "work_bound": _work_bound(useful < upper, capped | table.window_unknown),
     }
+
+
+def _work_bound(lower: NDArray[np.bool_], upper: NDArray[np.bool_]) -> NDArray[np.object_]:
+    code = lower.astype(np.int8) + 2 * upper.astype(np.int8)
+    return np.asarray(WORK_BOUNDS, dtype=object)[code]
+
+
+WORK_BOUNDS = ("exact", "lower", "upper", "unknown")
 
 
 def estimate_work(
@@ -220,6 +240,7 @@ def estimate_work(
     out: dict[str, NDArray[np.generic]] = {
         name: np.empty(n, dtype=np.int64 if name in _INT_OUTPUTS else np.float64) for name in _OUTPUTS
     }
+    out["work_bound"] = np.empty(n, dtype=object)
     # Row chunks keep every temporary cache-sized: on 1M rows this is ~2× faster than whole columns,
     # which spend much of their time faulting in fresh pages for each temporary.
     for start in range(0, n, CHUNK_ROWS):

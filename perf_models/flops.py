@@ -28,9 +28,13 @@ pairs are bounded over the sequence lengths a trace allows (pair counts are conv
 * upper: k = min(⌊T_q/L_q⌋, ⌊T_kv/L_kv⌋) sequences of (L_q, L_kv) and the remainder in one (the
   greedy maximum for self-attention, T_q = T_kv and L_q = L_kv; a heuristic for cross-attention).
 
-Paged rows: each request's last query token sees its whole context, so the decode formula
-2·Σctx·Hq·(d_qk + d_v) holds when there is one query token per request. Extra (chunked-prefill) query
-tokens each see at least one and at most Σctx − (R − 1) keys, which gives the lower/upper pair counts.
+Paged rows: a bottom-right causal request of q new tokens over k keys keeps q·k − q(q − 1)/2 pairs, so a step
+keeps exactly Σ q·k − (Σ q² − Σ q)/2 pairs per query head when its annotation gives Σ q² and Σ q·k over the
+requests (`sum_qq`, `sum_qk`: SGLang and newer vLLM write them); a decode request (q = 1) adds its k, which is
+the decode formula 2·Σctx·Hq·(d_qk + d_v). Without those sums only bounds follow: each request's last query
+token sees its whole context, and each extra (chunked-prefill) query token sees at least one and at most
+Σctx − (R − 1) keys. A sliding window of w keys (left) caps each query at w + 1 keys: with the sums alone,
+min(P, Σq · (w + 1)) is an upper bound (exact when every request's context reaches past its window).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from numpy.typing import NDArray
 
 from perf_models.config import BwdConvention
 from perf_models.errors import ConfigError
+from perf_models.masks import MASK_WINDOW
 from perf_models.table import ConfigTable
 
 F64 = NDArray[np.float64]
@@ -111,9 +116,29 @@ def paged_query_tokens(table: ConfigTable) -> I64:
     return np.where(table.sum_query_tokens > 0, table.sum_query_tokens, table.num_requests)
 
 
+def paged_exact_pairs(sum_q: I64, sum_qq: I64, sum_qk: I64) -> I64:
+    """Σ q·k − (Σ q² − Σ q)/2: the bottom-right causal pairs of a step, per query head (q² − q is even)."""
+    return sum_qk - (sum_qq - sum_q) // 2
+
+
 def paged_pairs(table: ConfigTable) -> tuple[I64, I64]:
-    """(lower, upper) pairs per query head of paged rows (see the module docstring)."""
-    extra = np.maximum(paged_query_tokens(table) - table.num_requests, 0)
+    """(lower, upper) pairs per query head of paged rows (see the module docstring): equal where the step's
+    Σ q² and Σ q·k are known."""
+    q = paged_query_tokens(table)
+    extra = np.maximum(q - table.num_requests, 0)
     lower = table.sum_ctx + extra
     upper = table.sum_ctx + extra * (table.sum_ctx - table.num_requests + 1)
+    exact = table.sum_qk > 0
+    if exact.any():
+        pairs = paged_exact_pairs(q, table.sum_qq, table.sum_qk)
+        lower, upper = np.where(exact, pairs, lower), np.where(exact, pairs, upper)
     return lower, upper
+
+
+def paged_window_cap(table: ConfigTable) -> tuple[I64, NDArray[np.bool_]]:
+    """Σq · (w + 1) on paged rows with a known left window w (the most pairs a window lets each query keep), and
+    which rows have one; other rows get a cap that never binds."""
+    windowed = (table.mask_code == MASK_WINDOW) & (table.window_left >= 0)
+    big = np.iinfo(np.int64).max
+    cap = np.where(windowed, paged_query_tokens(table) * (np.maximum(table.window_left, 0) + 1), big)
+    return cap, windowed

@@ -22,7 +22,12 @@ __all__ = [
     "classify_kernel",
     "classify_kernels",
     "is_auxiliary_kernel",
+    "is_decode_kernel",
+    "is_inductor_fused",
+    "kernel_group_role",
+    "kernel_kv_cache_dtype",
     "kernel_vendor",
+    "kernel_window_hint",
     "tile_sizes",
 ]
 
@@ -49,6 +54,7 @@ LIB_MEM_EFF = "xFormers/CUTLASS mem-efficient"
 LIB_FLASHINFER = "FlashInfer"
 LIB_TRTLLM = "TRT-LLM"
 LIB_VLLM = "vLLM"
+LIB_SAGE = "SageAttention"
 LIB_UNFUSED = "unfused (GEMM + softmax)"
 
 
@@ -59,6 +65,7 @@ class _Rule:
     attention_type: AttentionType | None = None
     library: str | None = None
     paged_if: re.Pattern[str] | None = None  # this library's paged variants
+    part_of_attention: bool = False  # a helper that belongs to the attention call (split-KV reduce, dO·O, ...)
 
 
 def _r(
@@ -67,8 +74,10 @@ def _r(
     atype: AttentionType | None = None,
     library: str | None = None,
     paged_if: str | None = None,
+    part_of_attention: bool = False,
 ) -> _Rule:
-    return _Rule(re.compile(pattern), role, atype, library, re.compile(paged_if) if paged_if else None)
+    return _Rule(re.compile(pattern), role, atype, library, re.compile(paged_if) if paged_if else None,
+                 part_of_attention)
 
 
 A, X = KernelRole.ATTENTION, KernelRole.AUXILIARY
@@ -79,19 +88,35 @@ FLASH, MEFF, CUDNN, PAGED = (
     AttentionType.PAGED,
 )
 
+# Inductor names a fused Triton kernel after every op it fused (`triton_poi_fused__to_copy_add_cat_fmha_v3_fwd_mul_0`
+# is a RoPE/RMSNorm pointwise kernel next to attention, `triton_red_fused_..._softmax_...` a reduction): such a name
+# lists its neighbours, not what it is, so no rule below may match inside it.
+_INDUCTOR_FUSED = re.compile(r"^triton_(?:poi|red|per)_fused_")
+
 # First match wins. Attention-specific helpers come first (a FA2 `flash_bwd_convert_dq_kernel` must not
 # count as the attention compute); the generic fill/copy rules come after the attention rules, because
 # attention kernels can carry words like "copy" in their template arguments.
 _RULES: tuple[_Rule, ...] = (
-    # attention helper kernels
+    # attention helper kernels (vLLM's Triton unified attention 3D reduces its segments in `reduce_segments`)
     _r(
         r"convert_dq|dot_do_o|bwd_preprocess|BwdPreprocess|BwdPostprocess|clear_dkvaccum|"
         r"splitkv_combine|FwdCombine|prepare_varlen|compute_dot_do_o|_copy_page_indices|"
-        r"kv_indices|paged_attention_ll4mi_reduce|MergeStates",
+        r"kv_indices|paged_attention_ll4mi_reduce|MergeStates|^reduce_segments$",
         X,
         None,
+        part_of_attention=True,
     ),
-    _r(r"reshape_and_cache|store_kvcache|concat_and_cache", KernelRole.KV_CACHE_WRITE, PAGED),
+    _r(r"reshape_and_cache|store_kvcache|concat_and_cache|set_kv_buffer", KernelRole.KV_CACHE_WRITE, PAGED),
+    # SageAttention (aiter's Triton v1 as xDiT runs it; thu-ml's CUDA kernels): int8 Q·Kᵀ, fp8/fp16 P·V. The
+    # quantization kernel is an auxiliary of the call.
+    _r(r"^sage_quant_kernel|^_?(?:per_block|per_warp|per_channel)_int8|quant_per_block_int8", X, None,
+       part_of_attention=True),
+    _r(r"^_?sage_fwd|^_?sage_attn|qk_int8_sv_f(?:8|16)|qk_int\w*_attn", A, FLASH, LIB_SAGE),
+    # aiter / CK paged batch prefill (SGLang prefill): before FlashInfer's `Batch(Prefill|Decode)With…` rule
+    _r(r"FmhaBatchPrefill", A, PAGED, LIB_CK),
+    # aiter's ROCm paged attention (SGLang decode): the template of aiter's instantiation starts with an integer and
+    # ends with ck_tile::ComposedAttention; vLLM's own copy (below) starts with the scalar type
+    _r(r"paged_attention_ll4mi\w*<\s*\d|paged_attention_ll4mi\w*<.*ck_tile::ComposedAttention", A, PAGED, LIB_CK),
     # FlashAttention-3 (hopper): cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<…
     _r(r"FlashAttn(?:Fwd|Bwd)Sm\d+|flash::enable_sm\d+", A, FLASH, LIB_FA3),
     _r(r"FlashAttention(?:Forward|Backward)Sm\d+|flash_attn\w*cute", A, FLASH, LIB_FA4),
@@ -220,15 +245,76 @@ class KernelClass:
 _TILE_FAMILY = {LIB_FA_PYTORCH: "fa2", LIB_FA2: "fa2", LIB_FA3: "fa3", LIB_CK: "ck", LIB_TRITON: "triton"}
 
 
-def classify_kernel(name: str) -> tuple[KernelRole, AttentionType | None, str | None]:
-    """(role, attention type, library) of one kernel name."""
+def _rule_of(name: str) -> _Rule | None:
+    if _INDUCTOR_FUSED.match(name):
+        return None  # a fused Inductor kernel: never classified by the op names it lists
     for rule in _RULES:
         if rule.pattern.search(name):
-            atype = rule.attention_type
-            if rule.paged_if is not None and rule.paged_if.search(name):
-                atype = AttentionType.PAGED
-            return rule.role, atype, rule.library
-    return KernelRole.OTHER, None, None
+            return rule
+    return None
+
+
+def classify_kernel(name: str) -> tuple[KernelRole, AttentionType | None, str | None]:
+    """(role, attention type, library) of one kernel name, matched on the kernel's own name (an Inductor
+    `triton_{poi,red,per}_fused_*` kernel is OTHER whatever ops its name lists)."""
+    rule = _rule_of(name)
+    if rule is None:
+        return KernelRole.OTHER, None, None
+    atype = rule.attention_type
+    if rule.paged_if is not None and rule.paged_if.search(name):
+        atype = AttentionType.PAGED
+    return rule.role, atype, rule.library
+
+
+def is_inductor_fused(name: str) -> bool:
+    return bool(_INDUCTOR_FUSED.match(name))
+
+
+def kernel_group_role(name: str) -> str:
+    """'attention' | 'kv_cache' | 'other': what a kernel is when kernels are grouped into calls by name (graph
+    replays, kernel breakdowns). Attention-internal helpers (split-KV reduce, dO·O preprocess, dQ convert, the
+    SageAttention quantization) count as 'attention': they belong to the call."""
+    rule = _rule_of(name)
+    if rule is None:
+        return "other"
+    if rule.role is KernelRole.KV_CACHE_WRITE:
+        return "kv_cache"
+    if rule.role is KernelRole.ATTENTION or rule.part_of_attention:
+        return "attention"
+    return "other"
+
+
+_DECODE = re.compile(r"paged_attention|[Dd]ecode|ll4mi|pa_ragged|pa_fwd|xqa_kernel|\bmmha|masked_multihead")
+
+
+def is_decode_kernel(name: str) -> bool:
+    """A kernel that streams a paged KV cache for one (or a few) query tokens per request."""
+    return not _INDUCTOR_FUSED.match(name) and bool(_DECODE.search(name))
+
+
+_SLIDING = re.compile(r"SlidingOrChunked|SlidingWindow|[Ss]liding_?[Ww]indow|_swa_|SWA(?:Kernel|Fwd)")
+
+
+def kernel_window_hint(name: str) -> str | None:
+    """'sliding' when an attention kernel's name says it runs a sliding-window (or chunked) mask: TRT-LLM's
+    `fmhaSm100aKernel_…PagedKvSlidingOrChunkedCausal…` against `…PagedKvCausal…` for the full layers. The window
+    size itself is never in the name."""
+    if classify_kernel(name)[0] is not KernelRole.ATTENTION:
+        return None
+    return "sliding" if _SLIDING.search(name) else None
+
+
+_KV_FP8 = re.compile(r"Fp8KVCacheDataType\)\s*([12])")
+
+
+def kernel_kv_cache_dtype(name: str) -> str | None:
+    """The KV cache dtype a kernel's template names: vLLM's and aiter's `(vllm::Fp8KVCacheDataType)1` (e4m3) or
+    `2` (e5m2) in reshape_and_cache / paged-attention instantiations; None for `0` (kAuto: the cache has the
+    model's dtype) or no such argument."""
+    m = _KV_FP8.search(name)
+    if m is None:
+        return None
+    return "fp8_e4m3" if m.group(1) == "1" else "fp8_e5m2"
 
 
 def is_auxiliary_kernel(name: str) -> bool:

@@ -14,6 +14,7 @@ Conventions of the returned `AttentionConfig`:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -32,10 +33,12 @@ from perf_models.ops.specs import (
     OpSpec,
     Signature,
 )
-from perf_models.ops.types import AttentionType, CausalRule, Layout, RowError, Source
+from perf_models.ops.types import GRAPH_PREFIX, GRAPH_REPLAY_REASON, AttentionType, CausalRule, Layout, RowError, Source
 
 __all__ = [
     "ATTENTION_OP_NAMES",
+    "GRAPH_PREFIX",
+    "GRAPH_REPLAY_REASON",
     "AttentionType",
     "CausalRule",
     "Layout",
@@ -44,6 +47,7 @@ __all__ = [
     "Signature",
     "Source",
     "is_attention_op",
+    "is_wrapper_op",
     "lookup",
     "parse_op",
 ]
@@ -70,11 +74,22 @@ class ParsedOp:
         return self.config is not None
 
 
+_COUNTER = re.compile(r"_\d+$")
+
+
 def _canonical(name: str) -> str:
     name = str(name).strip()
     if name.endswith(".default"):  # an OpOverload name, as torch.ops prints it
         name = name[: -len(".default")]
     return name
+
+
+@lru_cache(maxsize=65536)
+def _numbered(name: str) -> OpSpec | None:
+    """The spec of a name recorded with a per-function counter (`sglang_profiler::mha__mha_batch_prefill_12`)."""
+    base = _COUNTER.sub("", name)
+    spec = SPEC_BY_NAME.get(base) if base != name else None
+    return spec if spec is not None and spec.numbered else None
 
 
 def lookup(name: str) -> OpSpec | None:
@@ -87,7 +102,15 @@ def lookup(name: str) -> OpSpec | None:
     spec = SPEC_BY_NAME.get(canon)
     if spec is None and canon.startswith(UNFUSED_PREFIX):
         return UNFUSED_BWD if canon.startswith(UNFUSED_BWD_PREFIX) else UNFUSED_FWD
+    if spec is None:
+        spec = _numbered(canon)
     return spec
+
+
+def is_wrapper_op(name: str) -> bool:
+    """A profiler wrapper whose inner attention op, when recorded, is the row (counted once)."""
+    spec = lookup(name)
+    return spec is not None and spec.wrapper
 
 
 def is_attention_op(name: str) -> bool:
@@ -122,6 +145,8 @@ def _parse_cached(
 
 def _parse(name: str, input_dims: Any, input_types: Any, concrete_inputs: Any, perf_params: Any) -> ParsedOp:
     spec = lookup(name)
+    if spec is None and name.startswith(GRAPH_PREFIX):
+        return ParsedOp(name=name, config=None, reason=GRAPH_REPLAY_REASON, family="graph")
     if spec is None:
         return ParsedOp(
             name=name, config=None, reason=f"unknown op {name!r}: not an attention op in the registry"

@@ -6,7 +6,11 @@ benchmarks and bulk callers). Row conventions the models rely on:
 * varlen rows (`num_seqs > 0`) take their token counts from `total_q/total_kv` (THD tensors) and their
   pair counts from per-sequence bounds; `batch`, `seq_q`, `seq_kv` are not used for them;
 * paged rows (`sum_ctx > 0`) are decode-style forward calls: `sum_ctx` context tokens over
-  `num_requests` requests, `sum_query_tokens` new query tokens (0 = one per request);
+  `num_requests` requests, `sum_query_tokens` new query tokens (0 = one per request); `sum_qq` / `sum_qk`
+  (Σ q², Σ q·k over the requests; 0 = unknown) make their pair count exact;
+* `compute_spec` is the Q·Kᵀ GEMM's spec, `compute_spec_pv` the P·V one where it differs (None: the same);
+* `window_unknown` rows are sliding-window layers modeled with a causal mask (window size not known): their
+  pairs and bytes are upper bounds;
 * `window_left/right` are −1 unless `mask_code == MASK_WINDOW`;
 * element sizes are bytes per element of each tensor's own dtype (dO has O's dtype, dQ Q's, and so on).
 """
@@ -30,7 +34,7 @@ _INT_COLUMNS = (
     "batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v",
     "window_left", "window_right",
     "num_seqs", "total_q", "total_kv", "max_q", "max_kv",
-    "sum_ctx", "num_requests", "sum_query_tokens",
+    "sum_ctx", "num_requests", "sum_query_tokens", "sum_qq", "sum_qk",
 )
 _ELEM_COLUMNS = ("elem_q", "elem_k", "elem_v", "elem_o", "elem_kv_cache")
 SHAPE_COLUMNS = ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v")
@@ -64,7 +68,11 @@ class ConfigTable:
     sum_ctx: NDArray[np.int64]
     num_requests: NDArray[np.int64]
     sum_query_tokens: NDArray[np.int64]
+    sum_qq: NDArray[np.int64]  # paged: Σ q² over the requests (0 = unknown)
+    sum_qk: NDArray[np.int64]  # paged: Σ q·k over the requests (0 = unknown)
     compute_spec: NDArray[np.object_]
+    compute_spec_pv: NDArray[np.object_]  # the P·V GEMM's spec where it is not compute_spec (None: the same)
+    window_unknown: NDArray[np.bool_]  # sliding window of unknown size, modeled causal: an upper bound
     shared_kv: NDArray[np.bool_]  # V read as a slice of K's cache (MLA latent): see AttentionConfig.shared_kv
 
     def __len__(self) -> int:
@@ -120,8 +128,10 @@ class ConfigTable:
         out["is_bwd"] = _column(columns.get("is_bwd", False), n, np.bool_, "is_bwd")
         out["mask_code"] = _column(columns.get("mask_code", 0), n, np.int8, "mask_code")
         out["shared_kv"] = _column(columns.get("shared_kv", False), n, np.bool_, "shared_kv")
+        out["window_unknown"] = _column(columns.get("window_unknown", False), n, np.bool_, "window_unknown")
         spec = columns.get("compute_spec", matrix_compute_spec(dtype))
         out["compute_spec"] = _column(spec, n, np.object_, "compute_spec")
+        out["compute_spec_pv"] = _column(columns.get("compute_spec_pv", None), n, np.object_, "compute_spec_pv")
         table = cls(**out)
         table._validate()
         return table
@@ -158,6 +168,9 @@ class ConfigTable:
         _require(self, "num_requests", ~p | (self.num_requests > 0), "a positive integer on paged rows")
         _require(self, "num_requests", ~p | (self.num_requests <= self.sum_ctx), "<= sum_ctx (1+ token each)")
         _require(self, "sum_query_tokens", self.sum_query_tokens >= 0, ">= 0 (0 = one per request)")
+        exact = p & (self.sum_qk > 0)
+        _require(self, "sum_qq", ~exact | (self.sum_qq >= np.maximum(self.sum_query_tokens, 1)), ">= Σq on exact rows")
+        _require(self, "sum_qk", ~exact | (self.sum_qk >= self.sum_qq), ">= sum_qq (k >= q per request)")
         _require(self, "is_bwd", ~(p & self.is_bwd), "False on paged rows (paged attention is forward-only)")
         _require(self, "num_seqs", ~(p & v), "0 on paged rows (a row is varlen or paged, not both)")
 
@@ -191,7 +204,11 @@ def config_columns(
         cols["sum_ctx"].append(p.sum_context_tokens if p else 0)
         cols["num_requests"].append(p.num_requests if p else 0)
         cols["sum_query_tokens"].append((p.sum_query_tokens or 0) if p else 0)
-        cols["compute_spec"].append(compute_spec(cfg.dtype_q))
+        cols["sum_qq"].append((p.sum_query_sq or 0) if p else 0)
+        cols["sum_qk"].append((p.sum_query_key or 0) if p else 0)
+        cols["compute_spec"].append(cfg.compute_spec or compute_spec(cfg.dtype_q))
+        cols["compute_spec_pv"].append(cfg.compute_spec_pv)
+        cols["window_unknown"].append(cfg.window_unknown)
         cols["shared_kv"].append(cfg.shared_kv)
     dtypes = {name: column_dtype(name) for name in cols}
     # _column: an int beyond int64 is a ConfigError naming the row, not an OverflowError
@@ -208,11 +225,11 @@ def mask_window(mask: Mask) -> tuple[int, int]:
 def column_dtype(name: str) -> type:
     if name in _ELEM_COLUMNS:
         return np.float64
-    if name in ("is_bwd", "shared_kv"):
+    if name in ("is_bwd", "shared_kv", "window_unknown"):
         return np.bool_
     if name == "mask_code":
         return np.int8
-    if name == "compute_spec":
+    if name in ("compute_spec", "compute_spec_pv"):
         return np.object_
     return np.int64
 

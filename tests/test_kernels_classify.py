@@ -14,6 +14,10 @@ from perf_models.kernels import (
     classify_kernel,
     classify_kernels,
     is_auxiliary_kernel,
+    is_decode_kernel,
+    kernel_group_role,
+    kernel_kv_cache_dtype,
+    kernel_window_hint,
     tile_sizes,
 )
 from perf_models.literals import parse_literal
@@ -110,8 +114,13 @@ def test_sglang_rocm_paged_attention(traces_dir):
     names, durs = trace_kernels(traces_dir / "inference" / "sglang_Qwen3-8B_decode.json.gz")
     keep = [i for i, n in enumerate(names) if "paged_attention" in n or "store_kvcache" in n]
     kc = classify_kernels([names[i] for i in keep], [durs[i] for i in keep])
-    assert kc.attention_type is AttentionType.PAGED and kc.library == "vLLM"
+    # aiter's instantiation (SGLang calls aiter's pa_ragged): paged_attention_ll4mi_QKV_mfma16_kernel<0, ...,
+    # ck_tile::ComposedAttention<0u, false> >; vLLM's own copy starts its template with the scalar type
+    assert kc.attention_type is AttentionType.PAGED and kc.library == "CK / aiter"
     assert kc.dominant_kernel.startswith("void paged_attention_ll4mi_QKV_mfma16_kernel")
+    vllm_copy = ("void paged_attention_ll4mi_QKV_mfma16_kernel<__hip_bfloat16, __hip_bfloat16, "
+                 "(vllm::Fp8KVCacheDataType)0>")
+    assert classify_kernel(vllm_copy)[2] == "vLLM"
     assert is_auxiliary_kernel(next(n for n in names if "paged_attention_ll4mi_reduce" in n))
 
 
@@ -288,3 +297,33 @@ def test_every_fixture_kernel_summary_parses(analysis_folders_dir):
             kernels = parse_literal(cell)
             kc = classify_kernels([k["name"] for k in kernels], [k["total_duration_us"] for k in kernels])
             assert kc.library != "Unknown", path
+
+
+def test_inductor_fused_kernels_are_never_attention():
+    # Inductor names a fused kernel after every op it fused: these are RoPE / RMSNorm / softmax-adjacent kernels
+    for name in ("triton_poi_fused__to_copy_add_cat_fmha_v3_fwd_mul_0", "triton_red_fused_flash_attn_rms_norm_1",
+                 "triton_per_fused__scaled_dot_product_flash_attention_2"):
+        assert classify_kernel(name) == (KernelRole.OTHER, None, None)
+        assert kernel_group_role(name) == "other" and not is_decode_kernel(name)
+    # the attention kernel itself, next to it, still is
+    assert classify_kernel("aiter::fmha_fwd_hd128_bf16_rtz")[0] is KernelRole.ATTENTION
+
+
+def test_serving_kernels():
+    prefill = ("void ck_tile::kentry<256, 1, ck_tile::FmhaBatchPrefillWithPagedKVCacheKernel<ck_tile::"
+               "BlockFmhaBatchPrefillPipelineQRKSVSAsync<ck_tile::bf16_t> > >(ck_tile::FmhaBatchPrefillKargs)")
+    assert classify_kernel(prefill) == (KernelRole.ATTENTION, AttentionType.PAGED, "CK / aiter")  # not FlashInfer
+    assert classify_kernel("sage_fwd") == (KernelRole.ATTENTION, AttentionType.FLASH, "SageAttention")
+    assert is_auxiliary_kernel("sage_quant_kernel") and kernel_group_role("sage_quant_kernel") == "attention"
+    assert kernel_group_role("reduce_segments") == "attention" and is_auxiliary_kernel("reduce_segments")
+    kv = "void (anonymous namespace)::store_kvcache<2048l, 4, false, long>((anonymous namespace)::StoreKVCacheParams)"
+    assert kernel_group_role(kv) == "kv_cache"
+
+
+def test_kernel_name_hints():
+    sliding = "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvSlidingOrChunkedCausalP16VarSeqQ128Kv128PersistentContext"
+    full = "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext"
+    assert kernel_window_hint(sliding) == "sliding" and kernel_window_hint(full) is None
+    fp8 = "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>("
+    auto = "void vllm::reshape_and_cache_flash_kernel<__hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0>("
+    assert kernel_kv_cache_dtype(fp8) == "fp8_e4m3" and kernel_kv_cache_dtype(auto) is None

@@ -332,7 +332,9 @@ def test_trace_vllm_unified_attention_with_step_annotation(traces_dir):
         dtype_v="bf16",
         dtype_o="bf16",
         mask=CAUSAL_BR,
-        paged=PagedInfo(num_requests=1, sum_context_tokens=888, sum_query_tokens=888),
+        # Σq² = Σq·k = 888²: the pairs are exact, 888·889/2 per query head
+        paged=PagedInfo(num_requests=1, sum_context_tokens=888, sum_query_tokens=888, sum_query_sq=788544,
+                        sum_query_key=788544),
     )
     assert (p.attention_type, p.layout, p.family) == (AttentionType.PAGED, Layout.THD, "vllm")
     # without the step statistics the op says why it has no model

@@ -57,7 +57,9 @@ def test_upstream_style_perf_params_only():
         dtype_v="bf16",
         dtype_kv_cache="bf16",
         mask=CAUSAL_BR,
-        paged=PagedInfo(num_requests=1, sum_context_tokens=888, sum_query_tokens=888),
+        # the sums make the pairs exact: Σq² = Σq·k = 888² (k = q: no cached prefix)
+        paged=PagedInfo(num_requests=1, sum_context_tokens=888, sum_query_tokens=888, sum_query_sq=788544,
+                        sum_query_key=788544),
     )
     assert any("hard-codes" in w for w in p.warnings)
 
@@ -67,7 +69,10 @@ def test_mixed_prefill_and_decode_step():
     # tokens in total: 5 requests, 104 query tokens, 4100 KV tokens; per-request means 21 and 820.
     pp = {"c_sq": 100, "c_sk": 100, "c_sqsq": 10000, "g_sq": 4, "g_sk": 4000}
     p = parse_op(NAME, DIMS, TYPES, CONCRETE, pp)
-    assert p.config.paged == PagedInfo(num_requests=5, sum_context_tokens=4100, sum_query_tokens=104)
+    # c_sk = c_sq: the prefill request has k = q, so Σq·k = Σq² = 10000; each decode request adds q² = 1 and
+    # q·k = its k: Σq² = 10004, Σq·k = 10000 + 4000 = 14000
+    assert p.config.paged == PagedInfo(num_requests=5, sum_context_tokens=4100, sum_query_tokens=104,
+                                       sum_query_sq=10004, sum_query_key=14000)
     assert (p.config.batch, p.config.seq_q, p.config.seq_kv) == (5, 21, 820)
     assert any("per-request means" in w for w in p.warnings)
     assert any("differ from the query tensor" in w for w in p.warnings)  # 104 tokens vs the 888-row tensor

@@ -186,6 +186,46 @@ ALL_FLAVOURS_NV = [
 ]
 
 
+# the serving flavours that run aiter's or vLLM's ROCm kernels (MI300X only), eager
+AMD_SERVING = [
+    SyntheticAttentionCall(flavour="vllm_unified", batch=3, heads_q=64, heads_kv=8, head_dim_qk=64,
+                           seqlens_q=(100, 1, 1), seqlens_kv=(100, 900, 50), causal=True, kernel_us=40, repeat=2),
+    SyntheticAttentionCall(flavour="sglang_prefill", batch=2, heads_q=32, heads_kv=8, seqlens_q=(64, 128),
+                           seqlens_kv=(64, 256), causal=True, kernel_us=50, repeat=2),
+    SyntheticAttentionCall(flavour="sglang_decode", batch=2, heads_q=32, heads_kv=8, seqlens_q=(1, 1),
+                           seqlens_kv=(700, 300), kernel_us=20, repeat=2),
+    SyntheticAttentionCall(flavour="sage", batch=1, heads_q=24, seq_q=1024, kernel_us=90, aux_kernel_us=10),
+    SyntheticAttentionCall(flavour="aiter_flash", batch=1, heads_q=24, seq_q=1024, kernel_us=80),
+]
+
+
+def test_amd_serving_flavours_build_consistent_traces() -> None:
+    trace = build_trace(AMD_SERVING, gpu_name=MI300, extra_filler_kernels=4, seed=5)
+    check_invariants(trace)
+    check_dyadic_times(trace)
+    names = {e["name"] for e in trace["traceEvents"]}
+    assert {"vllm::unified_kv_cache_update", "aiter::mha_batch_prefill", "sage_fwd_8", "aiter::fmha_v3_fwd",
+            "sglang_profiler::attention_paged_attention_ragged_100"} <= names
+
+
+def test_graph_replay_kernels_share_their_launch() -> None:
+    # one graph launch replays every kernel: one runtime call, the kernels carry its correlation, no CPU op per call
+    call = SyntheticAttentionCall(flavour="sglang_decode", batch=2, heads_q=32, heads_kv=8, seqlens_q=(1, 1),
+                                  seqlens_kv=(700, 300), kernel_us=20, repeat=3)
+    ev = build_trace_with_truth([call], gpu_name=MI300, graph="replay").trace["traceEvents"]
+    launches = [e for e in ev if e.get("name") == "hipGraphLaunch"]
+    assert len(launches) == 1
+    corr = launches[0]["args"]["correlation"]
+    replayed = [e for e in ev if e.get("cat") == "kernel" and e["args"]["correlation"] == corr]
+    assert len(replayed) == 3 * 3  # per layer: store_kvcache, the ll4mi QKV kernel, its reduce
+    assert not any(e.get("cat") == "cpu_op" and e["name"].startswith("sglang_profiler::") for e in ev)
+    cap = build_trace_with_truth([call], gpu_name=MI300, graph="capture").trace["traceEvents"]
+    assert [e["name"] for e in cap if "Capture" in e.get("name", "")] == ["hipStreamBeginCapture",
+                                                                           "hipStreamEndCapture"]
+    assert not any(e.get("cat") == "kernel" and "ll4mi" in e["name"] for e in cap)
+    assert sum(e.get("args", {}).get("kernel", "").startswith("void paged_attention_ll4mi_QKV") for e in cap) == 3
+
+
 @pytest.mark.parametrize("gpu", [H100, A100, B200, MI300])
 def test_every_flavour_builds_a_consistent_trace(gpu: str) -> None:
     calls = [c for c in ALL_FLAVOURS_NV if not (c.flavour == "aten_cudnn" and gpu == MI300)]

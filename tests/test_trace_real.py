@@ -152,7 +152,10 @@ def expected_calls(events: list[dict], top: str, row_op: str) -> list[dict]:
             r = runtime.get(k["args"].get("correlation"))
             if r is not None and r["tid"] == t["tid"] and t0 <= r["ts"] <= t1:
                 ks.append(k)
-        calls.append({"args": row["args"], "kernel_us": sum(k["dur"] for k in ks), "n_kernels": len(ks)})
+        # KV-cache writes launched inside the op are accounted in their own column, not in its kernel time
+        kv = [k for k in ks if "reshape_and_cache" in k["name"] or "store_kvcache" in k["name"]]
+        calls.append({"args": row["args"], "kernel_us": sum(k["dur"] for k in ks if k not in kv),
+                      "kv_us": sum(k["dur"] for k in kv), "n_kernels": len(ks)})
     return calls
 
 
@@ -176,6 +179,7 @@ def literal(cell: str) -> object:
 def check_rows(df: pd.DataFrame, calls: list[dict], causal_slot: int | None) -> None:
     assert int(df["operation_count"].sum()) == len(calls)
     assert df["Kernel Time (µs)_sum"].sum() == pytest.approx(sum(c["kernel_us"] for c in calls), rel=1e-9)
+    assert df["kv_cache_write_us_sum"].sum() == pytest.approx(sum(c["kv_us"] for c in calls), rel=1e-9, abs=1e-9)
     exp_dims = sorted({json.dumps(c["args"]["Input Dims"]) for c in calls})
     got_dims = sorted({json.dumps(literal(d)) for d in df["Input Dims"]})
     assert got_dims == [json.dumps(json.loads(d)) for d in exp_dims] or got_dims == exp_dims
@@ -240,13 +244,17 @@ def test_sglang_graph_replay(traces_dir: Path, tmp_path_factory: pytest.TempPath
     kernels = sorted((e for e in raw_events(path) if e.get("cat") == "kernel"), key=lambda e: e["ts"])
     # per layer: store_kvcache, paged_attention ..._QKV_..., paged_attention ..._reduce_... back to back
     qkv = [i for i, k in enumerate(kernels) if "paged_attention_ll4mi_QKV" in k["name"]]
-    expected = 0.0
+    expected = kv = 0.0
     for i in qkv:
         assert "store_kvcache" in kernels[i - 1]["name"] and "ll4mi_reduce" in kernels[i + 1]["name"]
-        expected += kernels[i - 1]["dur"] + kernels[i]["dur"] + kernels[i + 1]["dur"]
+        expected += kernels[i]["dur"] + kernels[i + 1]["dur"]
+        kv += kernels[i - 1]["dur"]
     df = frames["inferenceattention"]
     assert int(df["operation_count"].sum()) == len(qkv) == 36
+    # the KV-cache write before each layer's attention is reported beside the row, not inside its time
     assert df["Kernel Time (µs)_sum"].sum() == pytest.approx(expected, rel=1e-9)
+    assert df["kv_cache_write_us_sum"].sum() == pytest.approx(kv, rel=1e-9)
+    assert int(df["kv_cache_write_count"].sum()) == 36
     params = literal(df["perf_params"].iloc[0])
     # execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk32785sqsq32sqsk32785)
     assert (params["num_gen_requests"], params["g_sq"], params["g_sk"], params["sum_ctx_tokens"]) == (32, 32, 32785, 0)
@@ -259,16 +267,28 @@ def test_vllm_workload_and_breakdown(traces_dir: Path, tmp_path_factory: pytest.
     if not path.exists():
         pytest.skip("vLLM trace not available")
     _, frames = analyzed(path, tmp_path_factory.mktemp("out"))
-    row = frames["inferenceattention"].iloc[0]
-    params = literal(row["perf_params"])
+    df = frames["inferenceattention"]
+    params = literal(df["perf_params"].iloc[0])
     # execute_context_1(888_788544)_generation_0(0): one prefill request of 888 tokens, no decode
     assert (params["num_ctx_requests"], params["c_sq"], params["num_gen_requests"]) == (1, 888, 0)
     events = raw_events(path)
     cache_us = sum(e["dur"] for e in events if e.get("cat") == "kernel" and "reshape_and_cache" in e["name"])
-    fmha_us = sum(e["dur"] for e in events if e.get("cat") == "kernel" and e["name"].startswith("fmhaSm100a"))
-    bd = literal(row["kernel_breakdown"])
-    assert bd["reshape_cache_percent"] == pytest.approx(100 * cache_us / (cache_us + fmha_us))
-    assert bd["fwd_kernel_percent"] == pytest.approx(100 * fmha_us / (cache_us + fmha_us))
+    fmha = [e for e in events if e.get("cat") == "kernel" and e["name"].startswith("fmhaSm100a")]
+    fmha_us = sum(e["dur"] for e in fmha)
+    # sliding-window and full layers run differently named kernels: two rows of 18 calls each
+    assert sorted(df["operation_count"]) == [18, 18]
+    sliding = df[df["kernel_details_summary"].str.contains("SlidingOrChunked")]
+    assert len(sliding) == 1 and literal(sliding["perf_params"].iloc[0])["sliding_window"] == "unknown"
+    sliding_us = sum(e["dur"] for e in fmha if "SlidingOrChunked" in e["name"])
+    assert sliding["Kernel Time (µs)_sum"].iloc[0] == pytest.approx(sliding_us)
+    # breakdown per row: the KV write beside the attention kernel; over both rows, the hand sums
+    totals = [literal(c)["total_us"] for c in df["kernel_breakdown"]]
+    cache_pct = [literal(c)["reshape_cache_percent"] for c in df["kernel_breakdown"]]
+    fwd_pct = [literal(c)["fwd_kernel_percent"] for c in df["kernel_breakdown"]]
+    assert sum(t * p / 100 for t, p in zip(totals, cache_pct, strict=True)) == pytest.approx(cache_us)
+    assert sum(t * p / 100 for t, p in zip(totals, fwd_pct, strict=True)) == pytest.approx(fmha_us)
+    assert df["kv_cache_write_us_sum"].sum() == pytest.approx(cache_us)
+    assert df["Kernel Time (µs)_sum"].sum() == pytest.approx(fmha_us)
 
 
 @pytest.mark.parametrize(

@@ -162,14 +162,14 @@ def test_kernels_overlapping_in_one_call_count_once(tmp_path: Path) -> None:
 
 
 def test_step_annotations() -> None:
-    # vLLM: one prefill request of 888 tokens (888^2 = 788544), no decode
+    # vLLM: one prefill request of 888 tokens (888^2 = 788544), no decode. The format gives no Σk: none is
+    # written here (the registry assumes no cached prefix and says so)
     v = parse_step_annotation("execute_context_1(888_788544)_generation_0(0)")
     assert v == {
         "num_ctx_requests": 1,
         "num_gen_requests": 0,
         "c_sq": 888,
         "c_sqsq": 788544,
-        "c_sk": 888,
         "g_sq": 0,
         "g_sk": 0,
         "sum_ctx_tokens": 888,

@@ -7,13 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perf_models.config import Alignment, AttentionConfig, Direction, Mask, MaskKind, VarlenInfo
+from perf_models.config import Alignment, AttentionConfig, Direction, Mask, MaskKind, PagedInfo, VarlenInfo
+from perf_models.dtypes import matrix_compute_spec
 from perf_models.errors import ConfigError
 from perf_models.ops import perf_params as pp
 from perf_models.ops.row import Row, select_signature
 from perf_models.ops.specs import ATEN_EFFICIENT, TRANSFORMER_ENGINE, VLLM, OpSpec, Signature
 from perf_models.ops.types import AttentionType, CausalRule, Layout, RowError
-from perf_models.ops.vllm import paged_info, step_tokens
+from perf_models.ops.vllm import StepTokens, paged_info, step_tokens
 
 _ALIGN = {CausalRule.BOTTOM_RIGHT: Alignment.BOTTOM_RIGHT, CausalRule.TOP_LEFT: Alignment.TOP_LEFT}
 # aten mem-efficient custom_mask_type: 0 none, 1 causal from top-left, 2 causal from bottom-right
@@ -88,6 +89,8 @@ def build_from_row(spec: OpSpec, row: Row, params: Mapping[str, Any] | None) -> 
         warnings.append(f"Concrete Inputs has {len(row.concrete)} entries, Input Dims {len(row.dims)}")
     if family == VLLM:
         return _build_vllm(spec, sig, row, params, warnings)
+    if spec.attention_type is AttentionType.PAGED:
+        return _build_paged(spec, sig, row, params, warnings)
 
     layout = _layout(spec, sig, row, family)
     shapes = _shapes(sig, row, layout, warnings)
@@ -102,8 +105,27 @@ def build_from_row(spec: OpSpec, row: Row, params: Mapping[str, Any] | None) -> 
     dtypes = _dtypes(sig, row)
     mask = _mask(spec, sig, family, row, shapes, warnings)
     dropout = _dropout(sig, row)
-    config = _make_config(spec, shapes, dtypes, mask, dropout)
+    config = _make_config(spec, shapes, dtypes, mask, dropout, **_compute_specs(spec, dtypes, warnings))
     return Built(config, family, layout, spec.attention_type, tuple(warnings))
+
+
+def _compute_specs(spec: OpSpec, dtypes: dict[str, str | None], warnings: list[str]) -> dict[str, Any]:
+    """AttentionConfig compute_spec / compute_spec_pv of an op whose GEMMs run on their own specs (SageAttention)."""
+    if spec.compute_specs is None:
+        return {}
+    qk, pv = spec.compute_specs
+    if pv == "v":
+        try:
+            pv = matrix_compute_spec(dtypes.get("v") or dtypes["q"] or "bf16")
+        except ConfigError as exc:
+            raise RowError(f"{spec.name}: V's dtype runs no GEMM: {exc}") from None
+    warnings.append(
+        f"{spec.name}: Q·Kᵀ on {qk}, P·V on {pv} (the spec of V's dtype); the compute roof combines the two by "
+        "their shares of the FLOPs"
+    )
+    if spec.note:
+        warnings.append(f"{spec.name}: {spec.note}")
+    return {"compute_spec": qk, "compute_spec_pv": pv}
 
 
 def _require_arguments(spec: OpSpec, row: Row) -> None:
@@ -172,8 +194,10 @@ def plan_row(spec: OpSpec, row: Row) -> RowPlan:
         return RowPlan(first, spec.family, spec.layout, False, error=str(exc))
     sig = select_signature(spec, row)
     family = sig.family or spec.family
-    if family == VLLM:
-        raise RowError(f"{spec.name}: vLLM rows are built from perf_params, one by one")
+    if family == VLLM or spec.attention_type is AttentionType.PAGED:
+        raise RowError(f"{spec.name}: paged rows are built from their step's token counts, one by one")
+    if spec.compute_specs is not None:
+        raise RowError(f"{spec.name}: split compute specs are built one by one")
     try:
         layout = _layout(spec, sig, row, family)
     except RowError as exc:
@@ -365,8 +389,7 @@ def _build_vllm(
             "(c_sq/c_sk/g_sq/g_sk or sum_ctx_tokens/sum_gen_tokens) or step annotation"
         )
     tokens = step_tokens(params, warnings)
-    if tokens.total_q != q[0]:
-        warnings.append(f"step query tokens {tokens.total_q} differ from the query tensor's {q[0]} rows")
+    _check_query_rows(tokens, q[0], warnings)
     return _vllm_built(
         spec,
         tokens,
@@ -385,6 +408,12 @@ def _build_vllm(
     )
 
 
+def _check_query_rows(tokens: StepTokens, rows: int, warnings: list[str]) -> None:
+    if tokens.total_q != rows:
+        why = " (padded to a graph's batch size?)" if tokens.total_q < rows else ""
+        warnings.append(f"step query tokens {tokens.total_q} differ from the query tensor's {rows} rows{why}")
+
+
 def _vllm_built(
     spec: OpSpec,
     tokens: Any,
@@ -398,29 +427,157 @@ def _vllm_built(
 ) -> Built:
     if heads_kv is None:
         heads_kv = pp.positive_int(params, "H_KV")
+    mask, unknown = _step_mask(params, Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT), warnings)
+    if not unknown and mask.kind is MaskKind.CAUSAL:
+        warnings.append(
+            "vLLM attention modeled as causal (bottom-right); sliding-window layers are not "
+            "visible in the op arguments (see the kernel names)"
+        )
+    return _paged_built(spec, VLLM, tokens, (heads_q, heads_kv, d_qk, d_v), dtypes, mask, unknown,
+                        pp.kv_cache_dtype(params), warnings)
+
+
+def _paged_built(
+    spec: OpSpec,
+    family: str,
+    tokens: StepTokens,
+    heads: tuple[int, int, int, int],
+    dtypes: dict[str, str | None],
+    mask: Mask,
+    window_unknown: bool,
+    cache_dtype: str | None,
+    warnings: list[str],
+    paged: PagedInfo | None = None,
+) -> Built:
+    heads_q, heads_kv, d_qk, d_v = heads
     n = tokens.num_requests
     if n > 1 or not tokens.exact_requests:
         warnings.append(
             "batch/seq_q/seq_kv are per-request means (rounded); exact token sums are in config.paged"
         )
+    if tokens.sum_qk is None and tokens.total_q > n:
+        warnings.append(
+            "the step's Σq² and Σq·k are not known: prefill pairs are a lower bound (the row's work_bound)"
+        )
     shapes = _Shapes(
         n, heads_q, heads_kv, max(1, round(tokens.total_q / n)), max(1, round(tokens.total_kv / n)), d_qk, d_v
     )
-    warnings.append(
-        "vLLM attention modeled as causal (bottom-right); sliding-window layers are not "
-        "visible in the op arguments (see the kernel names)"
-    )
-    cache = pp.kv_cache_dtype(params)
     config = _make_config(
         spec,
         shapes,
         dtypes,
-        Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT),
+        mask,
         0.0,
-        paged=paged_info(tokens),
-        dtype_kv_cache=cache,
+        paged=paged or paged_info(tokens),
+        dtype_kv_cache=cache_dtype,
+        window_unknown=window_unknown,
     )
-    return Built(config, VLLM, Layout.THD, AttentionType.PAGED, tuple(warnings))
+    return Built(config, family, Layout.THD, AttentionType.PAGED, tuple(warnings))
+
+
+def _step_mask(params: Mapping[str, Any] | None, default: Mask, warnings: list[str]) -> tuple[Mask, bool]:
+    """The mask of a paged row, and whether its window size is unknown: perf_params `sliding_window` (an integer:
+    the layer's window in keys, vLLM's convention: each query sees the last w keys; "unknown": the kernel name says
+    sliding but no size is known) overrides the op's own mask."""
+    hint = params.get("sliding_window") if params else None
+    if hint is None:
+        return default, False
+    if isinstance(hint, int) and not isinstance(hint, bool) and hint > 0:
+        return Mask(MaskKind.SLIDING_WINDOW, Alignment.BOTTOM_RIGHT, hint - 1, 0), False
+    warnings.append(
+        "sliding-window layer (its kernel says so) whose window size is not in the trace (it is the model's "
+        "config): modeled causal, so its FLOPs and bytes are upper bounds (work_bound 'upper')"
+    )
+    return Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT), True
+
+
+# --- paged ops other than vLLM's (aiter batch prefill, SGLang's paged decode) ---------------------------------
+
+
+def _cache_layout(dims: tuple[int, ...], what: str, slot: int, is_v: bool) -> tuple[int, int]:
+    """(KV heads, head dim) of a paged cache tensor: (total, H, d), (pages, page_size, H, d) or aiter's vectorized
+    (blocks, H, d/x, block_size, x) for K and (blocks, H, block_size/x, d, x) for V."""
+    if len(dims) == 3:
+        return dims[1], dims[2]
+    if len(dims) == 4:
+        return dims[2], dims[3]
+    if len(dims) == 5:
+        return dims[1], (dims[3] if is_v else dims[2] * dims[4])
+    raise RowError(f"unparseable Input Dims: paged {what} (slot {slot}) has shape {dims}, expected 3-D to 5-D")
+
+
+def _build_paged(
+    spec: OpSpec, sig: Signature, row: Row, params: Mapping[str, Any] | None, warnings: list[str]
+) -> Built:
+    family = sig.family or spec.family
+    q = row.require_dims(sig.q, "q", (3,))
+    k = row.require_dims(sig.k, "k cache", (3, 4, 5))
+    v = row.require_dims(sig.v, "v cache", (3, 4, 5))
+    heads_kv, d_qk = _cache_layout(k, "k cache", sig.k, False)
+    heads_kv_v, d_v = _cache_layout(v, "v cache", sig.v, True)
+    if heads_kv != heads_kv_v:
+        raise RowError(f"k/v caches disagree on the KV heads: k{k} v{v}")
+    if q[1] % heads_kv:
+        raise RowError(f"q has {q[1]} heads, not a multiple of the cache's {heads_kv} KV heads (k{k})")
+    if d_qk != q[2]:
+        warnings.append(f"q head dim {q[2]} differs from the k cache's {d_qk} (k{k})")
+    dtypes = {
+        "q": row.dtype(sig.q, "q"),
+        "k": row.dtype(sig.k, "k cache"),
+        "v": row.dtype(sig.v, "v cache"),
+        "o": row.optional_dtype(sig.out) if sig.out is not None and row.tensor_dims(sig.out) else None,
+    }
+    if sig.causal is None and sig.tensors_only is not None:
+        raise RowError(f"{sig.tensors_only} (the attention op it calls, when recorded, carries them)")
+    if sig.causal is not None:
+        causal = row.bool_at(sig.causal, f"causal flag '{sig.causal_name}'")
+        left = row.int_at(sig.window_left, "window_size_left", default=-1)
+        right = row.int_at(sig.window_right, "window_size_right", default=-1)
+        dropout = _dropout(sig, row)
+        if dropout:
+            raise RowError(f"dropout_p={dropout} on a paged inference call: not modeled")
+        base = pp.mask_from(causal, Alignment.BOTTOM_RIGHT, -1 if left is None else left,
+                            -1 if right is None else right, 2**62)
+    else:
+        base = Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT)  # a decode kernel's mask (one query token each)
+    mask, unknown = _step_mask(params, base, warnings)
+    paged = None
+    if params is not None and any(params.get(key) is not None for key in ("c_sq", "g_sq", "sum_ctx_tokens")):
+        tokens = step_tokens(params, warnings)
+        _check_query_rows(tokens, q[0], warnings)
+    else:
+        tokens, paged = _tokens_from_arguments(spec, sig, row, q[0], warnings)
+    if mask.kind is MaskKind.NONE and tokens.sum_qk is None and tokens.total_q > tokens.num_requests:
+        raise RowError(f"{spec.name}: a non-causal paged call without the step's Σ q·k: pairs unknown")
+    return _paged_built(spec, family, tokens, (q[1], heads_kv, d_qk, d_v), dtypes, mask, unknown,
+                        pp.kv_cache_dtype(params) if params else None, warnings, paged)
+
+
+def _tokens_from_arguments(
+    spec: OpSpec, sig: Signature, row: Row, total_q: int, warnings: list[str]
+) -> tuple[StepTokens, PagedInfo]:
+    """Bounds of the step's token counts from the arguments alone (no step annotation): the request count from
+    cu_seqlens_q / kv_indptr, Σq from the query rows, Σk at least max(Σq, max_seqlen_k + Σq − max_seqlen_q)."""
+    cu = row.tensor_dims(sig.cu_seqlens_q) or row.tensor_dims(sig.kv_indptr)
+    max_q = row.int_at(sig.max_seqlen_q, "max_seqlen_q")
+    max_k = row.int_at(sig.max_seqlen_k, "max_seqlen_k")
+    if len(cu) != 1 or max_k is None:
+        raise RowError(
+            f"{spec.name}: the paged cache's per-request lengths are not in the arguments (the values of "
+            "kv_indptr are not recorded) and no step annotation (execute_..._context_...) gives the step's tokens"
+        )
+    n = max(1, cu[0] - 1)
+    max_q = total_q if max_q is None else min(max_q, total_q)
+    keys = max(total_q, max_k + total_q - max_q, n)
+    warnings.append(
+        f"no step annotation: Σk bounded below by max_seqlen_k ({max_k}) and the {total_q} query tokens; "
+        "FLOPs and bytes are lower bounds (work_bound 'lower')"
+    )
+    tokens = StepTokens(n, total_q, keys, True)
+    try:
+        return tokens, PagedInfo(num_requests=n, sum_context_tokens=keys, sum_query_tokens=total_q)
+    except ConfigError as exc:
+        raise RowError(str(exc)) from None
 
 
 # --- fallback: perf_params -------------------------------------------------------------------------

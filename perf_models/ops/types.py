@@ -42,3 +42,13 @@ class Source(StrEnum):
 
 class RowError(PerfModelError):
     """Why one op row cannot be turned into a config; its message becomes ParsedOp.reason."""
+
+
+# Kernels replayed from a CUDA/HIP graph without the capture trace that recorded their calls: the rows are named
+# GRAPH_PREFIX + the kernel's short name, and every place that explains why they have no model says this.
+GRAPH_PREFIX = "cuda_graph::"
+GRAPH_REPLAY_REASON = (
+    "CUDA/HIP-graph replay: the replayed kernels carry no tensor shapes and no op records their call; the shapes "
+    "are in the capture trace the serving profiler saves beside the replay (pass --capture-dir / capture_dir: "
+    "the run's capture_traces/ folder)"
+)

@@ -1,10 +1,17 @@
-"""vLLM step statistics: the per-step token counts a unified-attention op needs but does not take.
+"""Serving-step statistics: the per-step token counts a paged-attention op needs but does not take.
 
-`vllm::unified_attention(_with_output)` receives only the packed tokens of this step (THD); how many
-requests there are and how long their contexts are lives in vLLM's forward context. Traces carry it
-in the step annotation (`execute_context_1(888_788544)_generation_0(0)`), and the upstream tool's
-perf_params carry it as c_sq/c_sk/g_sq/g_sk (context/generation sums of query and key lengths) or as
-sum_ctx_tokens/sum_gen_tokens.
+`vllm::unified_attention(_with_output)`, aiter's `mha_batch_prefill` and SGLang's paged decode receive only the
+packed tokens of this step (THD) and a paged cache; how many requests there are and how long their contexts
+are lives in the engine's batch. Traces carry it in the engine's step annotation, in one of these formats:
+
+* vLLM (older): `execute_context_1(888_788544)_generation_0(0)`: context requests (Σ q _ Σ q²), generation
+  requests (...); no Σ k: a prefill with a cached prefix cannot be told from one without;
+* vLLM (newer) and SGLang: `execute_8192_context_9(sq8155sk8430sqsq7475785sqsk7671310)_generation_37(sq37sk34489
+  sqsq37sqsk34489)`: the (padded) token count of the step, then Σ q, Σ k, Σ q², Σ q·k of the context requests
+  and of the generation requests; an SGLang prefill step may have no generation part.
+
+The upstream tool's perf_params carry the same as c_sq/c_sk/c_sqsq/c_sqsk/g_sq/g_sk/g_sqsq/g_sqsk or as
+sum_ctx_tokens/sum_gen_tokens. With Σ q² and Σ q·k the step's causal pairs are exact (perf_models.flops).
 """
 
 from __future__ import annotations
@@ -22,6 +29,48 @@ from perf_models.ops.types import RowError
 
 # execute_context_<n_ctx>(<sum q>_<sum q^2>)_generation_<n_gen>(<numbers>)
 _ANNOTATION = re.compile(r"context_(\d+)\(([\d_]*)\)_generation_(\d+)\(([\d_]*)\)")
+# any of the formats: [execute_[<tokens>_]]context_<n>(<body>)[_generation_<m>(<body>)]
+STEP_ANNOTATION = re.compile(
+    r"(?:execute_(?:(\d+)_)?)?context_(\d+)\(([^)]*)\)(?:_generation_(\d+)\(([^)]*)\))?"
+)
+_NAMED = re.compile(r"(?:[cg]_)?(sqsq|sqsk|sq|sk)\s*[=:]?\s*(\d+)")
+
+
+def parse_step_annotation(text: str) -> dict[str, int] | None:
+    """Token counts of one serving step (every format in the module docstring), or None when `text` is none.
+
+    Keys: num_ctx_requests, num_gen_requests, c_sq, c_sk, c_sqsq, c_sqsk, g_sq, g_sk, g_sqsq, g_sqsk (those the
+    format gives), step_tokens (the leading token count of `execute_<tokens>_...`, padded to the graph's batch
+    size when graphs run), and the upstream sum_ctx_tokens / sum_gen_tokens. Nothing is assumed here: the older
+    vLLM format gives no c_sk, and `step_tokens` (the function) says what it assumes for it.
+    """
+    m = STEP_ANNOTATION.search(text)
+    if m is None or not text.lstrip().startswith(("execute_", "context_")):
+        return None
+    padded, n_ctx, ctx, n_gen, gen = m.group(1), int(m.group(2)), m.group(3), m.group(4), m.group(5)
+    out: dict[str, int] = {"num_ctx_requests": n_ctx, "num_gen_requests": int(n_gen or 0)}
+    if padded is not None:
+        out["step_tokens"] = int(padded)
+    for prefix, body in (("c", ctx), ("g", gen)):
+        if body is None:
+            continue
+        named = _NAMED.findall(body)
+        if named:  # sq<..>sk<..>sqsq<..>sqsk<..>
+            for key, value in named:
+                out[f"{prefix}_{key}"] = int(value)
+        else:  # older vLLM: <sum q>_<sum q²>
+            nums = [int(x) for x in body.split("_") if x.strip().isdigit()]
+            if nums:
+                out[f"{prefix}_sq"] = nums[0]
+            if len(nums) > 1 and prefix == "c":
+                out[f"{prefix}_sqsq"] = nums[1]
+    if "g_sq" not in out:
+        out["g_sq"] = out["num_gen_requests"]  # one new token per decode request
+    if out["num_gen_requests"] == 0:
+        out.setdefault("g_sk", 0)
+    out["sum_ctx_tokens"] = out.get("c_sq", 0)
+    out["sum_gen_tokens"] = out.get("g_sq", 0)
+    return out
 
 
 def parse_vllm_annotation(text: str) -> dict[str, int]:
@@ -59,6 +108,8 @@ class StepTokens:
     total_q: int
     total_kv: int
     exact_requests: bool
+    sum_qq: int | None = None  # Σ q² over the step's requests (None: unknown)
+    sum_qk: int | None = None  # Σ q·k over the step's requests (None: unknown)
 
 
 def step_tokens(params: Mapping[str, Any], warnings: list[str]) -> StepTokens:
@@ -109,7 +160,43 @@ def step_tokens(params: Mapping[str, Any], warnings: list[str]) -> StepTokens:
     num_requests = n_ctx + n_gen
     if num_requests <= 0:
         raise RowError("vLLM step has no requests (c_sq = g_sq = 0)")
-    return StepTokens(num_requests, c_sq + g_sq, c_sk + g_sk, exact)
+    sum_qq, sum_qk = _exact_sums(params, c_sq, c_sk, g_sq, g_sk, n_gen)
+    return StepTokens(num_requests, c_sq + g_sq, c_sk + g_sk, exact, sum_qq, sum_qk)
+
+
+def _exact_sums(
+    params: Mapping[str, Any], c_sq: int, c_sk: int, g_sq: int, g_sk: int, n_gen: int
+) -> tuple[int | None, int | None]:
+    """(Σ q², Σ q·k) over the step's requests when the sums decide them, else (None, None).
+
+    Context part: given as c_sqsq / c_sqsk; when Σ k = Σ q every request has k = q (k >= q each), so Σ q·k = Σ q²
+    exactly. Generation part: g_sqsq / g_sqsk, or, with one new token per decode request (g_sq = requests),
+    Σ q² = g_sq and Σ q·k = g_sk.
+    """
+    if c_sq:
+        c_qq = optional_int(params, "c_sqsq")
+        c_qk = optional_int(params, "c_sqsk")
+        if c_qk is None and c_qq is not None and c_sk == c_sq:
+            c_qk = c_qq
+        if c_qq is None or c_qk is None:
+            return None, None
+    else:
+        c_qq = c_qk = 0
+    if g_sq:
+        g_qq = optional_int(params, "g_sqsq")
+        g_qk = optional_int(params, "g_sqsk")
+        if g_sq == n_gen:
+            g_qq = g_sq if g_qq is None else g_qq
+            g_qk = g_sk if g_qk is None else g_qk
+        if g_qq is None or g_qk is None:
+            return None, None
+    else:
+        g_qq = g_qk = 0
+    qq, qk = c_qq + g_qq, c_qk + g_qk
+    total_q, total_kv = c_sq + g_sq, c_sk + g_sk
+    if qq < total_q or qk < qq or qk > total_q * total_kv:
+        return None, None  # sums that no set of requests can have: not used
+    return qq, qk
 
 
 def paged_info(tokens: StepTokens) -> PagedInfo:
@@ -118,6 +205,8 @@ def paged_info(tokens: StepTokens) -> PagedInfo:
             num_requests=tokens.num_requests,
             sum_context_tokens=tokens.total_kv,
             sum_query_tokens=tokens.total_q,
+            sum_query_sq=tokens.sum_qq,
+            sum_query_key=tokens.sum_qk,
         )
     except ConfigError as exc:
         raise RowError(str(exc)) from None

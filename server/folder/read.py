@@ -157,6 +157,8 @@ def load_category(output_dir: Path, category: str, roots: DataRoots = UNRESTRICT
             data.comparison_scope = scope
     if roots.exists(meta_path, what=f"{cat} metadata"):
         data.metadata = read_json_file(meta_path, f"{cat} metadata", roots)
+        # what analyze_trace found about the category as a whole (attention kernels outside every row, captures)
+        data.warnings += [str(w) for w in (data.metadata.get("warnings") or []) if isinstance(w, str)][:10]
     marker = read_json_file(marker_path, "analyze marker", roots) if roots.exists(marker_path) else None
     has_csv = roots.exists(csv_path, what=f"{cat} ops CSV")
     listed = check_complete(output_dir, cat, data.manifest, data.metadata, marker, has_csv)

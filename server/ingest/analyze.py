@@ -23,13 +23,23 @@ from perf_models.hardware import GpuSpec, describe_properties, get_gpu, match_de
 from server.folder.write import gpu_metadata, relative_trace_path, write_folder
 from server.ingest.attention import find_fused_calls, find_graph_calls
 from server.ingest.calls import Call
+from server.ingest.capture import CaptureSet, load_capture_dir, sibling_capture_dir
 from server.ingest.compare import add_comparison
 from server.ingest.context import TraceContext
 from server.ingest.copies import add_copy_overhead
 from server.ingest.errors import TraceError
 from server.ingest.load import load_trace
+from server.ingest.names import short_kernel_name
 from server.ingest.paged import add_workload
 from server.ingest.rows import Row, build_rows, category_totals, row_frame
+from server.ingest.serving import (
+    add_kernel_hints,
+    attach_side_ops,
+    graph_launches,
+    mark_captured,
+    match_replays,
+    split_kv_kernels,
+)
 from server.ingest.unfused import find_unfused_backward, find_unfused_calls
 from server.roots import UNRESTRICTED, DataRoots
 from server.vocab import CATEGORIES
@@ -76,6 +86,10 @@ class UnlinkedResult(BaseModel):
     outside_window_time_us: float = 0.0
     attention_kernels_without_cpu_launch: int = 0
     attention_time_without_cpu_launch_us: float = 0.0
+    attention_kernels_outside_rows: int = Field(
+        0, description="attention kernels (by their own names) that no row accounts for, CPU launch or not"
+    )
+    attention_time_outside_rows_us: float = 0.0
 
 
 class AnalyzeResult(BaseModel):
@@ -102,19 +116,27 @@ def analyze_trace(
     arch: str = "auto",
     trace2_path: Path | None = None,
     progress: Progress | None = None,
+    capture_dir: Path | None = None,
     roots: DataRoots = UNRESTRICTED,
 ) -> AnalyzeResult:
     """Analyze one trace (two in comparative mode) into `output_dir`; every file is read and written through
-    `roots` (the folder is written all-or-nothing: server.folder.write)."""
+    `roots` (the folder is written all-or-nothing: server.folder.write). `capture_dir`: the serving profiler's
+    capture_traces/ folder of a graph-replay trace (the shapes of the replayed calls)."""
     t_start = time.perf_counter()
     trace_path, output_dir = Path(trace_path), Path(output_dir)
     report = _reporter(progress, two=trace2_path is not None)
     explicit = _explicit_gpu(arch)
     if roots.exists(output_dir, what="output_dir") and not roots.is_dir(output_dir, what="output_dir"):
         raise TraceError(f"output_dir {output_dir} exists and is not a folder — pass a folder path")
+    capture = load_capture_dir(Path(capture_dir), roots) if capture_dir is not None else None
 
     ctx = load_trace(trace_path, lambda f, m: report(0, f, m), roots)
-    calls = find_calls(ctx)
+    calls = find_calls(ctx, capture)
+    if capture is None and (beside := sibling_capture_dir(trace_path, roots)) is not None:
+        ctx.warnings.append(
+            f"a capture folder sits beside the trace ({beside}): not read; pass capture_dir (--capture-dir "
+            f"{beside}) to take the shapes of graph-replayed calls from it"
+        )
     report(0, 1.0, "attention")
     ctx2: TraceContext | None = None
     calls2: list[Call] = []
@@ -128,7 +150,7 @@ def analyze_trace(
     if ctx2 is not None:
         build_rows(ctx2, calls2)  # fills each trace-2 call's kernel time
         warnings += add_comparison(ctx, rows, ctx2, calls2)
-    unlinked = _unlinked(ctx, warnings)
+    unlinked = _unlinked(ctx, calls, warnings)
     warnings += _row_warnings(rows)
 
     report(2, 0.0, "write")
@@ -148,6 +170,8 @@ def analyze_trace(
         },
         "trace_loading_policy": "DO_NOT_LOAD_TRACE_use_precomputed_tree_data",
         "generated_by": "sdpa-analyzer analyze_trace",
+        # what every category's tools should say too (attention kernels outside every row, graph captures)
+        "warnings": _category_warnings(unlinked, ctx),
     }
     manifest_extra: dict[str, Any] = {"comparison_scope": "standalone"}
     if ctx2 is not None:
@@ -201,16 +225,41 @@ def analyze_trace(
     )
 
 
-def find_calls(ctx: TraceContext) -> list[Call]:
-    """Every attention call of one trace, with copies and inference workload attached."""
+def find_calls(ctx: TraceContext, capture: CaptureSet | None = None) -> list[Call]:
+    """Every attention call of one trace, each counted once, with copies, KV-cache writes and the inference workload
+    attached. `capture`: the capture traces of a replay (a serving profiler's capture_traces/ folder)."""
     fused = find_fused_calls(ctx)
+    attach_side_ops(ctx, fused)
+    regions = mark_captured(ctx, fused)
     unfused = find_unfused_calls(ctx, fused)
     unfused_bwd = find_unfused_backward(ctx, unfused)
     graph = find_graph_calls(ctx)
+    replays = graph_launches(graph)
+    if regions and replays:  # captured and replayed in this trace: each call once, its shapes on its replays
+        used, warns = match_replays(ctx, replays, regions, "this trace's graph capture")
+        ctx.warnings.extend(warns)
+        dropped = {id(c) for i in used for c in regions[i]}
+        fused = [c for c in fused if id(c) not in dropped]
+    if capture is not None:
+        ctx.warnings.extend(capture.apply(ctx, replays))
     calls = fused + unfused + unfused_bwd + graph
+    split_kv_kernels(ctx, calls)
     add_copy_overhead(ctx, fused + unfused)
     add_workload(ctx, calls)
+    add_kernel_hints(ctx, calls)
+    _captured_warnings(ctx, fused)
     return calls
+
+
+def _captured_warnings(ctx: TraceContext, calls: list[Call]) -> None:
+    captured = [c for c in calls if c.captured and c.kind == "fused"]
+    if captured:
+        ctx.warnings.append(
+            f"{len(captured)} attention calls were made while a CUDA/HIP graph was being captured (between "
+            "*StreamBeginCapture and *StreamEndCapture): their kernels run only in the graph's replays, which this "
+            "trace does not hold. They keep their shapes and have no kernel time; analyze the replay trace with "
+            "capture_dir (--capture-dir) pointing at this capture folder to model them"
+        )
 
 
 # ---- GPU ---------------------------------------------------------------------------------------------
@@ -282,16 +331,25 @@ def _e2e(ctx: TraceContext | None) -> E2EResult:
     )
 
 
-def _unlinked(ctx: TraceContext, warnings: list[str]) -> UnlinkedResult:
+def _unlinked(ctx: TraceContext, calls: list[Call], warnings: list[str]) -> UnlinkedResult:
     import numpy as np
 
-    from server.ingest import names as N
+    from perf_models.kernels import KernelRole, classify_kernel
 
     c = ctx.baseline.counts
     gpu, links = ctx.ev.gpu, ctx.links
-    no_launch = np.flatnonzero((links.launch < 0) & (links.ext_op < 0) & (gpu["kind"] == 0))
-    att = [i for i in no_launch.tolist() if N.kernel_role(ctx.ev.names[int(gpu["name"][i])]) == "attention"]
+    roles = np.zeros(len(ctx.ev.names), dtype=bool)
+    for code in (np.unique(gpu["name"]).tolist() if len(gpu) else []):  # once per distinct GPU event name
+        roles[code] = classify_kernel(ctx.ev.names[code])[0] is KernelRole.ATTENTION
+    is_att = (gpu["kind"] == 0) & roles[gpu["name"]] if len(gpu) else np.zeros(0, dtype=bool)
+    no_launch = np.flatnonzero((links.launch < 0) & (links.ext_op < 0) & is_att)
+    att = no_launch.tolist()
     att_time = float(np.maximum(gpu["dur"][att], 0.0).sum()) if att else 0.0
+    in_rows = np.zeros(len(gpu), dtype=bool)
+    for call in calls:
+        in_rows[call.kernels] = True
+    outside = np.flatnonzero(is_att & ~in_rows)
+    outside_us = float(np.maximum(gpu["dur"][outside], 0.0).sum())
     res = UnlinkedResult(
         kernels_without_cpu_launch=int(c.get("without_cpu_launch", 0)),
         time_without_cpu_launch_us=float(c.get("without_cpu_launch_time_us", 0.0)),
@@ -301,7 +359,11 @@ def _unlinked(ctx: TraceContext, warnings: list[str]) -> UnlinkedResult:
         outside_window_time_us=float(c.get("outside_window_time_us", 0.0)),
         attention_kernels_without_cpu_launch=len(att),
         attention_time_without_cpu_launch_us=att_time,
+        attention_kernels_outside_rows=len(outside),
+        attention_time_outside_rows_us=outside_us,
     )
+    if len(outside):
+        warnings.append(_outside_warning(res, ctx, outside))
     if res.kernels_without_cpu_launch:
         warnings.append(
             f"{res.kernels_without_cpu_launch} GPU events ({res.time_without_cpu_launch_us:.1f} µs) have no CPU launch "
@@ -314,6 +376,29 @@ def _unlinked(ctx: TraceContext, warnings: list[str]) -> UnlinkedResult:
             f"E2E window ({ctx.baseline.source}) and are not part of the baseline"
         )
     return res
+
+
+def _outside_warning(res: UnlinkedResult, ctx: TraceContext, rows: Any) -> str:
+    names = sorted({ctx.ev.names[int(k)] for k in ctx.ev.gpu["name"][rows].tolist()}, key=len)
+    shown = ", ".join(short_kernel_name(n) for n in names[:3])
+    if len(names) > 3:
+        shown += f" and {len(names) - 3} more"
+    return (
+        f"{res.attention_kernels_outside_rows} attention kernels ({res.attention_time_outside_rows_us:.1f} µs) lie "
+        f"outside every row ({shown}): their time is in no category — {res.attention_kernels_without_cpu_launch} of "
+        "them have no CPU launch; the others were launched by ops the registry does not know"
+    )
+
+
+def _category_warnings(unlinked: UnlinkedResult, ctx: TraceContext) -> list[str]:
+    out = [w for w in ctx.warnings if "graph" in w and ("capture" in w or "replay" in w)]
+    if unlinked.attention_kernels_outside_rows:
+        out.append(
+            f"{unlinked.attention_kernels_outside_rows} attention kernels "
+            f"({unlinked.attention_time_outside_rows_us:.1f} µs) lie outside every row of the analysis (see "
+            "analyze_trace's unlinked.attention_kernels_outside_rows): the category's time misses them"
+        )
+    return out[:10]
 
 
 def _reporter(progress: Progress | None, two: bool) -> Callable[[int, float, str], None]:

@@ -24,6 +24,11 @@ class Call:
     strides: tuple[Any, ...] | None = None
     concrete: tuple[Any, ...] | None = None
     kernels: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # gpu rows
+    # KV-cache write kernels feeding this call (inside its op, or a sibling write op just before it): accounted
+    # in their own columns, never in the call's kernel time
+    kv_kernels: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    captured: bool = False  # made while a CUDA/HIP graph was being captured: its kernels run in the replay
+    launched: tuple[str, ...] = ()  # captured calls: the kernel names its launches named (ROCm runtime args)
     direction: str = "fwd"
     chain: list[str] = field(default_factory=list)  # op names from the call's top op down to the row op
     seq_keys: list[tuple[Any, int]] = field(default_factory=list)  # (tid, Sequence number) of chain ops

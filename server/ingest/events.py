@@ -7,7 +7,8 @@ matmul/softmax, copies, vLLM) are kept by reference; everything else is discarde
 
 Families:
 - cpu  : `cpu_op` (ops / autograd nodes)          name, thread, ts, dur, External id, Sequence number, Fwd thread id
-- rt   : `cuda_runtime` / `cuda_driver` (launches) name, thread, ts, dur, correlation, External id
+- rt   : `cuda_runtime` / `cuda_driver` (launches) name, thread, ts, dur, correlation, External id, the kernel
+         a launch names (`args.kernel`, ROCm: graph captures launch no kernel event, only this name; -1 absent)
 - py   : `python_function` (Python frames)         name, thread, ts, dur
 - ann  : `user_annotation` (ProfilerStep#, vLLM)  name, thread, ts, dur
 - gpu  : `kernel`, `gpu_memcpy`, `gpu_memset`, `gpu_user_annotation`
@@ -93,7 +94,7 @@ class TraceEvents:
 _GPU_BASE = 10  # encoded family codes: host families 0..3, GPU kinds 10..13, ignored -1
 _COLS = {
     "cpu": ("name", "thread", "ts", "dur", "ext", "seq", "fwd_tid", "ordinal"),
-    "rt": ("name", "thread", "ts", "dur", "corr", "ext", "ordinal"),
+    "rt": ("name", "thread", "ts", "dur", "corr", "ext", "ordinal", "kernel"),
     "py": ("name", "thread", "ts", "dur", "ordinal"),
     "ann": ("name", "thread", "ts", "dur", "ordinal"),
     "gpu": ("kind", "name", "thread", "ts", "dur", "corr", "ext", "stream", "device", "ordinal"),
@@ -255,7 +256,11 @@ class EventTablesBuilder:
                             cpu_sig[cpu_base + len(cpu_rows) - 1] = signature(args)
                     elif fam == RT:
                         args = e.get("args") or _EMPTY
-                        rt_rows.append((nm, thr, ts, dur, args.get("correlation", -1), args.get("External id", -1), o))
+                        kn = args.get("kernel")
+                        kc = -1 if kn is None else (name_ids.get(kn) if kn in name_ids else name_miss(kn))
+                        rt_rows.append(
+                            (nm, thr, ts, dur, args.get("correlation", -1), args.get("External id", -1), o, kc)
+                        )
                     elif fam == ANN:
                         ann_rows.append((nm, thr, ts, dur, o))
                     else:
@@ -337,7 +342,7 @@ class EventTablesBuilder:
 # per family: (int columns, id columns, bool columns); the rest are float
 _SPECS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     "cpu": (("name", "thread", "ordinal"), ("ext", "seq", "fwd_tid"), ()),
-    "rt": (("name", "thread", "ordinal"), ("corr", "ext"), ()),
+    "rt": (("name", "thread", "ordinal", "kernel"), ("corr", "ext"), ()),
     "py": (("name", "thread", "ordinal"), (), ()),
     "ann": (("name", "thread", "ordinal"), (), ()),
     "gpu": (("kind", "name", "thread", "ordinal"), ("corr", "ext", "stream", "device"), ()),

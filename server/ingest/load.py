@@ -20,9 +20,11 @@ from server.roots import UNRESTRICTED, DataRoots
 Stage = Callable[[float, str], None]
 
 
-def load_trace(path: Path, stage: Stage | None = None, roots: DataRoots = UNRESTRICTED) -> TraceContext:
+def load_trace(
+    path: Path, stage: Stage | None = None, roots: DataRoots = UNRESTRICTED, *, require_gpu: bool = True
+) -> TraceContext:
     """Read and index one trace (opened through `roots`). Raises TraceError (one line) for anything that is not
-    a GPU trace."""
+    a GPU trace (a graph-capture trace may have no kernels at all: `require_gpu=False`)."""
     report = stage or (lambda _f, _m: None)
     reader = TraceReader(path, progress=lambda frac: report(frac, "parse"), roots=roots)
     builder = EventTablesBuilder(keep_args=N.keep_args)
@@ -37,13 +39,13 @@ def load_trace(path: Path, stage: Stage | None = None, roots: DataRoots = UNREST
     ev = builder.finish()
     if reader.n_events == 0:
         raise TraceError(f"{path}: traceEvents is empty — record with torch.profiler and export the trace again")
-    if (len(ev.gpu) == 0 or not (ev.gpu["kind"] == KERNEL).any()) and ev.excluded:
+    if require_gpu and (len(ev.gpu) == 0 or not (ev.gpu["kind"] == KERNEL).any()) and ev.excluded:
         raise TraceError(
             f"{path}: no GPU kernel with a usable time: {ev.excluded} event(s) have a ts/dur that is not a "
             f"finite number, a negative dur, or a time far outside the trace (e.g. {ev.excluded_example}) — "
             "export the trace again"
         )
-    if len(ev.gpu) == 0 or not (ev.gpu["kind"] == KERNEL).any():
+    if require_gpu and (len(ev.gpu) == 0 or not (ev.gpu["kind"] == KERNEL).any()):
         raise TraceError(
             f"{path}: CPU-only trace (no GPU kernels among {reader.n_events} events) — profile with "
             "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] so kernels are recorded"
@@ -60,7 +62,7 @@ def load_trace(path: Path, stage: Stage | None = None, roots: DataRoots = UNREST
     report(1.0, "link")
     links = link_gpu_events(ev)
     baseline = compute_baseline(ev, links)
-    if not baseline.total_time_ms > 0:
+    if require_gpu and not baseline.total_time_ms > 0:
         raise TraceError(
             f"{path}: every GPU kernel, memcpy and memset in the profiled window has zero duration, so the E2E "
             "baseline is 0 ms — the durations were lost: export the trace again (or profile again)"

@@ -2,7 +2,8 @@
 
 Which ops are attention comes from the perf_models registry (`perf_models.registry.is_attention_op`);
 this module adds the structural families around them: dispatcher wrappers, the pieces of unfused
-attention (matmul, softmax), copies that make tensors contiguous, and kernel-name roles.
+attention (matmul, softmax), copies that make tensors contiguous, KV-cache writes. Kernel names are
+classified by the one vocabulary, `perf_models.kernels` (cached here per distinct name).
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from perf_models.kernels import classify_kernel
+from perf_models.kernels import is_decode_kernel as kernels_is_decode
+from perf_models.kernels import kernel_group_role
 from perf_models.registry import is_attention_op as registry_is_attention_op
+from perf_models.registry import is_wrapper_op
 
 # Ops that only dispatch to the op doing the work: the row is the op below them.
 WRAPPER_OPS = frozenset({"aten::scaled_dot_product_attention"})
@@ -22,20 +25,21 @@ SOFTMAX_OPS = frozenset({"aten::softmax", "aten::_softmax", "aten::_safe_softmax
 COPY_OPS = frozenset({"aten::contiguous", "aten::clone", "aten::copy_"})
 DROPOUT_OPS = frozenset({"aten::dropout", "aten::native_dropout", "aten::feature_dropout"})
 MASK_OPS = frozenset({"aten::add", "aten::add_", "aten::masked_fill", "aten::masked_fill_", "aten::where"})
-INFERENCE_OPS_PREFIXES = ("vllm::unified_attention",)
-KV_CACHE_OPS_RE = re.compile(r"reshape_and_cache|store_kvcache|concat_and_cache|set_kv_buffer", re.I)
+INFERENCE_OPS_PREFIXES = (
+    "vllm::unified_attention",
+    "aiter::mha_batch_prefill",
+    "sglang_profiler::attention_paged_attention_ragged",
+    "sglang_profiler::mha__mha_batch_prefill",
+)
+# KV-cache writes: their own ops (vLLM's unified_kv_cache_update / reshape_and_cache_flash, SGLang's set_kv_buffer /
+# store_cache) whose kernels are accounted beside the attention call they feed, never inside its time
+KV_CACHE_OPS_RE = re.compile(
+    r"reshape_and_cache|store_kvcache|store_cache|concat_and_cache|set_kv_buffer|unified_kv_cache_update", re.I
+)
+# ops that only quantize an attention call's inputs (SageAttention): their kernels are auxiliary time of the call
+QUANT_OPS_RE = re.compile(r"^sage_quant_kernel(?:_\d+)?$")
 
 _ATTN_SUBSTRINGS = ("attention", "attn", "sdpa", "fmha", "mha_")
-
-# kernel-name roles (fallbacks; perf_models.kernels refines them when present)
-_ATTN_KERNEL_RE = re.compile(
-    r"flash_fwd|flash_bwd|fmha|attn_fwd|attn_bwd|_attention|paged_attention|mha_fwd|mha_bwd|"
-    r"flashattn|FlashAttn|flash_attn|efficient_attention|BatchPrefill|BatchDecode|"
-    r"SinglePrefill|SingleDecode|unified_attention|xformers|cutlass.*Attention",
-    re.I,
-)
-_KV_CACHE_KERNEL_RE = re.compile(r"reshape_and_cache|store_kvcache|concat_and_cache|set_kv_buffer|kv_cache", re.I)
-_DECODE_KERNEL_RE = re.compile(r"paged_attention|decode|Decode|kernel_paged_attention_2d|ll4mi", re.I)
 
 
 @lru_cache(maxsize=65536)
@@ -44,7 +48,7 @@ def is_attention_op(name: str) -> bool:
 
 
 def is_wrapper(name: str) -> bool:
-    return name in WRAPPER_OPS or name.startswith(AUTOGRAD_EVAL_PREFIX)
+    return name in WRAPPER_OPS or name.startswith(AUTOGRAD_EVAL_PREFIX) or is_wrapper_op(name)
 
 
 _AUTOGRAD_NODE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*Backward\d*$")
@@ -69,7 +73,7 @@ def keep_args(name: str) -> bool:
     """Whether a cpu_op's args (shapes) are worth keeping while streaming the trace."""
     if name in MATMUL_OPS or name in SOFTMAX_OPS or name in COPY_OPS or name in DROPOUT_OPS:
         return True
-    if KV_CACHE_OPS_RE.search(name):
+    if KV_CACHE_OPS_RE.search(name) or QUANT_OPS_RE.match(name):
         return True
     low = name.lower()
     if any(s in low for s in _ATTN_SUBSTRINGS):
@@ -79,24 +83,21 @@ def keep_args(name: str) -> bool:
 
 @lru_cache(maxsize=65536)
 def kernel_role(name: str) -> str:
-    """'attention' | 'kv_cache' | 'other' for one kernel name.
-
-    Attention-internal helpers (split-KV reduce, dO·O preprocess, dQ convert) count as 'attention' here:
-    they belong to the call when kernels are grouped by name (graph replays, kernel breakdowns).
-    """
-    role = classify_kernel(name)[0].value
-    if role == "reshape_and_cache" or _KV_CACHE_KERNEL_RE.search(name):
-        return "kv_cache"
-    if role == "attention":
-        return "attention"
-    if role == "auxiliary" and _ATTN_KERNEL_RE.search(name):
-        return "attention"
-    return "other"
+    """'attention' | 'kv_cache' | 'other' for one kernel name (perf_models.kernels.kernel_group_role)."""
+    return kernel_group_role(name)
 
 
 @lru_cache(maxsize=65536)
 def is_decode_kernel(name: str) -> bool:
-    return bool(_DECODE_KERNEL_RE.search(name))
+    return kernels_is_decode(name)
+
+
+def is_kv_cache_op(name: str) -> bool:
+    return bool(KV_CACHE_OPS_RE.search(name))
+
+
+def is_quant_op(name: str) -> bool:
+    return bool(QUANT_OPS_RE.match(name))
 
 
 _TEMPLATE_RE = re.compile(r"<.*", re.S)

@@ -2,9 +2,12 @@
 
 Grouping key, as upstream: name, op category, process/thread, Input Dims, Input type, Input Strides,
 Concrete Inputs, number of kernels (+ the linked forward's signature for a shapeless backward node,
-whose perf_params come from that forward). Per instance, the kernel time is the union of the GPU
-intervals of all its kernels (auxiliary kernels included); the time of the main (non-auxiliary)
-kernels alone is kept beside it.
+whose perf_params come from that forward; + the attention kernels' names for inference calls, so that
+sliding-window and full layers, whose kernels differ by name, are separate rows). Per instance, the kernel
+time is the union of the GPU intervals of all its kernels (auxiliary kernels included, KV-cache writes
+not); the time of the main (non-auxiliary) kernels alone is kept beside it, and the KV-cache writes that
+feed the call in their own columns. A call none of whose kernels is attention compute (a capture run that
+only zeroes its output) has no kernel time: its fills are auxiliary time.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from server.ingest.calls import Call
 from server.ingest.context import TraceContext
 from server.ingest.events import CPU, PY
 from server.ingest.paged import kernel_breakdown
+from server.ingest.serving import attention_kernel_names
 from server.ingest.unfused import is_user_frame
 from server.vocab import DISPLAY_NAMES, INFERENCE
 
@@ -47,10 +51,14 @@ class Row:
 
 def build_rows(ctx: TraceContext, calls: list[Call]) -> dict[str, list[Row]]:
     """Group calls into rows per category and fill every column value."""
-    kernel_union, main_union = _call_kernel_times(ctx, calls)
-    for c, ku, mu in zip(calls, kernel_union.tolist(), main_union.tolist(), strict=True):
+    kernel_union, main_union, aux_union = _call_kernel_times(ctx, calls)
+    kv_union = union_by_group(*_gpu_intervals(ctx, calls, kv=True), len(calls)) if calls else np.zeros(0)
+    for c, ku, mu, au, kv in zip(calls, kernel_union.tolist(), main_union.tolist(), aux_union.tolist(),
+                                 kv_union.tolist(), strict=True):
         c.extra_params.setdefault("_kernel_us", ku)
         c.extra_params.setdefault("_main_us", mu)
+        c.extra_params.setdefault("_aux_us", au)
+        c.extra_params.setdefault("_kv_us", kv)
     groups: dict[tuple[Any, ...], Row] = {}
     # forwards first: a shapeless backward row reads its forward row's perf_params
     ordered = sorted(calls, key=lambda c: (c.direction != "fwd", c.ts))
@@ -90,6 +98,7 @@ def _group_key(ctx: TraceContext, c: Call) -> tuple[Any, ...]:
     if c.direction == "bwd" and not c.has_shapes and c.forward is not None:
         f = c.forward
         fwd = (f.name, repr(f.dims), repr(f.types), repr(f.concrete))
+    kernels = attention_kernel_names(ctx, c) if c.category == INFERENCE else ()
     return (
         c.category,
         c.name,
@@ -101,6 +110,7 @@ def _group_key(ctx: TraceContext, c: Call) -> tuple[Any, ...]:
         len(c.kernels),
         fwd,
         repr(sorted((k, v) for k, v in c.extra_params.items() if not k.startswith("_"))),
+        kernels,
     )
 
 
@@ -116,16 +126,13 @@ def _parse_row(ctx: TraceContext, row: Row, fwd_params: dict[int, dict[str, Any]
         base = fwd_params.get(id(c.forward))
         if base:
             given = {**base, **(given or {})}
-    if c.kind == "graph":
-        parsed = op_config.Parsed(
-            None,
-            "CUDA/HIP-graph replay: the kernels carry no tensor shapes and there is no CPU op per call; "
-            "the workload comes from the step annotation only",
-            c.attention_type,
-            c.direction,
-        )
-    else:
-        parsed = op_config.parse(name, c.dims, c.types, c.concrete, given)
+    # graph replays: a call whose capture was found has its captured op's name and shapes; the others are named
+    # cuda_graph::<kernel>, for which the registry gives the one graph-replay reason (the roofline says the same)
+    parsed = op_config.parse(name, c.dims, c.types, c.concrete, given)
+    if parsed.attention_type is None:
+        parsed.attention_type = c.attention_type
+    if parsed.direction is None:
+        parsed.direction = c.direction
     atype = c.attention_type or parsed.attention_type
     if atype in (None, "unknown"):
         atype = _type_from_kernels(ctx, row) or atype
@@ -152,26 +159,35 @@ def _type_from_kernels(ctx: TraceContext, row: Row) -> str | None:
     return str(getattr(atype, "value", atype)) if atype is not None else None
 
 
-def _call_kernel_times(ctx: TraceContext, calls: list[Call]) -> tuple[np.ndarray, np.ndarray]:
-    """Per call: union of all its GPU intervals, and of its non-auxiliary kernels only (µs)."""
+def _gpu_intervals(ctx: TraceContext, calls: list[Call], kv: bool = False) -> tuple[np.ndarray, ...]:
+    """(call index, start, duration) of every kernel of the calls (their KV-cache writes with kv=True)."""
+    parts = [c.kv_kernels if kv else c.kernels for c in calls]
+    gid = np.concatenate([np.full(len(p), i, dtype=np.int64) for i, p in enumerate(parts)])
+    rows = np.concatenate(parts).astype(np.int64)
+    return gid, ctx.ev.gpu["ts"][rows], np.maximum(ctx.ev.gpu["dur"][rows], 0.0)
+
+
+def _call_kernel_times(ctx: TraceContext, calls: list[Call]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per call (µs): its kernel time (union of all its GPU intervals, KV-cache writes excluded), the union of its
+    non-auxiliary (attention compute) kernels, and the union of its auxiliary ones. A call without any attention
+    compute kernel (a capture run that only zeroes its output, a call whose kernels run in a graph replay) has no
+    kernel time: what its fills took is auxiliary time only."""
     n = len(calls)
     if n == 0:
-        return np.zeros(0), np.zeros(0)
-    gid = np.concatenate([np.full(len(c.kernels), i, dtype=np.int64) for i, c in enumerate(calls)])
-    rows = np.concatenate([c.kernels for c in calls]).astype(np.int64)
-    if len(rows) == 0:
-        return np.zeros(n), np.zeros(n)
+        return np.zeros(0), np.zeros(0), np.zeros(0)
+    gid, start, dur = _gpu_intervals(ctx, calls)
+    if len(gid) == 0:
+        return np.zeros(n), np.zeros(n), np.zeros(n)
     ev = ctx.ev
-    start = ev.gpu["ts"][rows]
-    dur = np.maximum(ev.gpu["dur"][rows], 0.0)
+    rows = np.concatenate([c.kernels for c in calls]).astype(np.int64)
     aux_name = np.array([is_auxiliary_kernel(nm) for nm in ev.names], dtype=bool)
     aux = aux_name[ev.gpu["name"][rows]]
     total = union_by_group(gid, start, dur, n)
     main = union_by_group(gid[~aux], start[~aux], dur[~aux], n)
-    # a call made only of "auxiliary"-looking kernels: its kernels are the work
-    only_aux = main == 0
-    main[only_aux] = total[only_aux]
-    return total, main
+    aux_us = union_by_group(gid[aux], start[aux], dur[aux], n)
+    has_main = np.bincount(gid[~aux], minlength=n) > 0
+    total = np.where(has_main, total, 0.0)
+    return total, main, aux_us
 
 
 def union_by_group(group: np.ndarray, start: np.ndarray, dur: np.ndarray, n_groups: int) -> np.ndarray:
@@ -218,6 +234,8 @@ def _row_values(ctx: TraceContext, row: Row) -> dict[str, Any]:
     cpu = cpu[np.isfinite(cpu)]
     kt = np.array([c.extra_params["_kernel_us"] for c in calls], dtype=float)
     mt = np.array([c.extra_params["_main_us"] for c in calls], dtype=float)
+    at = np.array([c.extra_params["_aux_us"] for c in calls], dtype=float)
+    kv = np.array([c.extra_params["_kv_us"] for c in calls], dtype=float)
     ks, cs = _stats(kt), _stats(cpu)
     copy_us = np.array([c.copy_us for c in calls], dtype=float)
     details = _kernel_details(ctx, calls)
@@ -259,7 +277,11 @@ def _row_values(ctx: TraceContext, row: Row) -> dict[str, Any]:
         "call_kind": c0.kind,
         "module_chain": repr(modules) if modules else math.nan,
         "attention_kernel_time_us_sum": float(mt.sum()),
-        "aux_kernel_time_us_sum": float(kt.sum() - mt.sum()),
+        # the kernel time beyond the attention kernels (overlap-aware); for a call without attention compute, all
+        # of its auxiliary time
+        "aux_kernel_time_us_sum": float(np.where(kt > 0, kt - mt, at).sum()),
+        "kv_cache_write_us_sum": float(kv.sum()),
+        "kv_cache_write_count": int(sum(len(c.kv_kernels) for c in calls)),
         "copy_overhead_us_sum": float(copy_us.sum()),
         "copy_overhead_us_mean": float(copy_us.mean()) if len(copy_us) else 0.0,
         "copy_overhead_count": int(sum(c.copy_count for c in calls)),
@@ -272,9 +294,15 @@ def _row_values(ctx: TraceContext, row: Row) -> dict[str, Any]:
         v["kernel_breakdown"] = repr(_breakdown(ctx, calls))
         if c0.annotation:
             v["step_annotation"] = c0.annotation
+    if any(c.captured for c in calls):
+        v["captured"] = True
     if c0.kind == "unfused":
         v["unfused_ops"] = repr(c0.chain)
     return v
+
+
+# an inference row whose calls' kernel times spread more than this: layers of two kinds under one kernel name
+SPREAD_WARN = 1.5
 
 
 def _row_warnings(row: Row) -> list[str]:
@@ -283,6 +311,20 @@ def _row_warnings(row: Row) -> list[str]:
         for w in c.warnings:
             if w not in seen:
                 seen.append(w)
+    no_attention = [c for c in row.calls if len(c.kernels) and c.extra_params.get("_kernel_us") == 0]
+    if no_attention:
+        seen.append(
+            f"{len(no_attention)} calls launched no attention kernel (only fills or copies, e.g. a capture run "
+            "zeroing its output): their kernels are auxiliary time, the row's kernel time does not count them"
+        )
+    times = [c.extra_params.get("_kernel_us", 0.0) for c in row.calls]
+    positive = [t for t in times if t > 0]
+    if row.category == INFERENCE and len(positive) > 3 and max(positive) > SPREAD_WARN * min(positive):
+        seen.append(
+            f"the calls' kernel times spread {max(positive) / min(positive):.1f}× ({min(positive):.1f}–"
+            f"{max(positive):.1f} µs) under one kernel name: layers of different kinds (sliding-window and full "
+            "attention) may share this row; the exact causal FLOPs overstate the sliding layers' work"
+        )
     if row.parsed is not None:
         for w in row.parsed.warnings:
             if w not in seen:
@@ -295,7 +337,17 @@ def _lit(x: Any) -> Any:
 
 
 def _kernel_details(ctx: TraceContext, calls: list[Call]) -> list[dict[str, Any]]:
+    """One summary per (kernel, stream): the call's kernels, then its KV-cache writes (flagged kv_cache_write)."""
     rows = np.concatenate([c.kernels for c in calls]).astype(np.int64) if calls else np.zeros(0, np.int64)
+    kv_rows = np.concatenate([c.kv_kernels for c in calls]).astype(np.int64) if calls else np.zeros(0, np.int64)
+    out = _details(ctx, rows)
+    for d in _details(ctx, kv_rows):
+        d["kv_cache_write"] = True
+        out.append(d)
+    return out
+
+
+def _details(ctx: TraceContext, rows: np.ndarray) -> list[dict[str, Any]]:
     if len(rows) == 0:
         return []
     ev = ctx.ev
@@ -343,7 +395,9 @@ def _trunc(details: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _breakdown(ctx: TraceContext, calls: list[Call]) -> dict[str, Any]:
-    rows = np.concatenate([c.kernels for c in calls]).astype(np.int64)
+    """% of the call's kernel durations plus its KV-cache writes, per component (the writes are not in Kernel
+    Time: reshape_cache_percent says how large they are beside it)."""
+    rows = np.concatenate([c.kernels for c in calls] + [c.kv_kernels for c in calls]).astype(np.int64)
     names = [ctx.ev.names[int(c)] for c in ctx.ev.gpu["name"][rows].tolist()]
     return kernel_breakdown(names, np.maximum(ctx.ev.gpu["dur"][rows], 0.0))
 

@@ -20,7 +20,7 @@ from perf_models.kernels import KernelRole, classify_kernel
 from server.factorize import factorize
 from server.folder.read import KERNEL_MEAN, CategoryData
 from server.numbers import finite
-from server.scoring.records import RooflineTable, workload_profile
+from server.scoring.records import RooflineTable, step_workload, workload_profile
 from server.vocab import ANOMALY_FLAG_PCT, IMPACT_UNIT
 from server.writers.json_columns import (
     Bools,
@@ -289,6 +289,11 @@ def _workload_profiles(r: pd.DataFrame, table: RooflineTable, att: np.ndarray) -
         w = workload_profile(row, table.config(i))
         sum_ctx[i], sum_gen[i], wtype[i] = w["sum_ctx_tokens"], w["sum_gen_tokens"], w["workload_type"]
         ctx_ratio[i] = np.nan if w["ctx_ratio"] is None else w["ctx_ratio"]
+    df = table.source.df if table.source is not None else None
+    if df is not None and "perf_params" in df:
+        cells = df["perf_params"].tolist()
+        for i in np.flatnonzero(~has & (att == "paged")).tolist():  # the step annotation still says what it is
+            wtype[i] = step_workload(cells[i]) or "unknown"
     obj = Obj([
         Field("n_q", Ints(nq, valid=has)),
         Field("n_kv", Ints(ints["seq_kv"], valid=has)),
@@ -354,6 +359,8 @@ def _roofline_block(r: pd.DataFrame, table: RooflineTable) -> Obj:
         Field("peak_tbs_datasheet", num("peak_tbs_datasheet", 3)),
         Field("upstream_efficiency_pct", num("upstream_efficiency_pct", 2)),
         Field("copy_overhead_us", num("copy_overhead_us", 3)),
+        *_text_fields(table, "work_bound"),
+        Field("kv_cache_write_us", num("kv_cache_write_us", 3)),
         Field("bytes_model", Const(table.bytes_model, len(r))),
     ])  # fmt: skip
 
@@ -398,6 +405,7 @@ def _impact_estimates(
         to_band = np.maximum(0.0, 1.0 - band_value / band_high) * time_ms / e2e * 100.0
     to_band_r = _rounded(np.where(np.isfinite(to_band) & ~comparative, to_band, np.nan), 2)
     band_status = r["band_status"].tolist()
+    work_bound = r["work_bound"].tolist()
     names = r["name"].tolist()
     libs = [x if x != "Unknown" else None for x in r["library"].tolist()]
     bounds = [b if isinstance(b, str) else None for b in r["bound"].tolist()]
@@ -413,6 +421,8 @@ def _impact_estimates(
             "bound_type": bounds[i], "library": libs[i], "time_ms": t_r[i], "band_status": band_status[i],
             "impact_to_band": to_band_r[i],
         })  # fmt: skip
+        if work_bound[i] not in (None, "exact"):  # the efficiency is a bound: so is the score
+            out[-1]["work_bound"] = work_bound[i]
     if not comparative:
         h = np.flatnonzero(~quantified)
         p = pct_total[h]

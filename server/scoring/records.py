@@ -21,6 +21,7 @@ from perf_models.estimate import estimate_work
 from perf_models.hardware import GpuSpec
 from perf_models.kernels import classify_kernels
 from perf_models.limits import oversized
+from perf_models.literals import LiteralParseError, parse_literal
 from perf_models.model_attention import default_family
 from perf_models.ops.batch import ParsedTable, parse_ops_table
 from perf_models.registry import ParsedOp, parse_op
@@ -137,7 +138,8 @@ def chains(call_stack: Any) -> tuple[list[str], list[str]]:
 
 # ---------------------------------------------------------------- parsing and classification
 def _parse(data: CategoryData) -> ParsedTable:
-    """Batch-parse every row; rows that failed on their own arguments are retried with perf_params.
+    """Batch-parse every row; rows that failed on their own arguments, and paged rows (whose step token counts are
+    in perf_params), are parsed again with perf_params.
 
     perf_params cells are unique per row in real CSVs, so they are only parsed for the rows that need them.
     """
@@ -148,7 +150,10 @@ def _parse(data: CategoryData) -> ParsedTable:
     types, conc = (data.parsed[c] for c in ("Input type", "Concrete Inputs"))
     pt = parse_ops_table(names, dims, types, conc, [None] * len(names))
     raw_pp = df["perf_params"].tolist() if "perf_params" in df else [None] * len(names)
-    retry = [i for i in np.flatnonzero(~pt.modeled) if isinstance(raw_pp[i], str) and raw_pp[i].strip()]
+    # paged rows read their step's token counts from perf_params even when their arguments alone give a model
+    # (a bound from max_seqlen_k): the annotation's sums make it exact
+    paged = np.asarray(pt.attention_type == "paged", dtype=bool)
+    retry = [i for i in np.flatnonzero(~pt.modeled | paged) if isinstance(raw_pp[i], str) and raw_pp[i].strip()]
     if retry:
         pt = pt.with_rows({int(i): parse_op(names[i], dims[i], types[i], conc[i], raw_pp[i]) for i in retry})
     return _without_oversized(pt)
@@ -294,6 +299,7 @@ def compute_records(
                 "band_id", "band_metric"):
         rec[col] = np.full(n, None, dtype=object)
     rec["band_status"] = np.full(n, "none", dtype=object)
+    rec["work_bound"] = np.full(n, None, dtype=object)
     warnings: list[list[str]] = [list(w) for w in pt.warnings]
     for i in np.flatnonzero(~pt.modeled):
         warnings[i].insert(0, f"no perf model: {pt.reason[i]}")
@@ -336,6 +342,11 @@ def compute_records(
         rec["band_id"][idx] = a.band_id
         rec["band_metric"][idx] = a.band_metric
         rec["band_status"][idx] = a.band_status
+        rec["work_bound"][idx] = a.work_bound
+        unknown_window = np.flatnonzero(t.window_unknown)
+        if len(unknown_window):
+            rec["mask"] = np.asarray(rec["mask"], dtype=object).copy()
+            rec["mask"][idx[unknown_window]] = "sliding window (size unknown: modeled causal)"
         for j in np.flatnonzero(a.peak_tflops_kind == "missing"):
             warnings[idx[j]].append(f"{gpu.name} has no compute roof for {pt.dtype_q[idx[j]]}; efficiency not computed")
         for j in np.flatnonzero(~np.asarray(rf.has_measurement)):
@@ -424,7 +435,8 @@ def _add_descriptive_columns(
         known[col] = _as_codes(values, codes)
     entry = df["entry_point"].tolist() if "entry_point" in df else [None] * n
     rec["launcher_path"] = [e if isinstance(e, str) and e else "Not found" for e in entry]
-    for col, src in (("upstream_efficiency_pct", "Pct Roofline_mean"), ("copy_overhead_us", "copy_overhead_us_sum")):
+    for col, src in (("upstream_efficiency_pct", "Pct Roofline_mean"), ("copy_overhead_us", "copy_overhead_us_sum"),
+                     ("kv_cache_write_us", "kv_cache_write_us_sum")):
         rec[col] = pd.to_numeric(df[src], errors="coerce").to_numpy() if src in df else np.full(n, np.nan)
 
 
@@ -583,6 +595,23 @@ def _args_from_records(rec: dict[str, Any], rows: np.ndarray) -> list[str]:
     return out.tolist()
 
 
+def step_workload(perf_params: Any) -> str | None:
+    """decode | prefill | mixed from a row's step-annotation counts (num_ctx_requests / num_gen_requests in its
+    perf_params), for rows without a model (a graph replay analyzed without its capture); None when unknown."""
+    if not isinstance(perf_params, str) or "num_gen_requests" not in perf_params:
+        return None
+    try:
+        params = parse_literal(perf_params, "perf_params")
+    except LiteralParseError:
+        return None
+    if not isinstance(params, dict):
+        return None
+    n_ctx, n_gen = params.get("num_ctx_requests"), params.get("num_gen_requests")
+    if not isinstance(n_ctx, int) or not isinstance(n_gen, int) or n_ctx + n_gen <= 0:
+        return None
+    return "decode" if n_ctx == 0 else ("prefill" if n_gen == 0 else "mixed")
+
+
 def workload_profile(rec: pd.Series, cfg: AttentionConfig | None) -> dict[str, Any]:
     """TraceLens-style workload profile: shapes, token sums, ctx ratio, pattern (MHA/GQA/MQA)."""
     if not rec["has_model"]:
@@ -607,6 +636,8 @@ def workload_profile(rec: pd.Series, cfg: AttentionConfig | None) -> dict[str, A
         ctx_ratio = round(sum_ctx / total, 4) if total else None
         if ctx_ratio is not None:
             wtype = "prefill_heavy" if ctx_ratio > 0.8 else ("decode_heavy" if ctx_ratio < 0.2 else "mixed")
+            if sum_ctx == 0:
+                wtype = "decode"  # one new token per request: a pure decode step
     return {
         "n_q": int(rec["seq_q"]), "n_kv": int(rec["seq_kv"]), "h_q": hq, "h_kv": hk, "sum_ctx_tokens": sum_ctx,
         "sum_gen_tokens": sum_gen, "ctx_ratio": ctx_ratio, "workload_type": wtype, "attention_pattern": pattern,
@@ -622,6 +653,7 @@ __all__ = [
     "dominant_compute_spec",
     "kernel_name_cells",
     "short_args",
+    "step_workload",
     "truncate_kernel",
     "workload_profile",
 ]

@@ -16,6 +16,12 @@ REGIME_WORDS = {
     "memory": "memory-bound",
     "balanced": "balanced (near the ridge: neither roof alone limits it)",
 }
+BOUND_WORDS = {"lower": "at least", "upper": "at most", "unknown": "about"}
+BOUND_WHY = {
+    "lower": "the FLOPs are a lower bound (only the step's token sums are known)",
+    "upper": "the FLOPs and bytes are upper bounds (a sliding window of unknown size, modeled causal)",
+    "unknown": "the FLOPs are neither exact nor a one-sided bound",
+}
 WITHIN_WORDS = "within the expected band (the band of the best published kernels for this shape)"
 ABOVE_WORDS = "above the band of the best published kernels"
 
@@ -46,11 +52,15 @@ def verdict(
     band_high: float | None,
     band_metric: str | None,
     is_anomaly: bool,
+    work_bound: str | None = None,
 ) -> str:
-    """One sentence: both utilizations, the regime, the band (or the anomaly)."""
+    """One sentence: both utilizations, the regime, the band (or the anomaly). A row whose work is a bound says so
+    ("at least" / "at most") and gets no band verdict (perf_models.assess)."""
     if not (_num(compute_pct) and _num(memory_pct)):
         return "not measured or no roof: no verdict"
     head = f"{compute_pct:.1f} % of tensor peak, {memory_pct:.1f} % of HBM bandwidth"
+    if work_bound in BOUND_WORDS:
+        return f"{BOUND_WORDS[work_bound]} {head}: {BOUND_WHY[work_bound]}; a bound, so no band verdict"
     if is_anomaly:
         return f"{head}: above the roofline, an anomaly (check shapes, peaks, or a time that misses kernels)"
     regime_words = REGIME_WORDS.get(regime or "", "bound unknown")

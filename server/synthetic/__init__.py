@@ -5,7 +5,7 @@ from server.synthetic.gpus import DEFAULT_GPU, known_gpus
 from server.synthetic.large import generate_large_trace
 from server.synthetic.slots import c10_double
 from server.synthetic.truth import SyntheticInstance, SyntheticTrace
-from server.synthetic.writer import build_trace, build_trace_with_truth, write_trace
+from server.synthetic.writer import build_trace, build_trace_with_truth, write_serving_run, write_trace
 
 __all__ = [
     "DEFAULT_GPU",
@@ -20,5 +20,6 @@ __all__ = [
     "demo_calls",
     "generate_large_trace",
     "known_gpus",
+    "write_serving_run",
     "write_trace",
 ]

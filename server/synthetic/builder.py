@@ -2,6 +2,11 @@
 
 ``TraceBuilder`` lays events out on per-thread CPU cursors and one GPU stream in integer nanoseconds; every
 time it picks is a multiple of ``QUANTUM_NS``. The op-tree emitters (``server.synthetic.ops``) drive it.
+
+Graphs (serving engines): inside ``capture()`` launches are recorded as runtime calls only (ROCm names the kernel in
+the call's args, as real capture traces do) between *StreamBeginCapture and *StreamEndCapture, and no kernel runs;
+inside ``replay()`` one *GraphLaunch runs every kernel the emitters launch, with its correlation id and no CPU op,
+Python frame or runtime call per kernel (the emitters run unchanged; their CPU side is not recorded).
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ class TraceBuilder:
         self.instance: SyntheticInstance | None = None
         self.instances: list[SyntheticInstance] = []
         self.gpu_activity: list[tuple[int, int]] = []
+        self.graph_mode: str | None = None  # None | "capture" | "replay"
+        self._replay_corr: int | None = None
 
     # ---- time -------------------------------------------------------------------------------------
     def rand_ns(self, lo_ns: int, hi_ns: int) -> int:
@@ -90,6 +97,9 @@ class TraceBuilder:
     @contextmanager
     def op(self, name: str, slots: Sequence[Slot] | None = None, *, seq: int | None = None, fwd_tid: int = 0,
            cat: str = "cpu_op") -> Iterator[dict]:
+        if self.graph_mode == "replay":  # a replay records no CPU op
+            yield {"name": name, "args": {"External id": None}}
+            return
         start = self._advance(375, 1750)
         args: dict[str, Any] = {"External id": self.next_ext}
         self.next_ext += 1
@@ -118,6 +128,9 @@ class TraceBuilder:
 
     @contextmanager
     def py(self, name: str, module_id: int | None = None) -> Iterator[dict]:
+        if self.graph_mode == "replay":
+            yield {"name": name, "args": {}}
+            return
         start = self._advance(125, 750)
         stack = self.open[self.tid]
         parent = next((ev["args"]["Python id"] for kind, ev in reversed(stack) if kind == "py"), None)
@@ -168,6 +181,7 @@ class TraceBuilder:
     @contextmanager
     def instance_scope(self, inst: SyntheticInstance) -> Iterator[SyntheticInstance]:
         prev, self.instance = self.instance, inst
+        inst.graph = self.graph_mode
         self.instances.append(inst)
         try:
             yield inst
@@ -177,6 +191,8 @@ class TraceBuilder:
     # ---- runtime and device -----------------------------------------------------------------------
     def runtime(self, name: str) -> None:
         """A runtime call without device work (cudaStreamIsCapturing, cudaFuncSetAttribute, ...)."""
+        if self.graph_mode == "replay":
+            return
         start = self._advance(250, 1000)
         dur = self.rand_ns(125, 1250)
         args: dict[str, Any] = {}
@@ -192,6 +208,34 @@ class TraceBuilder:
                             "ts": start, "dur": dur, "args": args})
         self.cursor[self.tid] = start + dur
 
+    # ---- graphs -----------------------------------------------------------------------------------
+    def _graph_api(self, what: str) -> str:
+        return ("hip" if self.gpu.amd else "cuda") + what
+
+    @contextmanager
+    def capture(self) -> Iterator[None]:
+        """A graph capture: launches inside are recorded (runtime calls) but run no kernel."""
+        self.runtime(self._graph_api("StreamBeginCapture"))
+        self.graph_mode = "capture"
+        try:
+            yield
+        finally:
+            self.graph_mode = None
+            self.runtime(self._graph_api("StreamEndCapture"))
+            self.runtime(self._graph_api("GraphInstantiateWithFlags"))
+
+    @contextmanager
+    def replay(self) -> Iterator[None]:
+        """One graph launch: every kernel launched inside runs, linked to this launch's correlation id."""
+        self.runtime(self._graph_api("GraphLaunch"))
+        self._replay_corr = self.device[-1]["args"]["correlation"]
+        self.graph_mode = "replay"
+        try:
+            yield
+        finally:
+            self.graph_mode = None
+            self._replay_corr = None
+
     def _gpu_start(self, launch_ts: int) -> int:
         earliest = max(self.gpu_free + self.rand_ns(750, 2500), launch_ts + self.rand_ns(3750, 8750))
         return cdiv(earliest, QUANTUM_NS) * QUANTUM_NS
@@ -203,6 +247,8 @@ class TraceBuilder:
         return s, f
 
     def launch(self, k: Kernel) -> dict:
+        if self.graph_mode == "replay":
+            return self._replayed(k)
         api_name, api_cat, code = LAUNCH_API[(self.gpu.vendor, k.launch)]
         start = self._advance(375, 1500)
         rdur = self.rand_ns(2500, 7500)
@@ -218,6 +264,12 @@ class TraceBuilder:
             rargs.update({"cbid": code, "correlation": corr})
         runtime = {"ph": "X", "cat": api_cat, "name": api_name, "pid": self.pid, "tid": self.tid, "ts": start,
                    "dur": rdur, "args": rargs}
+        if self.graph_mode == "capture":  # recorded into the graph: no kernel runs now
+            self.device.append(runtime)
+            self.cursor[self.tid] = start + rdur
+            if self.instance is not None:
+                self.instance.kernel_names.append(k.name)
+            return runtime
         kstart = self._gpu_start(start)
         kargs: dict[str, Any] = {}
         if ext is not None:
@@ -239,6 +291,31 @@ class TraceBuilder:
             self.instance.kernel_dur_ns.append(k.dur_ns)
             self.instance.kernel_correlations.append(corr)
         return kev
+
+    def _replayed(self, k: Kernel) -> dict:
+        """A kernel of the current graph launch: no runtime call of its own, the launch's correlation id."""
+        corr = self._replay_corr
+        assert corr is not None
+        kstart = self._gpu_start(self.device_launch_ts())
+        if self.gpu.amd:
+            # a replayed kernel is a "Dispatch Task" with no grid, as in the real SGLang / vLLM replay traces
+            kargs: dict[str, Any] = {"device": 0, "stream": self.gpu.stream, "correlation": corr,
+                                     "kind": "Dispatch Task"}
+        else:
+            kargs = self._nv_kernel_stats(k, corr)
+        kev = {"ph": "X", "cat": "kernel", "name": k.name, "pid": 0, "tid": self.gpu.stream, "ts": kstart,
+               "dur": k.dur_ns, "args": kargs}
+        self.gpu_free = kstart + k.dur_ns
+        self.gpu_activity.append((kstart, self.gpu_free))
+        self.device += [kev, self._flows(corr, kstart, kstart)[1]]
+        if self.instance is not None:
+            self.instance.kernel_names.append(k.name)
+            self.instance.kernel_dur_ns.append(k.dur_ns)
+            self.instance.kernel_correlations.append(corr)
+        return kev
+
+    def device_launch_ts(self) -> int:
+        return self.cursor[self.tid]
 
     def _nv_kernel_stats(self, k: Kernel, corr: int) -> dict[str, Any]:
         blocks = k.grid[0] * k.grid[1] * k.grid[2]

@@ -21,13 +21,24 @@ FLAVOURS = (
     "flash_attn_varlen",
     "unfused",
     "vllm_paged",
+    "vllm_unified",
+    "sglang_prefill",
+    "sglang_decode",
+    "sage",
+    "aiter_flash",
 )
 DTYPES = ("bf16", "fp16", "fp32")
 
 # flavours grouped by what they can express (the validation below and the default scale use these)
 _SDPA_FLAVOURS = ("aten_flash", "aten_efficient", "aten_cudnn")
-_FLASH_ONLY_HALF = ("aten_flash", "aten_cudnn", "flash_attn", "flash_attn_varlen", "vllm_paged")
+# serving engines' paged attention: per-request lengths, inference only
+PAGED_FLAVOURS = ("vllm_paged", "vllm_unified", "sglang_prefill", "sglang_decode")
+INFERENCE_ONLY = (*PAGED_FLAVOURS, "sage", "aiter_flash")
+# aiter's kernels and vLLM's ROCm Triton backend
+AMD_ONLY = ("sglang_prefill", "sglang_decode", "sage", "aiter_flash", "vllm_unified")
+_FLASH_ONLY_HALF = ("aten_flash", "aten_cudnn", "flash_attn", "flash_attn_varlen", *INFERENCE_ONLY)
 _WINDOW_FLAVOURS = ("flash_attn", "flash_attn_varlen", "vllm_paged")
+_SEQLEN_FLAVOURS = ("flash_attn_varlen", *PAGED_FLAVOURS)
 
 
 def _bad(field_name: str, value: object, allowed: str) -> InputError:
@@ -45,10 +56,12 @@ class SyntheticAttentionCall:
     ``copy_kernel_us``. ``copies_before`` / ``copies_after`` add ``aten::contiguous`` copies inside the
     outermost attention op, before / after the inner op (siblings for ``unfused``).
 
-    ``seqlens_q`` / ``seqlens_kv`` give per-sequence lengths (``flash_attn_varlen``, ``vllm_paged``); when
-    given, ``seq_q`` / ``seq_kv`` are replaced by their maxima. ``scale=None`` leaves the scale argument
-    of ``scaled_dot_product_attention`` / ``flash_attn_func`` empty (the inner ops still get the default
-    scale). ``input_layout`` is the memory layout of the (B, H, N, d) tensors handed to SDPA:
+    ``seqlens_q`` / ``seqlens_kv`` give per-sequence lengths (``flash_attn_varlen`` and the paged serving
+    flavours ``vllm_paged``, ``vllm_unified``, ``sglang_prefill``, ``sglang_decode``); when given, ``seq_q`` /
+    ``seq_kv`` are replaced by their maxima. ``graph_batch``: the token count a serving step pads to (the
+    captured graph's batch size), written in its step annotation; default the step's tokens. ``scale=None``
+    leaves the scale argument of ``scaled_dot_product_attention`` / ``flash_attn_func`` empty (the inner ops
+    still get the default scale). ``input_layout`` is the memory layout of the (B, H, N, d) tensors handed to SDPA:
     ``"bnhd_view"`` = ``x.view(B, N, H, d).transpose(1, 2)`` (BERT-like), ``"bhnd"`` = contiguous
     (after RoPE, Llama/Qwen-like). ``gpu`` pins the device (build_trace's ``gpu_name`` must agree).
     Invalid combinations raise ``InputError`` naming the field and what is allowed.
@@ -82,6 +95,7 @@ class SyntheticAttentionCall:
     seqlens_kv: tuple[int, ...] | None = None
     page_size: int = 16
     gpu: str | None = None
+    graph_batch: int | None = None
 
     def __post_init__(self) -> None:
         self._fill_defaults()
@@ -99,14 +113,15 @@ class SyntheticAttentionCall:
             if value is not None and not isinstance(value, tuple):
                 self._set(name, tuple(value))
         if self.seqlens_q is not None:
-            if self.flavour not in ("flash_attn_varlen", "vllm_paged"):
-                raise _bad("seqlens_q", self.seqlens_q, "None unless flavour is flash_attn_varlen or vllm_paged")
+            if self.flavour not in _SEQLEN_FLAVOURS:
+                raise _bad("seqlens_q", self.seqlens_q, "None unless flavour is one of " + ", ".join(_SEQLEN_FLAVOURS))
             if len(self.seqlens_q) != self.batch or min(self.seqlens_q, default=0) < 1:
                 raise _bad("seqlens_q", self.seqlens_q, f"{self.batch} (batch) lengths, each >= 1")
             self._set("seq_q", max(self.seqlens_q))
         if self.seqlens_kv is not None:
-            if self.flavour not in ("flash_attn_varlen", "vllm_paged"):
-                raise _bad("seqlens_kv", self.seqlens_kv, "None unless flavour is flash_attn_varlen or vllm_paged")
+            if self.flavour not in _SEQLEN_FLAVOURS:
+                raise _bad("seqlens_kv", self.seqlens_kv,
+                           "None unless flavour is one of " + ", ".join(_SEQLEN_FLAVOURS))
             if len(self.seqlens_kv) != self.batch or min(self.seqlens_kv, default=0) < 1:
                 raise _bad("seqlens_kv", self.seqlens_kv, f"{self.batch} (batch) lengths, each >= 1")
             self._set("seq_kv", max(self.seqlens_kv))
@@ -168,13 +183,20 @@ class SyntheticAttentionCall:
                        "flash_attn or unfused)")
         if self.attn_mask and fl not in ("aten_efficient", "aten_cudnn", "unfused"):
             raise _bad("attn_mask", self.attn_mask, "False unless flavour is aten_efficient, aten_cudnn or unfused")
-        if fl == "vllm_paged":
+        if fl in INFERENCE_ONLY:
             if self.with_backward:
-                raise _bad("with_backward", self.with_backward, "False for vllm_paged (inference only)")
+                raise _bad("with_backward", self.with_backward, f"False for {fl} (inference only)")
             if self.dropout:
-                raise _bad("dropout", self.dropout, "0.0 for vllm_paged")
-            if any(q > k for q, k in zip(self.q_lens, self.kv_lens, strict=True)):
-                raise _bad("seqlens_kv", self.kv_lens, "each context length >= its query length for vllm_paged")
+                raise _bad("dropout", self.dropout, f"0.0 for {fl}")
+        if fl in PAGED_FLAVOURS and any(q > k for q, k in zip(self.q_lens, self.kv_lens, strict=True)):
+            raise _bad("seqlens_kv", self.kv_lens, f"each context length >= its query length for {fl}")
+        if fl == "sglang_decode" and max(self.q_lens) != 1:
+            raise _bad("seqlens_q", self.q_lens, "one query token per request for sglang_decode")
+        if fl == "sage" and self.heads_kv != self.heads_q:
+            raise _bad("heads_kv", self.heads_kv, "equal to heads_q for sage (DiT attention)")
+        if self.graph_batch is not None and (isinstance(self.graph_batch, bool) or not isinstance(
+                self.graph_batch, int) or self.graph_batch < sum(self.q_lens)):
+            raise _bad("graph_batch", self.graph_batch, f"an integer >= the step's {sum(self.q_lens)} tokens")
 
     # ---- derived geometry ---------------------------------------------------------------------------
     @property

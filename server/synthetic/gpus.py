@@ -140,6 +140,11 @@ LAUNCH_API: dict[tuple[str, str], tuple[str, str, int]] = {
     ("amd", "triton"): ("hipModuleLaunchKernel", "cuda_runtime", 169),
     ("amd", "driver_ex"): ("hipModuleLaunchKernel", "cuda_runtime", 169),
 }
+# the graph calls' cbids (capture, instantiate, launch) are not taken from a real NVIDIA trace: none here has them
 NV_CBID = {"cudaStreamIsCapturing": 317, "cudaFuncSetAttribute": 273, "cudaMemcpyAsync": 41,
-           "cudaMemsetAsync": 51, "cudaDeviceSynchronize": 165}
-AMD_CID = {"hipStreamGetDevice": 363, "hipMemcpyWithStream": 153, "hipDeviceSynchronize": 48}
+           "cudaMemsetAsync": 51, "cudaDeviceSynchronize": 165, "cudaStreamBeginCapture": 306,
+           "cudaStreamEndCapture": 307, "cudaGraphInstantiateWithFlags": 428, "cudaGraphLaunch": 311}
+# the graph calls' cids as the real SGLang capture and replay traces (MI300X) show them
+AMD_CID = {"hipStreamGetDevice": 363, "hipMemcpyWithStream": 153, "hipDeviceSynchronize": 48,
+           "hipStreamBeginCapture": 219, "hipStreamEndCapture": 220, "hipGraphInstantiateWithFlags": 279,
+           "hipGraphLaunch": 215}

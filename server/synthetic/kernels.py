@@ -342,3 +342,84 @@ def vllm_kernels(c: SyntheticAttentionCall, gpu: Gpu) -> tuple[Kernel, list[Kern
                               f"(flash::Flash_fwd_params)", aux, (cdiv(tokens * c.heads_q, 4), 1, 1), (128, 1, 1),
                               "native", 64, 0, "aux"))
     return cache_k, kernels
+
+
+# --- serving engines on ROCm (aiter) and vLLM's newer Triton backend --------------------------------------------
+
+
+def store_kvcache_kernel(c: SyntheticAttentionCall) -> Kernel:
+    """SGLang's KV-cache write (sgl-kernel store_cache), named as in the real MI300X decode trace."""
+    tokens = sum(c.q_lens)
+    return Kernel("void (anonymous namespace)::store_kvcache<2048l, 4, false, long>((anonymous namespace)::"
+                  "StoreKVCacheParams)", to_ns(c.aux_kernel_us), (tokens, 1, 1), (256, 1, 1), "native", 32, 0, "aux")
+
+
+def aiter_batch_prefill_kernel(c: SyntheticAttentionCall) -> Kernel:
+    """aiter's CK paged batch prefill (SGLang's prefill on MI300X)."""
+    t = {"bf16": "ck_tile::bf16_t", "fp16": "ck_tile::fp16_t"}[c.dtype]
+    d = round_hdim(c.head_dim_qk)
+    name = (f"void ck_tile::kentry<256, 1, ck_tile::FmhaBatchPrefillWithPagedKVCacheKernel<ck_tile::"
+            f"BlockFmhaBatchPrefillPipelineQRKSVSAsync<ck_tile::BlockFmhaPipelineProblem<{t}, {t}, {t}, float, float, "
+            f"{t}, float, {t}, ck_tile::TileFmhaShape<ck_tile::sequence<128, 128, 32, {d}, 32, {d}>, "
+            f"ck_tile::sequence<4, 1, 1>, ck_tile::sequence<32, 32, 16>, true>, "
+            f"ck_tile::SimplifiedGenericAttentionMask<{_tf(c.causal)}> > > > >"
+            f"(ck_tile::FmhaBatchPrefillWithPagedKVCacheKernelKargs)")
+    return Kernel(name, to_ns(c.kernel_us), (cdiv(c.seq_q, 128), c.heads_q, c.batch), (256, 1, 1), "native", 128,
+                  32768, "main")
+
+
+def aiter_paged_decode_kernels(c: SyntheticAttentionCall) -> list[Kernel]:
+    """aiter's pa_ragged (SGLang's decode on MI300X): the ll4mi QKV kernel and its partition reduce, with the template
+    arguments of the real trace (block size 1, 256 threads, GQA ratio, mtp 1, ck_tile::ComposedAttention)."""
+    ht = _HIP_T[c.dtype]
+    d, gqa = c.head_dim_qk, c.heads_q // c.hkv
+    qkv = (f"void paged_attention_ll4mi_QKV_mfma16_kernel<0, {ht}, {ht}, (vllm::Fp8KVCacheDataType)0, 1, {d}, 256, "
+           f"false, {gqa}, 1, ck_tile::ComposedAttention<0u, false> >({ht} const*, {ht} const*, {ht} const*, float, "
+           f"int const*, int const*, int const*, float const*, int, int, int, int, float*, float*, {ht}*, {ht}*, int, "
+           "float const*, float const*, float const*)")
+    red = (f"void paged_attention_ll4mi_reduce_kernel<{ht}, {ht}, {d}, {d}, 256, 3, false>({ht}*, float const*, "
+           f"float const*, {ht} const*, int const*, int const*, int, int, float const*)")
+    parts = max(1, cdiv(max(c.kv_lens), 256))
+    return [
+        Kernel(qkv, to_ns(c.kernel_us), (c.batch, parts, c.hkv), (256, 1, 1), "native", 128, 16384, "main"),
+        Kernel(red, to_ns(c.aux_kernel_us), (c.batch, c.heads_q, 1), (256, 1, 1), "native", 64, 0, "aux"),
+    ]
+
+
+def sage_kernels(c: SyntheticAttentionCall) -> tuple[Kernel, Kernel]:
+    """aiter's Triton SageAttention v1: the quantization kernel (int8 Q/K per block, fp8 V) and sage_fwd."""
+    quant = Kernel("sage_quant_kernel", to_ns(c.aux_kernel_us), (cdiv(c.seq_q, 128) * c.heads_q * c.batch, 1, 1),
+                   (256, 1, 1), "triton", 64, 0, "aux")
+    fwd = Kernel("sage_fwd", to_ns(c.kernel_us), (cdiv(c.seq_q, 128), c.heads_q, c.batch), (256, 1, 1), "triton",
+                 128, 32768, "main")
+    return quant, fwd
+
+
+def aiter_fmha_v3_kernel(c: SyntheticAttentionCall) -> Kernel:
+    """aiter's asm flash forward (aiter::fmha_v3_fwd on MI300X)."""
+    name = f"aiter::fmha_fwd_hd{round_hdim(c.head_dim_qk)}_{c.dtype}{'_causal' if c.causal else ''}_rtz"
+    return Kernel(name, to_ns(c.kernel_us), (cdiv(c.seq_q, 128), c.heads_q, c.batch), (512, 1, 1), "native", 128,
+                  65536, "main")
+
+
+def inductor_rope_kernel(c: SyntheticAttentionCall) -> Kernel:
+    """An Inductor pointwise kernel next to attention (RoPE / RMSNorm): its name lists the ops around it."""
+    return Kernel("triton_poi_fused__to_copy_add_cat_fmha_v3_fwd_mul_0", to_ns(c.aux_kernel_us),
+                  (cdiv(c.batch * c.seq_q * c.heads_q * c.head_dim_qk, 1024), 1, 1), (256, 1, 1), "triton", 32, 0,
+                  "filler")
+
+
+def vllm_unified_kernels(c: SyntheticAttentionCall, gpu: Gpu) -> tuple[Kernel, list[Kernel]]:
+    """Newer vLLM on ROCm (Triton unified attention): the cache write (run by unified_kv_cache_update), then the 2D
+    kernel, or for a decode-only step the 3D (split) kernel and its segment reduction."""
+    cache_k, _ = vllm_kernels(c, gpu)
+    tokens = sum(c.q_lens)
+    main, aux = to_ns(c.kernel_us), to_ns(c.aux_kernel_us)
+    if max(c.q_lens) == 1:
+        return cache_k, [
+            Kernel("kernel_unified_attention_3d", main, (cdiv(tokens, 16), c.hkv, 16), (128, 1, 1), "triton", 128,
+                   32768, "main"),
+            Kernel("reduce_segments", aux, (tokens, c.heads_q, 1), (128, 1, 1), "triton", 32, 0, "aux"),
+        ]
+    return cache_k, [Kernel("kernel_unified_attention_2d", main, (cdiv(tokens, 16), c.hkv, 1), (256, 1, 1),
+                            "triton", 128, 32768, "main")]

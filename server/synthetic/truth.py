@@ -20,6 +20,7 @@ class SyntheticInstance:
     kernel_names: list[str] = field(default_factory=list)
     kernel_dur_ns: list[int] = field(default_factory=list)
     kernel_correlations: list[int] = field(default_factory=list)
+    graph: str | None = None  # None (eager) | "capture" (recorded into a graph: no kernel ran) | "replay"
 
     @property
     def kernel_us(self) -> float:

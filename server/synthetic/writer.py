@@ -24,10 +24,10 @@ import orjson
 
 from server.errors import InputError
 from server.synthetic.builder import PTR, TraceBuilder
-from server.synthetic.calls import SyntheticAttentionCall
+from server.synthetic.calls import AMD_ONLY, SyntheticAttentionCall
 from server.synthetic.envelope import metadata_events, span_events, to_us, trace_header
 from server.synthetic.gpus import DEFAULT_GPU, Gpu, lookup_gpu
-from server.synthetic.ops.common import ForwardPass, empty
+from server.synthetic.ops.common import ForwardPass, empty, fill_zero_int
 from server.synthetic.ops.fillers import filler
 from server.synthetic.ops.registry import emit_backward, emit_forward, step_annotation
 from server.synthetic.slots import N, S, T
@@ -49,12 +49,18 @@ def resolve_gpu(gpu_name: str | None, calls: Sequence[SyntheticAttentionCall]) -
     for i, c in enumerate(calls):
         if c.flavour == "aten_cudnn" and gpu.amd:
             raise InputError(f"calls[{i}].flavour='aten_cudnn' needs an NVIDIA GPU, not {gpu.name!r}")
+        if c.flavour in AMD_ONLY and not gpu.amd:
+            raise InputError(f"calls[{i}].flavour={c.flavour!r} runs aiter's ROCm kernels: it needs an AMD GPU, "
+                             f"not {gpu.name!r}")
     return gpu
 
 
 def _distribute(n: int, slots: int) -> list[int]:
     """n items spread as evenly as possible over slots (earlier slots get the remainder last)."""
     return [(n * (i + 1)) // slots - (n * i) // slots for i in range(slots)]
+
+
+GRAPH_MODES = (None, "capture", "replay", "capture+replay")
 
 
 def build_trace_with_truth(
@@ -67,8 +73,22 @@ def build_trace_with_truth(
     step: int = 1,
     with_memcpy: bool = True,
     distributed_info: dict | None = None,
+    graph: str | None = None,
+    replays: int = 1,
+    capture_label: str | None = None,
 ) -> SyntheticTrace:
-    """Build one profiled step; return the Kineto dict and what each attention instance contains."""
+    """Build one profiled step; return the Kineto dict and what each attention instance contains.
+
+    ``graph``: None, the calls run eagerly; "capture", they are recorded into a CUDA/HIP graph (a serving profiler's
+    capture trace: launches, no kernels; the range is named ``capture_label``, e.g. ``capture_32_DECODE``); "replay",
+    the step replays that graph ``replays`` times (kernels only, no CPU op per call); "capture+replay", both in one
+    trace (a compiled model capturing and replaying in the profiled window). Graph modes are inference only."""
+    if graph not in GRAPH_MODES:
+        raise InputError(f"graph={graph!r} is invalid: expected one of {', '.join(map(str, GRAPH_MODES))}")
+    if graph is not None and any(c.with_backward for c in calls):
+        raise InputError(f"graph={graph!r} with a backward call: graphs are modeled for inference only")
+    if isinstance(replays, bool) or not isinstance(replays, int) or replays < 1:
+        raise InputError(f"replays={replays!r} is invalid: expected an integer >= 1")
     calls = list(calls)
     for i, c in enumerate(calls):
         if not isinstance(c, SyntheticAttentionCall):
@@ -79,13 +99,19 @@ def build_trace_with_truth(
     b = TraceBuilder(gpu, random.Random(seed))
     slots = [(ci, ri) for ci, c in enumerate(calls) for ri in range(c.repeat)]
     fillers = _distribute(extra_filler_kernels, len(slots) + 1)
-    filler_kind = 0
     forwards: list[ForwardPass] = []
-    dtype = calls[0].dtype if calls else "bf16"
     with b.py("train.py(112): <module>"), b.py("train.py(97): main"):
         step_scope = b.annotation(f"ProfilerStep#{step}") if with_profiler_step else nullcontext()
         engine_step = step_annotation(calls)
         batch_scope = b.annotation(engine_step) if engine_step is not None else nullcontext()
+        if graph in ("capture", "capture+replay"):
+            label = capture_label or "capture_graph"
+            with b.annotation(label):
+                fill_zero_int(b, 4_000)  # the real capture traces zero a buffer before capturing: their one kernel
+                with b.capture():
+                    _emit_calls(b, calls, [0] * (sum(c.repeat for c in calls) + 1), [])
+        if graph == "capture":
+            step_scope, batch_scope = nullcontext(), nullcontext()
         with step_scope, b.py("train.py(64): run_step"), batch_scope:
             if with_memcpy:
                 with b.py(f"<built-in method to of Tensor object at {PTR}>"), \
@@ -94,24 +120,12 @@ def build_trace_with_truth(
                     empty(b, [8, 2048], 4)
                     with b.op("aten::copy_", [T([8, 2048], "long int"), T([8, 2048], "long int"), S(False)]):
                         b.memcpy_h2d(8 * 2048 * 8)
-            slot = 0
-            for ci, c in enumerate(calls):
-                top, leaf = c.module_names[:-2], c.module_names[-2:]
-                with ExitStack() as model_frames:
-                    for m in top:
-                        model_frames.enter_context(b.module(m))
-                    for ri in range(c.repeat):
-                        for _ in range(fillers[slot]):
-                            filler(b, filler_kind, c.dtype, c.seq_q * c.batch, c.heads_q * c.head_dim_qk)
-                            filler_kind += 1
-                        slot += 1
-                        with ExitStack() as layer_frames:
-                            for m in leaf:
-                                layer_frames.enter_context(b.module(m))
-                            forwards.append(emit_forward(b, c, ci, ri))
-            for _ in range(fillers[-1]):
-                filler(b, filler_kind, dtype, 2048, 4096)
-                filler_kind += 1
+            if graph in ("replay", "capture+replay"):
+                for _ in range(replays):
+                    with b.replay():
+                        _emit_calls(b, calls, fillers, forwards)
+            elif graph is None:
+                _emit_calls(b, calls, fillers, forwards)
             with_bwd = [f for f in forwards if f.call.with_backward]
             if with_bwd:
                 with b.py("torch/_tensor.py(648): backward"), b.py("torch/autograd/__init__.py(353): backward"), \
@@ -132,6 +146,30 @@ def build_trace_with_truth(
     trace["traceEvents"] = events
     trace["traceName"] = f"synthetic_seed{seed}.json"
     return SyntheticTrace(trace, b.instances)
+
+
+def _emit_calls(b: TraceBuilder, calls: Sequence[SyntheticAttentionCall], fillers: list[int],
+                forwards: list[ForwardPass]) -> None:
+    """Every call's repeats inside their model frames, with the filler kernels spread between them."""
+    filler_kind = 0
+    slot = 0
+    for ci, c in enumerate(calls):
+        top, leaf = c.module_names[:-2], c.module_names[-2:]
+        with ExitStack() as model_frames:
+            for m in top:
+                model_frames.enter_context(b.module(m))
+            for ri in range(c.repeat):
+                for _ in range(fillers[slot]):
+                    filler(b, filler_kind, c.dtype, c.seq_q * c.batch, c.heads_q * c.head_dim_qk)
+                    filler_kind += 1
+                slot += 1
+                with ExitStack() as layer_frames:
+                    for m in leaf:
+                        layer_frames.enter_context(b.module(m))
+                    forwards.append(emit_forward(b, c, ci, ri))
+    for _ in range(fillers[-1]):
+        filler(b, filler_kind, calls[0].dtype if calls else "bf16", 2048, 4096)
+        filler_kind += 1
 
 
 def build_trace(
@@ -160,3 +198,32 @@ def write_trace(trace: dict[str, Any], path: Path, gz: bool | None = None) -> Pa
     if gz if gz is not None else path.suffix == ".gz":
         data = gzip.compress(data, compresslevel=6, mtime=0)
     return write_bytes_atomic(path, data)
+
+
+def write_serving_run(
+    folder: Path,
+    calls: Sequence[SyntheticAttentionCall],
+    *,
+    gpu_name: str | None = None,
+    seed: int = 0,
+    mode: str = "FULL",
+    replays: int = 1,
+) -> tuple[Path, Path, SyntheticTrace, SyntheticTrace]:
+    """A serving profiler's run folder: ``graph_execution.json.gz`` (the step replaying the graph) and
+    ``capture_traces/`` (``execution_details.json`` and the capture trace, ``bs_<batch>_rank0.json.gz``). Returns the
+    replay path, the capture folder and both traces' ground truth."""
+    calls = list(calls)
+    if not calls:
+        raise InputError("write_serving_run needs at least one call")
+    batch = calls[0].graph_batch or sum(calls[0].q_lens)
+    replay = build_trace_with_truth(calls, gpu_name=gpu_name, seed=seed, graph="replay", replays=replays)
+    capture = build_trace_with_truth(calls, gpu_name=gpu_name, seed=seed + 1, graph="capture",
+                                     capture_label=f"capture_{batch}_{mode}", with_profiler_step=True)
+    folder = Path(folder)
+    cap_dir = folder / "capture_traces"
+    name = f"bs_{batch}_rank0.json.gz"
+    write_trace(capture.trace, cap_dir / name)
+    write_bytes_atomic(cap_dir / "execution_details.json",
+                       orjson.dumps([{"file": name, "batch_size": batch, "mode": mode}], option=orjson.OPT_INDENT_2))
+    replay_path = write_trace(replay.trace, folder / "graph_execution.json.gz")
+    return replay_path, cap_dir, replay, capture

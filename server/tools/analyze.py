@@ -34,6 +34,14 @@ class AnalyzeInput(ToolInput):
     trace2_path: Annotated[
         str | None, Field(max_length=4096, description="a second trace of the same workload: comparative mode")
     ] = None
+    capture_dir: Annotated[
+        str | None,
+        Field(
+            max_length=4096,
+            description="the serving profiler's capture_traces/ folder of a graph-replay trace (execution_details.json "
+            "and the capture traces): shapes of the graph-replayed attention calls come from it, times from the trace",
+        ),
+    ] = None
 
 
 def default_output_dir(trace: Path, roots: DataRoots) -> Path:
@@ -50,9 +58,11 @@ def analyze_trace(ctx: ToolContext, args: AnalyzeInput) -> AnalyzeResult:
     out_arg = args.output_dir if args.output_dir is not None else str(default_output_dir(trace, roots))
     out = roots.resolve(out_arg, what="output_dir")
     trace2 = roots.resolve(args.trace2_path, what="trace2_path") if args.trace2_path else None
+    capture = roots.resolve(args.capture_dir, what="capture_dir") if args.capture_dir else None
     try:
         return run_analysis(
-            trace, out, arch=args.arch or "auto", trace2_path=trace2, progress=ctx.progress, roots=roots
+            trace, out, arch=args.arch or "auto", trace2_path=trace2, progress=ctx.progress, capture_dir=capture,
+            roots=roots,
         )
     except TraceError as exc:
         raise InputError(str(exc)) from None
@@ -64,8 +74,9 @@ TOOL = ToolSpec(
     description=(
         "Turn a torch.profiler trace (Kineto JSON, .json or .json.gz) into the analysis folder: "
         "category_data/<category>_ops.csv, metadata/<category>_metadata.json and the manifest, for sdpa_fwd, "
-        "sdpa_bwd and inferenceattention. Status NO_DATA when the trace holds no attention. Sends progress "
-        "notifications."
+        "sdpa_bwd and inferenceattention. Status NO_DATA when the trace holds no attention. For a serving trace "
+        "that replays CUDA/HIP graphs, capture_dir (the profiler's capture_traces/ folder) gives the replayed "
+        "calls' shapes. Sends progress notifications."
     ),
     input_model=AnalyzeInput,
     result_model=AnalyzeResult,

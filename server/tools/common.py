@@ -110,12 +110,29 @@ class PeaksUsed(BaseModel):
     trace_gpu_name: str | None = Field(None, description="the GPU named in the trace's deviceProperties")
 
 
+def _split_roof(gpu: GpuSpec, spec: str) -> Any:
+    """The roof of a quantized attention's two GEMM specs (`matrix_int8+matrix_fp8`) at equal FLOP shares (d_qk =
+    d_v); each row's own roof uses its own shares (perf_models.assess)."""
+    from types import SimpleNamespace
+
+    try:
+        a, b = (gpu.compute_roof(part) for part in spec.split("+", 1))
+    except PerfModelError:
+        return None
+    both = "achievable" if a.kind == b.kind == "achievable" else "datasheet"
+    ds = 2.0 / (1.0 / a.datasheet + 1.0 / b.datasheet) if a.datasheet and b.datasheet else None
+    return SimpleNamespace(value=2.0 / (1.0 / a.value + 1.0 / b.value), kind=both, datasheet=ds,
+                           source=f"Q·Kᵀ at {a.value:g} ({a.kind}), P·V at {b.value:g} ({b.kind}), equal FLOP shares")
+
+
 def peaks_of(gpu: GpuSpec, source: str, spec: str | None, *, detail: str | None = None,
              trace_gpu_name: str | None = None) -> PeaksUsed:
     """PeaksUsed of a GPU for one compute spec (None: no modeled row), with every roof's kind and source."""
     bw = gpu.bandwidth_roof()
     roof = None
-    if spec is not None:
+    if spec is not None and "+" in spec:
+        roof = _split_roof(gpu, spec)
+    elif spec is not None:
         try:
             roof = gpu.compute_roof(spec)
         except PerfModelError:

@@ -72,6 +72,10 @@ class RooflineRow(BaseModel):
     band_metric: str | None = Field(None, description="compute (tensor %) | memory (HBM %)")
     band_status: str = Field("none", description="within | below | above | none (no reference band)")
     verdict: str = Field(description="the verdict in words")
+    work_bound: str | None = Field(
+        None, description="exact | lower | upper | unknown: what flops_useful (and so the efficiency) is"
+    )
+    kv_cache_write_us: float | None = Field(None, description="KV-cache write time beside the row (not in time_ms), µs")
     is_anomaly: bool = False
     gqa_ratio: int | None = None
     kernel_name_trunc: str = ""
@@ -142,7 +146,10 @@ def _row_model(r: pd.Series) -> RooflineRow:
         band_metric=_text(r["band_metric"]),
         band_status=str(r["band_status"]),
         verdict=verdict(_text(r["regime"]), compute, memory, str(r["band_status"]),
-                        finite(r["band_low"]), finite(r["band_high"]), _text(r["band_metric"]), bool(r["is_anomaly"])),
+                        finite(r["band_low"]), finite(r["band_high"]), _text(r["band_metric"]), bool(r["is_anomaly"]),
+                        _text(r["work_bound"])),
+        work_bound=_text(r["work_bound"]),
+        kv_cache_write_us=finite(r["kv_cache_write_us"], 3) or None,
         is_anomaly=bool(r["is_anomaly"]),
         gqa_ratio=int(r["gqa_ratio"]) if r["gqa_ratio"] and r["gqa_ratio"] == r["gqa_ratio"] else None,
         kernel_name_trunc=str(r["kernel_name_trunc"]),

@@ -49,9 +49,11 @@ def table_columns(
     out["window_left"], out["window_right"] = windows[case, 0], windows[case, 1]
     for name in ("num_seqs", "total_q", "total_kv", "max_q", "max_kv"):
         out[name] = np.asarray(cols[name], dtype=np.int64) if name in cols else np.zeros(m, dtype=np.int64)
-    for name in ("sum_ctx", "num_requests", "sum_query_tokens"):
+    for name in ("sum_ctx", "num_requests", "sum_query_tokens", "sum_qq", "sum_qk"):
         out[name] = np.zeros(m, dtype=np.int64)
     out["compute_spec"] = np.full(m, _compute_spec(dq), dtype=object)
+    out["compute_spec_pv"] = np.full(m, None, dtype=object)
+    out["window_unknown"] = np.zeros(m, dtype=bool)
     return out
 
 

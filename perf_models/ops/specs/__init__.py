@@ -7,14 +7,15 @@ hold the right kinds (a causal slot must hold True/False, a dropout slot a numbe
 what stops a softmax_scale of 0.088 from ever being read as `causal` (reference-pitfalls #2).
 
 One module per library: `aten`, `flash_attn` (with the FlashAttnFunc autograd wrappers), `fa3`, `aiter`,
-`te`, `vllm`; `autograd` holds the backward nodes without arguments, `unfused` our own unfused rows
+`te`, `vllm`, `sglang` (SGLang's profiler wrappers), `sage` (SageAttention);
+`autograd` holds the backward nodes without arguments, `unfused` our own unfused rows
 (matched by name prefix, not in SPEC_BY_NAME), `base` the OpSpec / Signature types. A new op is one
 OpSpec in its library's module (and a test); a new library is a new module, added to `SPECS` below.
 """
 
 from __future__ import annotations
 
-from perf_models.ops.specs import aiter, aten, autograd, fa3, flash_attn, te, vllm
+from perf_models.ops.specs import aiter, aten, autograd, fa3, flash_attn, sage, sglang, te, vllm
 from perf_models.ops.specs.aiter import AITER
 from perf_models.ops.specs.aten import (
     ATEN_EFFICIENT,
@@ -28,6 +29,8 @@ from perf_models.ops.specs.aten import (
 from perf_models.ops.specs.base import BWD, FWD, OpSpec, Signature
 from perf_models.ops.specs.fa3 import FLASH_ATTN_3
 from perf_models.ops.specs.flash_attn import FLASH_ATTN
+from perf_models.ops.specs.sage import SAGE
+from perf_models.ops.specs.sglang import SGLANG
 from perf_models.ops.specs.te import TRANSFORMER_ENGINE
 from perf_models.ops.specs.unfused import UNFUSED, UNFUSED_BWD, UNFUSED_BWD_PREFIX, UNFUSED_FWD, UNFUSED_PREFIX
 from perf_models.ops.specs.vllm import VLLM
@@ -40,11 +43,13 @@ __all__ = [
     "FLASH_ATTN",
     "FLASH_ATTN_3",
     "FWD",
+    "SAGE",
     "SDPA",
     "SDPA_CUDNN",
     "SDPA_EFFICIENT",
     "SDPA_FLASH",
     "SDPA_MATH",
+    "SGLANG",
     "SPECS",
     "SPEC_BY_NAME",
     "TRANSFORMER_ENGINE",
@@ -66,6 +71,8 @@ SPECS: list[OpSpec] = [
     *aiter.SPECS,
     *te.SPECS,
     *vllm.SPECS,
+    *sglang.SPECS,
+    *sage.SPECS,
     *autograd.SPECS,
 ]
 

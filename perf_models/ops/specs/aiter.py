@@ -248,3 +248,76 @@ SPECS += op_specs(
         ),
     ),
 )
+# _fmha_fwd_bf16_opus_fwd(q, k, v, out, causal, softmax_scale, lse=None, seqstart_q=None, seqstart_k=None,
+#   seqstart_q_pad=None, seqstart_k_pad=None, max_seqlen_q=0, max_seqlen_k=0)   (aiter 2026, gfx950 OPUS;
+#   compile_ops fc_name "fmha_fwd_bf16_opus_fwd"): dense bshd [B, S, H, D], or packed [total, H, D] with
+#   seqstart_q / seqstart_k (the varlen entry point) — cu_seqlens given makes the row varlen.
+SPECS += op_specs(
+    ("aiter::fmha_fwd_bf16_opus_fwd",),
+    family=AITER,
+    direction=FWD,
+    layout=Layout.BNHD,
+    attention_type=AttentionType.FLASH,
+    causal_rule=CausalRule.BOTTOM_RIGHT,
+    signatures=(
+        Signature(
+            "aiter 2026 (OPUS)",
+            "_fmha_fwd_bf16_opus_fwd(q, k, v, out, causal, softmax_scale, lse=None, seqstart_q=None, "
+            "seqstart_k=None, seqstart_q_pad=None, seqstart_k_pad=None, max_seqlen_q=0, max_seqlen_k=0)",
+            AITER_MHA,
+            (6, 13),
+            q=0,
+            k=1,
+            v=2,
+            out=3,
+            causal=4,
+            scale=5,
+            cu_seqlens_q=7,
+            cu_seqlens_k=8,
+            max_seqlen_q=11,
+            max_seqlen_k=12,
+        ),
+    ),
+)
+# mha_batch_prefill(q, k, v, cu_seqlens_q, kv_indptr, kv_page_indices, max_seqlen_q, max_seqlen_k, dropout_p,
+#   softmax_scale, logits_soft_cap, zero_tensors, is_causal, window_size_left, window_size_right,
+#   [sink_size,] return_softmax_lse, return_dropout_randval, out=None, alibi_slopes=None, gen=None)
+#   (aiter/ops/mha.py `@compile_ops("module_mha_batch_prefill", fc_name="mha_batch_prefill")`, and
+#   csrc/py_itfs_ck/mha_batch_prefill_kernels.cu; sink_size appears in 2026 builds, after the window: the slots
+#   read here are the same in both). q is packed (total_q, Hq, d); k / v are the paged cache: (total_k, Hkv, d),
+#   (page_num, page_size, Hkv, d) or the vectorized (num_blocks, Hkv, d/8, block_size, 8) /
+#   (num_blocks, Hkv, block_size/8, d, 8). The cache's slot count is not the step's key count: the keys of the
+#   step come from the step annotation (SGLang's execute_..._context_...), or from max_seqlen_k as a bound.
+SPECS += op_specs(
+    ("aiter::mha_batch_prefill",),
+    family=AITER,
+    direction=FWD,
+    layout=Layout.THD,
+    attention_type=AttentionType.PAGED,
+    causal_rule=CausalRule.BOTTOM_RIGHT,
+    signatures=(
+        Signature(
+            "aiter 2025-2026",
+            "mha_batch_prefill(q, k, v, cu_seqlens_q, kv_indptr, kv_page_indices, max_seqlen_q, max_seqlen_k, "
+            "dropout_p, softmax_scale, logits_soft_cap, zero_tensors, is_causal, window_size_left, "
+            "window_size_right, [sink_size,] return_softmax_lse, return_dropout_randval, out=None, "
+            "alibi_slopes=None, gen=None)",
+            AITER_MHA + " (mha_batch_prefill)",
+            (15, 24),
+            q=0,
+            k=1,
+            v=2,
+            cu_seqlens_q=3,
+            kv_indptr=4,
+            max_seqlen_q=6,
+            max_seqlen_k=7,
+            dropout=8,
+            scale=9,
+            causal=12,
+            causal_name="is_causal",
+            window_left=13,
+            window_right=14,
+            paged_cache=True,
+        ),
+    ),
+)

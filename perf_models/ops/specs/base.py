@@ -38,6 +38,9 @@ class Signature:
     max_seqlen_q: int | None = None
     max_seqlen_k: int | None = None
     block_table: int | None = None  # paged KV cache page table
+    kv_indptr: int | None = None  # paged cache: per-request page offsets (n + 1,): the request count
+    paged_cache: bool = False  # k/v are the paged cache: Hkv and d come from its layout (see ops.build)
+    tensors_only: str | None = None  # the recorder keeps tensor arguments only: why scalar slots are missing
     mask_type_str: int | None = None  # TransformerEngine attn_mask_type string
     qkv_layout_str: int | None = None  # TransformerEngine qkv_layout string
     family: str | None = None  # overrides OpSpec.family when a name is shared by two libraries
@@ -54,6 +57,11 @@ class OpSpec:
     causal_rule: CausalRule
     signatures: tuple[Signature, ...]  # empty for autograd backward nodes (perf_params only)
     note: str = ""
+    wrapper: bool = False  # a profiler wrapper: the attention op inside it (when recorded) is the row
+    numbered: bool = False  # recorded with a per-function counter suffix (`sglang_profiler::<fn>_<n>`)
+    # the GEMM specs the kernels run on when they are not the one dtype_q gives (SageAttention): (Q·Kᵀ, P·V);
+    # a P·V entry "v" means the spec of V's recorded dtype (fp8 V: matrix_fp8, fp16 V: matrix_fp16)
+    compute_specs: tuple[str, str] | None = None
 
     @property
     def is_autograd_node(self) -> bool:

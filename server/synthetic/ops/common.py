@@ -86,3 +86,22 @@ def autograd_node(b: TraceBuilder, node: str, seq: int, fwd_op: dict, grad_slots
         b.link_fwd_bwd(fwd_op, outer)
         with b.op(node, grad_slots, seq=seq, fwd_tid=1):
             yield outer
+
+
+def sums_annotation(c: SyntheticAttentionCall) -> str:
+    """The step range SGLang and newer vLLM record: ``execute_<tokens>_context_<n>(sq..sk..sqsq..sqsk..)`` over the
+    prefill (context) requests, then ``_generation_<m>(...)`` over the decode requests (one new token each) when
+    there are any; ``<tokens>`` is the step's token count, padded to the graph's batch size when one is given."""
+    pairs = list(zip(c.q_lens, c.kv_lens, strict=True))
+    ctx = [(q, k) for q, k in pairs if q > 1]
+    gen = [(q, k) for q, k in pairs if q == 1]
+
+    def body(reqs: list[tuple[int, int]]) -> str:
+        return (f"sq{sum(q for q, _ in reqs)}sk{sum(k for _, k in reqs)}sqsq{sum(q * q for q, _ in reqs)}"
+                f"sqsk{sum(q * k for q, k in reqs)}")
+
+    tokens = c.graph_batch if c.graph_batch is not None else sum(c.q_lens)
+    text = f"execute_{tokens}_context_{len(ctx)}({body(ctx)})"
+    if gen or c.flavour != "sglang_prefill":
+        text += f"_generation_{len(gen)}({body(gen)})"
+    return text

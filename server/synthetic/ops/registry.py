@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from server.synthetic.builder import TraceBuilder
 from server.synthetic.calls import FLAVOURS, SyntheticAttentionCall
-from server.synthetic.ops import flash_attn, sdpa, unfused, vllm
+from server.synthetic.ops import aiter, flash_attn, sage, sdpa, sglang, unfused, vllm
 from server.synthetic.ops.common import ForwardPass
 
 ForwardEmitter = Callable[[TraceBuilder, SyntheticAttentionCall, ForwardPass], None]
@@ -38,6 +38,11 @@ EMITTERS: dict[str, FlavourEmitters] = {
     "flash_attn_varlen": FlavourEmitters(flash_attn.forward, flash_attn.backward),
     "unfused": FlavourEmitters(unfused.forward, unfused.backward),
     "vllm_paged": FlavourEmitters(vllm.forward, None, vllm.batch_annotation),
+    "vllm_unified": FlavourEmitters(vllm.forward_unified, None, vllm.sums_batch_annotation),
+    "sglang_prefill": FlavourEmitters(sglang.prefill, None, sglang.step_annotation),
+    "sglang_decode": FlavourEmitters(sglang.decode, None, sglang.step_annotation),
+    "sage": FlavourEmitters(sage.forward, None),
+    "aiter_flash": FlavourEmitters(aiter.forward, None),
 }
 
 # A flavour the spec accepts but nothing emits would only fail when a trace is built: fail at import instead.

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from server.synthetic.builder import PTR, TraceBuilder
 from server.synthetic.calls import SyntheticAttentionCall
-from server.synthetic.kernels import vllm_kernels
-from server.synthetic.ops.common import ForwardPass, copies
+from server.synthetic.kernels import vllm_kernels, vllm_unified_kernels
+from server.synthetic.ops.common import ForwardPass, copies, sums_annotation
 from server.synthetic.slots import ATEN_TYPE, N, S, T
 from server.synthetic.truth import SyntheticInstance
 from server.synthetic.units import cdiv
@@ -74,3 +74,39 @@ def batch_annotation(c: SyntheticAttentionCall) -> str:
     gen = [q for q in c.q_lens if q == 1]
     return (f"execute_context_{len(ctx)}({sum(q for q, _ in ctx)}_{sum(q * k for q, k in ctx)})"
             f"_generation_{len(gen)}({sum(gen)})")
+
+
+def forward_unified(b: TraceBuilder, c: SyntheticAttentionCall, fwd: ForwardPass) -> None:
+    """Newer vLLM (``vllm_unified``): the KV-cache write moved out of the attention op into
+    ``vllm::unified_kv_cache_update`` (→ ``_C_cache_ops::reshape_and_cache_flash``), then
+    ``vllm::unified_attention_with_output`` with its Triton kernels (as the real MI300X piecewise step shows)."""
+    at = ATEN_TYPE[c.dtype]
+    tokens, d, dv = sum(c.q_lens), c.head_dim_qk, c.dv
+    row = (c.heads_q + 2 * c.hkv) * d
+    q = T([tokens, c.heads_q, d], at, [row, d, 1])
+    k = T([tokens, c.hkv, d], at, [row, d, 1])
+    v = T([tokens, c.hkv, dv], at, [row, dv, 1])
+    out = T([tokens, c.heads_q, dv], at)
+    blocks = max(1024, cdiv(sum(cdiv(n, c.page_size) for n in c.kv_lens), 1024) * 1024)
+    cache = T([blocks, c.page_size, c.hkv, d], at)
+    cache_k, attn_kernels = vllm_unified_kernels(c, b.gpu)
+    with b.py("vllm/model_executor/layers/attention/attention.py(644): unified_kv_cache_update"), \
+            b.op("vllm::unified_kv_cache_update", [k, v, N()]), \
+            b.op("_C_cache_ops::reshape_and_cache_flash",
+                 [k, v, cache, cache, T([tokens], "long int"), N(), T([], "float"), T([], "float")]):
+        b.launch(cache_k)
+    inst = SyntheticInstance(fwd.call_index, fwd.repeat_index, "fwd", c.flavour, "vllm::unified_attention_with_output",
+                             None, None)
+    with b.py("vllm/model_executor/layers/attention/attention.py(685): unified_attention_with_output"), \
+            b.instance_scope(inst), \
+            b.op("vllm::unified_attention_with_output", [q, k, v, out, N(), N(), N(), T([0], at)]) as op:
+        inst.op_external_id = op["args"]["External id"]
+        with b.py("aiter/ops/triton/attention/unified_attention.py(103): unified_attention"):
+            for kern in attn_kernels:
+                b.launch(kern)
+
+
+def sums_batch_annotation(c: SyntheticAttentionCall) -> str:
+    """Newer vLLM's step range, e.g. ``execute_8192_context_9(sq8155sk8430sqsq7475785sqsk7671310)_generation_37(
+    sq37sk34489sqsq37sqsk34489)`` (the real MI300X piecewise step)."""
+    return sums_annotation(c)
