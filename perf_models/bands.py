@@ -124,15 +124,20 @@ def lookup_bands(
     if arch is None:
         return BandArrays(low, high, metric, band_id)
     free = np.ones(n, dtype=bool)
+    # the text columns as codes once: comparing object arrays per band was most of the lookup's time
+    kind_codes, kind_names = _codes(kinds)
+    mask_codes, mask_names = _codes(masks)
+    dtype_codes, dtype_names = _codes(dtypes)
     for b in all_bands():
         if b.arch != arch:
             continue
-        sel = free & (kinds == b.kind) & np.isin(dtypes, b.dtypes) & (hd >= b.head_dim[0]) & (hd <= b.head_dim[1])
-        sel &= sq >= b.seq[0]
+        sel = free & (kind_codes == kind_names.get(b.kind, -1))
+        sel &= np.isin(dtype_codes, [dtype_names[d] for d in b.dtypes if d in dtype_names])
+        sel &= (hd >= b.head_dim[0]) & (hd <= b.head_dim[1]) & (sq >= b.seq[0])
         if b.seq[1] is not None:
             sel &= sq < b.seq[1]
         if b.mask != "any":
-            sel &= masks == b.mask
+            sel &= mask_codes == mask_names.get(b.mask, -1)
         if sel.any():
             low[sel], high[sel], metric[sel], band_id[sel] = b.low, b.high, b.metric, b.id
             free &= ~sel
@@ -148,3 +153,10 @@ def band_status(value: ArrayLike, low: ArrayLike, high: ArrayLike) -> NDArray[np
     with np.errstate(invalid="ignore"):
         code = np.where(~ok, 3, np.where(v < lo, 1, np.where(v > hi, 2, 0)))
     return np.asarray(BAND_STATUSES, dtype=object)[code]
+
+
+def _codes(values: np.ndarray) -> tuple[np.ndarray, dict[object, int]]:
+    """Each value's index among the distinct values, and those values' indices by value."""
+    cells = values.tolist()
+    index = {v: i for i, v in enumerate(dict.fromkeys(cells))}
+    return np.fromiter(map(index.__getitem__, cells), dtype=np.int64, count=len(cells)), index

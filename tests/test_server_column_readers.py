@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from server.errors import InputError
-from server.folder.read import load_category, parse_kernel_details, read_kernel_details
+from server.folder.kernel_details import parse_kernel_details, read_kernel_details
+from server.folder.read import load_category
 from server.scoring.records import _args_column, short_args
 
 
@@ -135,3 +136,38 @@ def test_many_rows_group_by_structure(tmp_path: Path) -> None:
     expected = [short_args(data.input_dims(i), data.parsed["Input type"][i]) for i in range(300)]
     assert _args_column(data) == expected
     assert pd.Series(expected).nunique() > 200  # the rows really differ
+
+
+@pytest.mark.parametrize(
+    ("cell", "fast"),
+    [
+        ("((16, 8, 128, 64), (), (3,))", True),
+        ("((100, 0), (0,))", True),
+        ("()", True),
+        ("7", True),
+        ("((01, 2),)", False),  # a leading zero is no Python literal
+        ("((00,),)", False),
+        ("((1 2),)", False),  # two numbers without a comma
+        ("((1, 2) (3))", False),
+        ("((1, 2)", False),  # unbalanced
+        ("((1,2)),((3,))", False),  # two values: the strict parser decides what it is
+        ("(" * 40 + "1" + ")" * 40, False),  # deeper than MAX_NESTING
+    ],
+)
+def test_plain_shape_cells_are_checked_without_being_parsed(cell: str, fast: bool) -> None:
+    import ast
+
+    from server.folder.read import _plain_nests_well_formed
+
+    assert _plain_nests_well_formed([cell]) is fast
+    if fast:  # what the fast path lets through is a literal integer nest, as Python reads it
+        value = ast.literal_eval(cell)
+        assert all(isinstance(x, int) for x in _leaves(value))
+    # one bad cell among good ones sends the whole column to the strict parser
+    assert _plain_nests_well_formed(["((1, 2),)", cell, "((3,),)"]) is fast
+
+
+def _leaves(value: object) -> list[object]:
+    if isinstance(value, tuple | list):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]

@@ -7,7 +7,7 @@ this category (status NO_DATA).
 Columns are read as columns (10^5 rows in well under a second): literal cells are parsed once per
 distinct value, Input Dims cells that are plain integer nests are checked in bulk and left as text for
 perf_models' bulk reader, and kernel_details_summary is reduced to each row's kernel names and dominant
-kernel without parsing every cell (see read_kernel_details).
+kernel without parsing every cell, its cells kept packed (server.folder.kernel_details).
 """
 
 from __future__ import annotations
@@ -16,10 +16,9 @@ import csv
 import io
 import math
 import re
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 import orjson
@@ -29,6 +28,8 @@ from perf_models.errors import PerfModelError
 from perf_models.literals import MAX_NESTING, parse_literal
 from server.errors import InputError, shorten_middle
 from server.factorize import factorize
+from server.folder.cells import CELL_SEP, is_missing
+from server.folder.kernel_details import KernelDetails, read_kernel_details
 from server.folder.manifest import PENDING_MARKER, check_complete
 from server.roots import UNRESTRICTED, DataRoots
 from server.vocab import CATEGORIES, SCOPES
@@ -42,15 +43,11 @@ _INT_NEST = re.compile(r"^[\d\s,()\[\]]*$")
 _TRAILING_COMMA = re.compile(r",\s*\]")
 _PARENS_TO_BRACKETS = str.maketrans("()", "[]")
 _PLAIN_ASCII = str.maketrans("", "", "0123456789,()[] \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f\x00")
-_NEST_BLOCK = 8192  # Input Dims cells checked per orjson call (bounds the transient lists)
+_DIGITS_TO_ONE = str.maketrans("0123456789", "1111111111")
+# digits 1-9 → d, 0 stays, anything else → space: a number with a leading zero reads " 0d" or " 00"
+_ZERO_CHECK = {c: "d" for c in range(ord("1"), ord("9") + 1)} | {ord("0"): "0"}
+_ZERO_CHECK_TABLE = str.maketrans({chr(c): (_ZERO_CHECK.get(c) or " ") for c in range(128)})
 
-_KD_NAME_RE = re.compile(r"'name':\s*'((?:[^'\\]|\\.)*)'")
-_KD_DUR_RE = re.compile(r"'total_duration_us':\s*(?:np\.float64\()?\s*([-+0-9.eE]+|nan)\)?")
-_KD_COUNT_RE = re.compile(r"'count':\s*(?:np\.int64\()?\s*(\d+)")
-# a kernel dict's unquoted values (numbers, np.float64(...), nan), blanked to leave the names' skeleton
-_KD_VALUE_RE = re.compile(r"': (?!')[^,{}']*(?=[,}]|$)")  # replaced by "': " (anchored on the literal: fast)
-_KD_DUR_KEY = "'total_duration_us'"
-_SEP = "\x00"
 
 
 @dataclass
@@ -193,6 +190,7 @@ def _read_csv(path: Path, roots: DataRoots = UNRESTRICTED) -> pd.DataFrame:
     each block's text cells as it arrives keeps one copy of each distinct value, so memory follows the distinct
     content, and the run is no slower than one `read_csv` call."""
     distinct: dict[str, str] = {}
+    unique_cells: set[str] = set()  # columns whose first block barely repeats: not interned
     blocks = []
     fh = roots.open_read(path, what="ops CSV")
     try:
@@ -204,10 +202,13 @@ def _read_csv(path: Path, roots: DataRoots = UNRESTRICTED) -> pd.DataFrame:
         ) as reader:
             for block in reader:
                 for col in block.columns:
-                    if block[col].dtype.kind in "OT":
+                    if block[col].dtype.kind in "OT" and col not in unique_cells:
                         cells = block[col].to_numpy(dtype=object)
+                        before = len(distinct)
                         shared = [distinct.setdefault(v, v) if type(v) is str else v for v in cells.tolist()]
                         block[col] = pd.Series(shared, index=block.index, dtype=object)
+                        if not blocks and len(distinct) - before > len(cells) // 2:
+                            unique_cells.add(col)  # mostly distinct (shapes, perf_params): nothing to share
                 blocks.append(block)
     except pd.errors.EmptyDataError:
         raise InputError(f"{path}: the CSV is empty — regenerate it (analyze_trace) or delete it for NO_DATA") from None
@@ -309,10 +310,6 @@ def _read_trace2_baseline(data: CategoryData) -> None:
         data.trace2_e2e_ms = float(total)
 
 
-def _is_missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and np.isnan(v))
-
-
 def _parse_cells(values: pd.Series, col: str, path: Path, rows: list[int] | None = None) -> list[Any]:
     """Parse each distinct cell once (rows often repeat signatures), strictly, never with eval."""
     cells = values.tolist()
@@ -336,138 +333,6 @@ def _parse_cells(values: pd.Series, col: str, path: Path, rows: list[int] | None
     return table[codes].tolist()
 
 
-def parse_kernel_details(cell: Any) -> list[dict[str, Any]]:
-    """Kernel names, counts and total durations from a `kernel_details_summary` cell.
-
-    The cells are large dict reprs with `np.float64(...)` numbers; a regex pulls out the three fields
-    we need without evaluating anything, which is also much faster than literal_eval on 100k rows.
-    """
-    if _is_missing(cell):
-        return []
-    s = str(cell)
-    out: list[dict[str, Any]] = []
-    for chunk in s.split("{")[1:]:
-        m = _KD_NAME_RE.search(chunk)
-        if not m:
-            continue
-        d = _KD_DUR_RE.search(chunk)
-        c = _KD_COUNT_RE.search(chunk)
-        dur = float(d.group(1)) if d else float("nan")
-        out.append(
-            {
-                "name": m.group(1).replace("\\'", "'"),
-                "count": int(c.group(1)) if c else None,
-                "total_duration_us": dur if np.isfinite(dur) else None,
-            }
-        )
-    return out
-
-
-@dataclass(eq=False)
-class KernelDetails(Sequence[list[dict[str, Any]]]):
-    """The `kernel_details_summary` column, read column-wise.
-
-    Per row: which distinct list of kernel names it has (`codes` into `name_sets`) and which kernel has the
-    largest total duration (`dominant`, np.argmax over the durations with missing ones as 0; -1 for no
-    kernel). Indexing a row gives parse_kernel_details' full dicts (parsed on demand).
-    """
-
-    cells: list[Any]
-    name_sets: list[tuple[str, ...]]
-    codes: np.ndarray
-    dominant: np.ndarray
-
-    @classmethod
-    def empty(cls, n: int) -> KernelDetails:
-        return cls([None] * n, [()], np.zeros(n, dtype=np.int64), np.full(n, -1, dtype=np.int64))
-
-    def __len__(self) -> int:
-        return len(self.cells)
-
-    @overload
-    def __getitem__(self, i: int) -> list[dict[str, Any]]: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[list[dict[str, Any]]]: ...
-    def __getitem__(self, i: int | slice) -> Any:
-        if isinstance(i, slice):
-            return [parse_kernel_details(c) for c in self.cells[i]]
-        return parse_kernel_details(self.cells[i])
-
-    def __iter__(self) -> Iterator[list[dict[str, Any]]]:
-        return map(parse_kernel_details, self.cells)
-
-    def names(self, i: int) -> tuple[str, ...]:
-        return self.name_sets[int(self.codes[i])]
-
-
-def read_kernel_details(cells: list[Any]) -> KernelDetails:
-    """parse_kernel_details' names and dominant kernel for every row, without parsing every row.
-
-    Rows whose cells differ only in their numbers (durations, counts) share their kernel names: the numbers
-    are blanked from the whole column at once and the distinct skeletons are parsed once each. The dominant
-    kernel of rows with several kernels comes from one regex pass over those rows' durations. Cells with
-    quotes or backslashes inside (escaped names) are parsed one by one.
-    """
-    n = len(cells)
-    codes = np.zeros(n, dtype=np.int64)
-    dominant = np.full(n, -1, dtype=np.int64)
-    name_sets: list[tuple[str, ...]] = [()]
-    index: dict[tuple[str, ...], int] = {(): 0}
-
-    def code_of(names: tuple[str, ...]) -> int:
-        if names not in index:
-            index[names] = len(name_sets)
-            name_sets.append(names)
-        return index[names]
-
-    text_rows = [i for i, c in enumerate(cells) if type(c) is str]
-    texts = [cells[i] for i in text_rows]
-    joined = _SEP.join(texts)
-    if '"' in joined or "\\" in joined or joined.count(_SEP) != max(len(texts) - 1, 0):
-        odd = [('"' in t) or ("\\" in t) or (_SEP in t) for t in texts]
-        slow = [i for i, o in zip(text_rows, odd, strict=True) if o]
-        text_rows = [i for i, o in zip(text_rows, odd, strict=True) if not o]
-        texts = [cells[i] for i in text_rows]
-        joined = _SEP.join(texts)
-    else:
-        slow = []
-    for i in slow + [i for i, c in enumerate(cells) if type(c) is not str and not _is_missing(c)]:
-        ks = parse_kernel_details(cells[i])
-        codes[i] = code_of(tuple(k["name"] for k in ks))
-        durs = [float(k["total_duration_us"] or 0.0) for k in ks]
-        dominant[i] = int(np.argmax(durs)) if durs else -1
-    if texts:
-        rows = np.asarray(text_rows, dtype=np.int64)
-        skeletons = _KD_VALUE_RE.sub("': ", joined).split(_SEP)
-        sk_codes, sk_uniques = factorize(skeletons)
-        del skeletons
-        for u, skeleton in enumerate(sk_uniques):
-            members = rows[sk_codes == u]
-            ks = parse_kernel_details(cells[members[0]])
-            codes[members] = code_of(tuple(k["name"] for k in ks))
-            dominant[members] = _dominant(ks, skeleton, [cells[i] for i in members.tolist()])
-    return KernelDetails(list(cells), name_sets, codes, dominant)
-
-
-def _dominant(kernels: list[dict[str, Any]], skeleton: str, cells: list[str]) -> np.ndarray | int:
-    """np.argmax of each cell's kernel durations; the cells share one skeleton (`kernels` is the first's)."""
-    k = len(kernels)
-    if k <= 1:
-        return k - 1
-    chunks = skeleton.split("{")[1:]
-    named = [bool(_KD_NAME_RE.search(c)) for c in chunks]
-    one_each = all(c.count(_KD_DUR_KEY) == (1 if m else 0) for c, m in zip(chunks, named, strict=True))
-    found = _KD_DUR_RE.findall(_SEP.join(cells)) if one_each else []
-    if len(found) == k * len(cells):
-        # every kernel dict of every cell has exactly one readable duration, in order
-        durs = np.fromiter(map(float, found), dtype=float, count=len(found)).reshape(len(cells), k)
-        return np.argmax(np.where(np.isfinite(durs), durs, 0.0), axis=1)
-    out = np.empty(len(cells), dtype=np.int64)
-    for j, cell in enumerate(cells):
-        out[j] = int(np.argmax([float(x["total_duration_us"] or 0.0) for x in parse_kernel_details(cell)]))
-    return out
-
-
 def _int_nest_json(cell: str) -> str:
     """A plain integer-nest cell as JSON: brackets for parentheses, no trailing commas."""
     return _TRAILING_COMMA.sub("]", cell.translate(_PARENS_TO_BRACKETS))
@@ -484,38 +349,50 @@ def _check_int_nests(values: pd.Series, col: str, path: Path) -> tuple[np.ndarra
     cells = values.tolist()
     idx = [i for i, v in enumerate(cells) if type(v) is str]
     texts = [cells[i] for i in idx]
-    joined = _SEP.join(texts)
+    joined = CELL_SEP.join(texts)
     # the separator is not a plain character, so the joined text is plain exactly when every cell is; deleting
     # the ASCII plain characters is a fast first check (Unicode whitespace is plain too: then the regex decides)
-    if joined.count(_SEP) != max(len(texts) - 1, 0) or (
-        joined.translate(_PLAIN_ASCII) and not _INT_NEST.match(joined.replace(_SEP, " "))
+    if joined.count(CELL_SEP) != max(len(texts) - 1, 0) or (
+        joined.translate(_PLAIN_ASCII) and not _INT_NEST.match(joined.replace(CELL_SEP, " "))
     ):
         plain = [bool(_INT_NEST.match(t)) for t in texts]
         idx = [i for i, ok in zip(idx, plain, strict=True) if ok]
         texts = [t for t, ok in zip(texts, plain, strict=True) if ok]
     del joined
     done = np.zeros(len(cells), dtype=bool)
-    ok = True
-    for start in range(0, len(texts), _NEST_BLOCK):
-        block = texts[start : start + _NEST_BLOCK]
-        # ',\s*]' never spans a separator, so one substitution over the block equals one per cell
-        body = _int_nest_json(_SEP.join(block)).replace(_SEP, ",")
-        try:
-            # well formed, and no deeper than the literal parser allows (the bulk shape reader recurses per level)
-            ok = len(orjson.loads("[" + body + "]")) == len(block) and _bracket_depth(body) <= MAX_NESTING
-        except orjson.JSONDecodeError:
-            ok = False
-        if not ok:
-            break  # some cell is malformed: let the strict parser find and name it
-    if ok:
+    if _plain_nests_well_formed(texts):
         done[idx] = True
+    # else some cell is malformed: the strict parser finds and names it
     del texts
-    rest = [i for i, (v, d) in enumerate(zip(cells, done.tolist(), strict=True)) if not d and not _is_missing(v)]
+    rest = [i for i, (v, d) in enumerate(zip(cells, done.tolist(), strict=True)) if not d and not is_missing(v)]
     other: dict[int, Any] = {}
     if rest:
         sub = _parse_cells(values.iloc[rest], col, path, rows=rest)
         other = {i: v for i, v in zip(rest, sub, strict=True) if v is not None}
     return done, other
+
+
+def _plain_nests_well_formed(texts: list[str]) -> bool:
+    """Whether every plain cell (digits, commas, whitespace, brackets) is one well-formed integer nest no deeper than
+    MAX_NESTING, checked without building the nests: only its structure matters here (the bulk shape reader parses
+    the numbers later). Every digit becomes 1, so cells that differ only in their numbers share one skeleton, and
+    orjson checks each distinct skeleton once; a leading zero (`007`, not a literal) is looked for in the text."""
+    if not texts:
+        return True
+    # ',\s*]' never spans a separator, so one substitution over the column equals one per cell
+    body = _int_nest_json(CELL_SEP.join(texts))
+    marked = (" " + body).translate(_ZERO_CHECK_TABLE)
+    if " 0d" in marked or " 00" in marked:
+        return False
+    _, skeletons = factorize(body.translate(_DIGITS_TO_ONE).split(CELL_SEP))
+    for skeleton in skeletons:
+        try:
+            orjson.loads(skeleton)  # exactly one JSON value, or it raises
+        except orjson.JSONDecodeError:
+            return False
+        if _bracket_depth(skeleton) > MAX_NESTING:  # the bulk shape reader recurses per level
+            return False
+    return True
 
 
 _BRACKET_STEP = np.zeros(256, dtype=np.int64)
@@ -542,6 +419,8 @@ def _parse_literal_columns(data: CategoryData) -> None:
             data.parsed[col] = [None] * len(data.df)
     if "kernel_details_summary" in data.df.columns:
         data.kernels = read_kernel_details(data.df["kernel_details_summary"].tolist())
+        # the cells live on packed in data.kernels.cells: as a column they were most of the category's memory
+        data.df = data.df.drop(columns="kernel_details_summary")
     else:
         data.kernels = KernelDetails.empty(len(data.df))
         data.warnings.append(

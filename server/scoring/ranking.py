@@ -24,6 +24,7 @@ from server.scoring.records import RooflineTable, step_workload, workload_profil
 from server.vocab import ANOMALY_FLAG_PCT, IMPACT_UNIT
 from server.writers.json_columns import (
     Bools,
+    Cells,
     Const,
     Field,
     Ints,
@@ -176,7 +177,7 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
         Field("is_anomaly", Bools(anomaly)),
     ])  # fmt: skip
     paged_rows = np.flatnonzero(att_arr == "paged").tolist()
-    parts = [paged_breakdown(data.kernels[i]) for i in paged_rows]
+    parts = [paged_breakdown(kernels) for kernels in data.kernels.rows(paged_rows)]
     classification = Obj([
         Field("is_flash_attention", Bools(att_arr == "flash")),
         Field("is_paged_attention", Bools(att_arr == "paged")),
@@ -194,7 +195,8 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
         Field("efficiency", efficiency),
         *(Field(c, _texts(_raw_cells(df, c))) for c in ("Input Dims", "Input type")),
         Field("has_perf_model", Bools(has_model)),
-        *(Field(c, _texts(_raw_cells(df, c))) for c in ("perf_params", "kernel_details_summary")),
+        Field("perf_params", _texts(_raw_cells(df, "perf_params"))),
+        Field("kernel_details_summary", Cells(data.kernels.cells)),  # the CSV's cells, kept packed since the load
         *_text_fields(table, "args"),
         Field("cov", Numbers(cov, 3)),
         Field("high_variance", Bools(high_var)),
