@@ -8,6 +8,9 @@ Targets (issue #9, 2-core machine): roofline + rank <= 4 s where a bare `pandas.
 0.7 s, so <= 5.7x the bare read timed in the same run (the ratio holds when the machine's speed drifts); the
 server's peak RSS < 500 MB.
 
+Measured (4 runs, 2-core machine, bare read 1.8-1.9 s): 9.4-11.7 s = 4.9-6.4x the bare read; server peak RSS
+453-454 MB. Before the 100k-row work of issue 9: 11.3 s = 6.8x, ~600 MB.
+
     .venv/bin/python bench/bench_server.py [--rows 100000] [--in-process]
 
 `--in-process` calls the tools directly (no MCP, no subprocess) and prints a cProfile summary of the hot spots.

@@ -116,7 +116,8 @@ def make_ctx(chart_png: bytes) -> ReportContext:
         OpRow(name=NASTY, args="", count=3, time_ms=0.5, percent_e2e=1.5, efficiency_pct=123.4, bound="memory",
               flops=2.0e9, bytes=1.0e6, intensity=2000.0, achieved_tflops=4.0, warnings=["efficiency > 110 %"]),
         OpRow(name="vllm::unified_attention", count=7, time_ms=2.25, percent_e2e=6.8,
-              no_model_reason="paged KV layout not supported"),
+              no_model_reason="paged KV layout not supported",
+              warnings=["row not modeled: paged KV layout not supported"]),
     ]  # fmt: skip
     findings = [
         FindingRow(rank=1, bound="compute", library="FlashAttention-2", eff_bucket="0-30", impact_low=8.34,

@@ -203,3 +203,18 @@ def test_output_dir_is_a_file(tmp_path: Path) -> None:
     f.write_text("x")
     with pytest.raises(TraceError, match="not a folder"):
         analyze_trace(p, f)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("name", {"a": 1}, "traceEvents[3].name is an object, expected a string or a number"),
+        ("pid", [1], "traceEvents[3].pid is an array, expected a string or a number"),
+        ("args", [1], "traceEvents[3].args is list, expected an object"),
+    ],
+)
+def test_event_field_of_the_wrong_json_type_is_named(tmp_path: Path, field: str, value: object, expected: str) -> None:
+    doc = _kernel_trace([{"name": "aten::scaled_dot_product_attention"}])
+    doc["traceEvents"][3][field] = value  # the kernel event (annotation, op, runtime launch, kernel)
+    msg = _assert_fails(_write(tmp_path, "t.json", doc), tmp_path / "out", expected)
+    assert "unhashable" not in msg

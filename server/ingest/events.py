@@ -161,10 +161,13 @@ class EventTablesBuilder:
         return r
 
     def add(self, chunk: Iterable[Any]) -> None:
+        start = self.n
         try:
             self._add(chunk)
         except (AttributeError, TypeError, orjson.JSONEncodeError) as exc:
-            raise TraceError(f"traceEvents[{self.n - 1}] is malformed ({exc}) — re-export the trace") from None
+            at = self.n - 1
+            event = chunk[at - start] if isinstance(chunk, list) and 0 <= at - start < len(chunk) else None
+            raise TraceError(f"traceEvents[{at}]{_malformed_field(event, exc)} — re-export the trace") from None
         self._flush()
 
     def _signature(self, args: dict[str, Any]) -> int:
@@ -348,6 +351,23 @@ _SPECS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     "gpu": (("kind", "name", "thread", "ordinal"), ("corr", "ext", "stream", "device"), ()),
     "flow": (("thread",), ("id",), ("is_start",)),
 }
+
+
+_SCALAR_FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id")
+
+
+def _malformed_field(event: Any, exc: Exception) -> str:
+    """What is wrong with the event that stopped the read, naming its field where one is the cause."""
+    if not isinstance(event, dict):
+        return f" is not an event object ({type(event).__name__})" if event is not None else f" is malformed ({exc})"
+    for key in _SCALAR_FIELDS:
+        value = event.get(key)
+        if isinstance(value, dict | list):
+            kind = "an object" if isinstance(value, dict) else "an array"
+            return f".{key} is {kind}, expected a string or a number"
+    if "args" in event and not isinstance(event["args"], dict | type(None)):
+        return f".args is {type(event['args']).__name__}, expected an object"
+    return f" is malformed ({exc})"
 
 
 def _nesting_within(values: Any, limit: int) -> bool:

@@ -352,8 +352,8 @@ def _op_row_html(op: OpRow, comparative: bool) -> str:
     eff = op.efficiency_pct
     eff_cls = "num anomaly" if _finite(eff) and eff is not None and eff > ANOMALY_PCT else "num"
     notes = list(op.warnings)
-    if op.no_model_reason:
-        notes.insert(0, f"no model: {op.no_model_reason}")
+    if op.no_model_reason:  # a warning that repeats the reason is said once, as the reason
+        notes = [f"no model: {op.no_model_reason}", *(w for w in notes if op.no_model_reason not in w)]
     row_cls = ' class="nomodel"' if op.no_model_reason else ""
     t2 = ""
     if comparative:
