@@ -51,8 +51,8 @@ BYTES_MODEL_HELP = (
 # The unit of every impact score: the share of the profiled window (the E2E baseline) the ops would give back.
 IMPACT_UNIT = "% of E2E"
 IMPACT_UNIT_HELP = (
-    "impact_score is in % of the E2E baseline: the share of the profiled window the ops would give back if they "
-    "ran at 100 % of their roofline (low/high: 0.75x/1x of that; heuristic rows: a share of their time)"
+    "impact_score is in % of the E2E baseline: 0.875 x impact_score_high, the share of the profiled window the ops "
+    "would give back at 100 % of their roofline (low: 0.75 x high; heuristic rows: a share of their time)"
 )
 
 __all__ = [

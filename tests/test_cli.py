@@ -145,3 +145,22 @@ def test_demo_starts_from_a_clean_folder(tmp_path: Path, capsys: pytest.CaptureF
     (foreign / "notes.txt").write_text("not the demo's")
     rc, _, err = run(capsys, "demo", "--output-dir", str(foreign))
     assert rc != 0 and (foreign / "notes.txt").exists() and "not written by the demo" in err
+
+
+def test_rank_table_gives_the_impact_unit_and_band_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = make_folder(tmp_path, [FLASH_ROW])
+    rc, out, _ = run(capsys, "rank", str(folder), "sdpa_fwd", "--arch", "h100-sxm", "--json")
+    finding = json.loads(out)["findings"][0]
+    # the orchestrator's contract: mid = 0.875 x high, low = 0.75 x high (high: the whole gap to the roofline)
+    assert finding["impact_score"] == pytest.approx(0.875 * finding["impact_score_high"], abs=0.01)
+    assert finding["impact_score_low"] == pytest.approx(0.75 * finding["impact_score_high"], abs=0.01)
+    rc, out, _ = run(capsys, "rank", str(folder), "sdpa_fwd", "--arch", "h100-sxm")
+    assert rc == 0
+    header = next(line for line in out.splitlines() if line.startswith("rank "))
+    assert header.split()[:8] == ["rank", "bound", "library", "eff", "method", "impact", "low", "mid"]
+    assert "to band" in header and "in band" in header
+    row = next(line for line in out.splitlines() if line.startswith("P1 "))
+    cells = row.split()
+    assert f"{finding['impact_score_low']:.2f}" in cells and f"{finding['impact_score']:.2f}" in cells
+    assert f"{finding['members_within_band']}/{finding['member_count']}" in cells
+    assert "impact in % of E2E" in out

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from server.vocab import IMPACT_UNIT
+
 
 def fmt(v: Any, nd: int = 2) -> str:
     if v is None:
@@ -97,6 +99,16 @@ def human_roofline(r: Any) -> str:
     return "\n".join(lines)
 
 
+RANK_COLUMNS = [
+    "rank", "bound", "library", "eff", "method", "impact low", "mid", "high", "to band", "in band", "members"
+]  # fmt: skip
+RANK_UNIT_NOTE = (
+    f"impact in {IMPACT_UNIT}: high = what the members would give back at 100 % of their roofline, mid 0.875 x, "
+    "low 0.75 x; "
+    "to band: at the upper edge of their expected band; in band: members already inside it"
+)
+
+
 def human_rank(r: Any) -> str:
     if r.status != "OK":
         return f"{r.category}: {r.status}" + (f" ({r.no_findings_reason})" if r.no_findings_reason else "")
@@ -110,6 +122,8 @@ def human_rank(r: Any) -> str:
             f.impact_score_low,
             f.impact_score,
             f.impact_score_high,
+            f.impact_to_band,
+            f"{f.members_within_band}/{f.member_count}" if f.members_within_band is not None else "—",
             ", ".join(f.members),
         ]
         for f in r.findings
@@ -118,7 +132,7 @@ def human_rank(r: Any) -> str:
         _peaks_line(r.peaks),
         f"{r.category} ({r.comparison_scope}): {r.operation_count} instances, {fmt(r.total_time_ms, 3)} ms, "
         f"{fmt(r.percent_of_compute)}% of E2E; {len(r.findings)} findings",
-        table(["rank", "bound", "library", "eff", "method", "low", "mid", "high", "members"], rows)
+        table(RANK_COLUMNS, rows) + f"\n{RANK_UNIT_NOTE}"
         if rows
         else f"(no findings: {r.no_findings_reason})" if r.no_findings_reason else "(no findings)",
         f"metrics: {r.metrics_file}",
