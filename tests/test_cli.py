@@ -164,3 +164,43 @@ def test_rank_table_gives_the_impact_unit_and_band_columns(tmp_path: Path, capsy
     assert f"{finding['impact_score_low']:.2f}" in cells and f"{finding['impact_score']:.2f}" in cells
     assert f"{finding['members_within_band']}/{finding['member_count']}" in cells
     assert "impact in % of E2E" in out
+
+
+def test_relative_paths_are_taken_against_the_working_directory_with_roots(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, work = tmp_path / "first_root", tmp_path / "work"
+    first.mkdir()
+    folder = make_folder(work, [FLASH_ROW])
+    monkeypatch.chdir(work)
+    relative = str(folder.relative_to(work))
+    rc, _, err = run(capsys, "rank", relative, "sdpa_fwd", "--arch", "h100-sxm", "--root", str(first), str(work))
+    assert rc == 0, err
+    assert (folder / "category_data" / "sdpa_fwd_metrics.json").is_file()
+    assert not any(first.iterdir()), "nothing may land under the first root"
+    # a relative path that the working directory puts outside every root is refused, not re-read under a root
+    rc, _, err = run(capsys, "rank", relative, "sdpa_fwd", "--arch", "h100-sxm", "--root", str(first))
+    assert rc == 2 and "outside the allowed data roots" in err
+
+
+def test_roofline_table_marks_rates_of_bounded_work() -> None:
+    from types import SimpleNamespace
+
+    from server.cli.human import human_roofline
+
+    def row(work_bound: str, eff: float) -> SimpleNamespace:
+        return SimpleNamespace(name="vllm::unified_attention_with_output", shape="fwd", attention_type="paged",
+                               library="vLLM", count=1, time_ms=0.1, achieved_tflops=10.0, efficiency_pct=eff,
+                               compute_pct=eff, memory_pct=None, regime="memory", band_pct=None, band_status="none",
+                               work_bound=work_bound)  # fmt: skip
+
+    result = SimpleNamespace(status="OK", peaks=None, category="inferenceattention", total_rows=3, modeled_rows=3,
+                             total_time_ms=0.3, weighted_efficiency_pct=2.0, bytes_model="compulsory", notes=[],
+                             warnings=[], roofline_file=None,
+                             rows=[row("exact", 1.0), row("lower", 2.0), row("upper", 3.0)])  # fmt: skip
+    lines = human_roofline(result).splitlines()
+    exact, lower, upper = (line.split() for line in lines if line.startswith("unified_attention"))
+    assert exact[6:9] == ["10.00", "1.00", "1.00"]
+    assert lower[6:9] == ["≥10.00", "≥2.00", "≥2.00"] and upper[6:9] == ["≤10.00", "≤3.00", "≤3.00"]
+    assert lower[9] == upper[9] == "—"  # no value: no mark
+    assert any(line.startswith("≥ / ≤ / ~: the row's work is a lower bound") for line in lines)

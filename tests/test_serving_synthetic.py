@@ -99,6 +99,11 @@ def test_sglang_decode_replay_with_and_without_its_capture(tmp_path: Path) -> No
     assert r["kind"] == "decode" and r["bound"] == "memory" and r["library"] == "CK / aiter"
     assert r["efficiency_pct"] == pytest.approx(100 * 4_161_536 / HBM / 44e-6)
     assert any("shapes of 1 of 1 graph replays" in w for w in res.warnings)
+    # the run folder that holds capture_traces/ reads the same
+    assert capture.name == "capture_traces"
+    analyze_trace(replay, tmp_path / "run_dir", capture_dir=capture.parent)
+    again = _records(tmp_path / "run_dir", "inferenceattention").iloc[0]
+    assert again["flops_useful"] == 16_384_000 and again["bytes_compulsory"] == 4_161_536
 
 
 def _render(metrics: object) -> str:

@@ -313,6 +313,10 @@ def test_qwen_previous_step_kernels_are_reported(
     assert res.unlinked.kernels_without_cpu_launch == len(orphans) > 0
     assert res.unlinked.time_without_cpu_launch_us == pytest.approx(sum(e["dur"] for e in orphans))
     assert res.unlinked.attention_kernels_without_cpu_launch == len(attn) in (10, 11)
+    # every attention kernel outside the rows is one without a launch: the warning says so, and no "others"
+    assert res.unlinked.attention_kernels_outside_rows == len(attn)
+    outside = [w for w in res.warnings if "lie outside every row" in w]
+    assert len(outside) == 1 and outside[0].endswith("none of them has a CPU launch in the trace"), outside
     # E2E window = the GPU-side ProfilerStep annotation: first to last GPU activity inside it
     ann = [e for e in events if e.get("cat") == "gpu_user_annotation" and e["name"].startswith("ProfilerStep#")]
     w0, w1 = ann[0]["ts"], ann[0]["ts"] + ann[0]["dur"]

@@ -65,6 +65,16 @@ def short_op(name: str) -> str:
     return name.split("::")[-1]
 
 
+# a row whose work is a bound has bounded rates: "≥" (work counted at least), "≤" (at most), "~" (unknown)
+BOUND_MARKS = {"lower": "≥", "upper": "≤", "unknown": "~"}
+BOUND_LEGEND = "≥ / ≤ / ~: the row's work is a lower bound / an upper bound / unknown, and so are its rates (no band)"
+
+
+def _bounded(v: Any, work_bound: str | None) -> str:
+    text = fmt(v)
+    return BOUND_MARKS[work_bound] + text if work_bound in BOUND_MARKS and text != "—" else text
+
+
 def human_roofline(r: Any) -> str:
     if r.status != "OK":
         return f"{r.category}: NO_DATA"
@@ -81,10 +91,7 @@ def human_roofline(r: Any) -> str:
             x.library,
             x.count,
             x.time_ms,
-            x.achieved_tflops,
-            x.efficiency_pct,
-            x.compute_pct,
-            x.memory_pct,
+            *(_bounded(v, x.work_bound) for v in (x.achieved_tflops, x.efficiency_pct, x.compute_pct, x.memory_pct)),
             x.regime,
             f"{x.band_pct[0]:g}-{x.band_pct[1]:g} {x.band_status}" if x.band_pct else "no band",
         ]
@@ -93,6 +100,8 @@ def human_roofline(r: Any) -> str:
     headers = ["op", "shape", "type", "library", "count", "time ms", "TFLOPS", "eff %", "tensor %", "HBM %",
                "regime", "band % (datasheet)"]
     lines.append(table(headers, rows, 40))
+    if any(x.work_bound in BOUND_MARKS for x in r.rows):
+        lines.append(BOUND_LEGEND)
     lines += [f"note: {n}" for n in r.notes] + _warnings(r.warnings)
     if r.roofline_file:
         lines.append(f"full table: {r.roofline_file}")

@@ -113,9 +113,10 @@ def _tool_arguments(args: argparse.Namespace, spec: ToolSpec[Any, Any]) -> dict[
 
 
 def _cli_roots(args: argparse.Namespace) -> DataRoots:
-    # the CLI runs with the user's own permissions: no restriction unless asked for; relative paths are taken
-    # against the first root, the working directory, as a shell user expects
-    return DataRoots([Path(r) for r in args.root] if args.root else [Path.cwd(), Path("/")])
+    # the CLI runs with the user's own permissions: no restriction unless asked for (--root). Relative paths are
+    # taken against the working directory, as a shell user expects, with or without --root (the MCP server takes
+    # them against its first root: its working directory is not the client's)
+    return DataRoots([Path(r) for r in args.root] if args.root else [Path.cwd(), Path("/")], cwd_relative=True)
 
 
 def run_tool_command(args: argparse.Namespace) -> int:

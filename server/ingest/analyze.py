@@ -383,10 +383,16 @@ def _outside_warning(res: UnlinkedResult, ctx: TraceContext, rows: Any) -> str:
     shown = ", ".join(short_kernel_name(n) for n in names[:3])
     if len(names) > 3:
         shown += f" and {len(names) - 3} more"
+    total, unlaunched = res.attention_kernels_outside_rows, res.attention_kernels_without_cpu_launch
+    if unlaunched == total:
+        why = "none of them has a CPU launch in the trace"
+    elif unlaunched == 0:
+        why = "they were launched by ops the registry does not know"
+    else:
+        why = f"{unlaunched} of them have no CPU launch; the others were launched by ops the registry does not know"
     return (
-        f"{res.attention_kernels_outside_rows} attention kernels ({res.attention_time_outside_rows_us:.1f} µs) lie "
-        f"outside every row ({shown}): their time is in no category — {res.attention_kernels_without_cpu_launch} of "
-        "them have no CPU launch; the others were launched by ops the registry does not know"
+        f"{total} attention kernels ({res.attention_time_outside_rows_us:.1f} µs) lie outside every row ({shown}): "
+        f"their time is in no category — {why}"
     )
 
 

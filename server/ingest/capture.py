@@ -35,6 +35,7 @@ from server.ingest.serving import attach_side_ops, mark_captured, match_replays
 from server.roots import UNRESTRICTED, DataRoots
 
 DETAILS = "execution_details.json"
+CAPTURE_SUBDIR = "capture_traces"  # where a serving run's folder keeps its capture traces
 
 
 @dataclass
@@ -163,6 +164,10 @@ def load_capture_dir(folder: Path, roots: DataRoots = UNRESTRICTED) -> CaptureSe
             f"(it holds {DETAILS} and the capture traces)"
         )
     details = folder / DETAILS
+    if not roots.is_file(details, what="capture details") and roots.is_file(
+        folder / CAPTURE_SUBDIR / DETAILS, what="capture details"
+    ):  # the serving run's folder, which holds capture_traces/: take that
+        folder, details = folder / CAPTURE_SUBDIR, folder / CAPTURE_SUBDIR / DETAILS
     if not roots.is_file(details, what="capture details"):
         raise TraceError(
             f"{details}: not found — capture_dir must be the serving profiler's capture_traces/ folder, which holds "

@@ -39,7 +39,8 @@ class AnalyzeInput(ToolInput):
         Field(
             max_length=4096,
             description="the serving profiler's capture_traces/ folder of a graph-replay trace (execution_details.json "
-            "and the capture traces): shapes of the graph-replayed attention calls come from it, times from the trace",
+            "and the capture traces; the run folder holding capture_traces/ works too): shapes of the graph-replayed "
+            "attention calls come from it, times from the trace",
         ),
     ] = None
 
