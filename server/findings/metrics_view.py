@@ -185,64 +185,192 @@ def _same_number(a: Any, b: Any) -> bool:
     fa, fb = as_float(a), as_float(b)
     if fa is None or fb is None:
         return fa is None and fb is None
-    return abs(fa - fb) <= 1e-9 * max(1.0, abs(fa), abs(fb))
+    return abs(fa - fb) <= _REL_TOL * max(1.0, abs(fa), abs(fb))
 
 
-def member_operation_indices(member: dict[str, Any], operations: list[dict[str, Any]]) -> list[int]:
-    """operations[] entries a finding member stands for.
+_REL_TOL = 1e-9
 
-    Members name only the op; one name can have several argument signatures, so narrow by the
-    member's args when it has them, else by its time and efficiency; fall back to every entry.
-    """
-    name = member.get("operation")
-    candidates = _operations_named(operations, name)
+
+def verbatim_text(value: Any) -> str:
+    """A value as a findings table copies it verbatim: `—` for missing or blank."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return MISSING
+    return str(value)
+
+
+class _NameGroup:
+    """The operations of one name: their indices, by args, and sorted by time (to match a member's numbers)."""
+
+    __slots__ = ("by_args", "by_args_text", "indices", "no_time", "times", "times_at")
+
+    def __init__(self) -> None:
+        self.indices: list[int] = []
+        self.by_args: dict[Any, list[int]] | None = None
+        self.by_args_text: dict[str, int] | None = None
+        self.times: np.ndarray | None = None
+        self.times_at: np.ndarray | None = None
+        self.no_time: list[int] = []
+
+    def with_args(self, operations: list[dict[str, Any]], args: Any) -> list[int] | None:
+        """The group's operations whose args equal `args` (None when `args` cannot be looked up by hash)."""
+        if self.by_args is None:
+            self.by_args = {}
+            for i in self.indices:
+                try:
+                    self.by_args.setdefault(operations[i].get("args"), []).append(i)
+                except TypeError:  # unhashable args of a hand-edited file: never equal to a hashable member's
+                    continue
+        try:
+            return self.by_args.get(args, [])
+        except TypeError:
+            return None
+
+    def first_with_args_text(self, operations: list[dict[str, Any]], text: str) -> int | None:
+        """The first operation of the group whose args, spelled as a table copies them, are `text`."""
+        if self.by_args_text is None:
+            self.by_args_text = {}
+            for i in self.indices:
+                self.by_args_text.setdefault(verbatim_text(operations[i].get("args")), i)
+        return self.by_args_text.get(text)
+
+    def with_time(self, operations: list[dict[str, Any]], time: Any) -> list[int]:
+        """The group's operations whose time_ms is `time` (as _same_number compares), in index order."""
+        if self.times is None:
+            timed = [(t, i) for i in self.indices if (t := as_float(operations[i].get("time_ms"))) is not None]
+            self.no_time = [i for i in self.indices if as_float(operations[i].get("time_ms")) is None]
+            values = np.array([t for t, _ in timed], dtype=float)
+            order = np.argsort(values, kind="stable")
+            self.times = values[order]
+            self.times_at = np.array([i for _, i in timed], dtype=np.int64)[order]
+        t = as_float(time)
+        if t is None:
+            return list(self.no_time)
+        if t != t:  # NaN equals nothing
+            return []
+        tol = _REL_TOL * max(1.0, abs(t)) * 2  # a window a little wider than any pair _same_number accepts
+        lo = int(np.searchsorted(self.times, t - tol, side="left"))
+        hi = int(np.searchsorted(self.times, t + tol, side="right"))
+        assert self.times_at is not None
+        window = self.times_at[lo:hi].tolist()
+        return sorted(i for i in window if _same_number(operations[i].get("time_ms"), time))
+
+
+def _lookup(member: dict[str, Any], operations: list[dict[str, Any]]) -> tuple[list[int], bool]:
+    """The operations[] entries a finding member stands for, and whether that is the fallback (every operation of
+    the member's name).
+
+    Members name only the op; one name can have several argument signatures, so narrow by the member's args
+    when it has them, else by its time and efficiency; fall back to every entry. Looked up in an index built
+    once per operations list, so a finding of many members against many operations of one name costs what its
+    answers hold, not members × operations."""
+    group = _operations_named(operations, member.get("operation"))
+    if group is None:  # an unhashable name: compared one by one
+        name = member.get("operation")
+        return [i for i, op in enumerate(operations) if op.get("name") == name], False
+    candidates = group.indices
     if len(candidates) <= 1:
-        return candidates
+        return candidates, True
     if member.get("args") is not None:
-        by_args = [i for i in candidates if operations[i].get("args") == member["args"]]
+        by_args = group.with_args(operations, member["args"])
+        if by_args is None:
+            by_args = [i for i in candidates if operations[i].get("args") == member["args"]]
         if by_args:
-            return by_args
+            return by_args, False
     by_numbers = [
         i
-        for i in candidates
-        if _same_number(operations[i].get("time_ms"), member.get("time_ms"))
-        and _same_number(_efficiency(operations[i]).get("efficiency_percent"), member.get("efficiency_pct"))
+        for i in group.with_time(operations, member.get("time_ms"))
+        if _same_number(_efficiency(operations[i]).get("efficiency_percent"), member.get("efficiency_pct"))
     ]
-    return by_numbers or candidates
+    return (by_numbers, False) if by_numbers else (candidates, True)
+
+
+def distinct_member_lookups(
+    members: list[dict[str, Any]], operations: list[dict[str, Any]]
+) -> list[tuple[dict[str, Any], list[int]]]:
+    """(member, its operations[] entries) for each member whose answer is new: a member equal to an earlier one
+    (same name, args, time and efficiency), or one that falls back to every operation of a name already given
+    in full, is left out. Linear in the members plus the answers given, whatever the file holds."""
+    out: list[tuple[dict[str, Any], list[int]]] = []
+    done: set[tuple[Any, ...]] = set()
+    names_in_full: set[Any] = set()
+    for member in members:
+        key = _member_key(member)
+        if key is not None:
+            if key in done:
+                continue
+            done.add(key)
+        indices, in_full = _lookup(member, operations)
+        if in_full:
+            name = member.get("operation")  # hashable: an unhashable name never answers in full
+            if name in names_in_full:
+                continue
+            names_in_full.add(name)
+        out.append((member, list(indices)))
+    return out
+
+
+def operations_named(operations: list[dict[str, Any]], name: str) -> list[int]:
+    """Indices of the operations named `name` (from the index built once per operations list)."""
+    group = _operations_named(operations, name)
+    return group.indices if group is not None else [i for i, op in enumerate(operations) if op.get("name") == name]
+
+
+def first_operation_with_args(operations: list[dict[str, Any]], name: str, args_text: str) -> int | None:
+    """The first operation named `name` whose args a table would spell `args_text` (None: no such operation)."""
+    group = _operations_named(operations, name)
+    if group is None:
+        hits = [i for i in operations_named(operations, name) if verbatim_text(operations[i].get("args")) == args_text]
+        return hits[0] if hits else None
+    return group.first_with_args_text(operations, args_text)
 
 
 def finding_operation_indices(finding: FindingView, operations: list[dict[str, Any]]) -> list[int]:
-    seen: dict[int, None] = {}  # insertion-ordered set: linear in members × their matches
-    for member in finding.members:
-        for index in member_operation_indices(member, operations):
+    seen: dict[int, None] = {}  # insertion-ordered set
+    for _, indices in distinct_member_lookups(finding.members, operations):
+        for index in indices:
             seen.setdefault(index, None)
     return list(seen)
 
 
-_NAME_INDEX: dict[int, tuple[list[dict[str, Any]], dict[Any, list[int]]]] = {}  # id(operations) -> index
+def _member_key(member: dict[str, Any]) -> tuple[Any, ...] | None:
+    key = (member.get("operation"), member.get("args"), as_float(member.get("time_ms")),
+           as_float(member.get("efficiency_pct")))  # fmt: skip
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
-def _operations_named(operations: list[dict[str, Any]], name: Any) -> list[int]:
-    """Indices of the operations named `name`, from an index built once per operations list (a finding of
-    10^5 members against 10^5 operations would otherwise compare 10^10 names)."""
+_NAME_INDEX: dict[int, tuple[list[dict[str, Any]], dict[Any, _NameGroup]]] = {}  # id(operations) -> index
+
+
+def _operations_named(operations: list[dict[str, Any]], name: Any) -> _NameGroup | None:
+    """The operations named `name`, from an index built once per operations list (a finding of 10^5 members
+    against 10^5 operations would otherwise compare 10^10 names). None for an unhashable name."""
     try:
         hash(name)
-    except TypeError:  # an unhashable "name" in a hand-edited file: compare one by one
-        return [i for i, op in enumerate(operations) if op.get("name") == name]
+    except TypeError:
+        return None
     entry = _NAME_INDEX.get(id(operations))
     if entry is None or entry[0] is not operations:
-        index: dict[Any, list[int]] = {}
+        index: dict[Any, _NameGroup] = {}
         for i, op in enumerate(operations):
             key = op.get("name")
             try:
-                index.setdefault(key, []).append(i)
+                group = index.get(key)
             except TypeError:
                 continue
+            if group is None:
+                group = index[key] = _NameGroup()
+            group.indices.append(i)
         if len(_NAME_INDEX) >= 4:
             _NAME_INDEX.clear()
         _NAME_INDEX[id(operations)] = entry = (operations, index)  # keeps the list alive: its id stays its own
-    return list(entry[1].get(name, ()))
+    return entry[1].get(name) or _EMPTY_GROUP
 
+
+_EMPTY_GROUP = _NameGroup()
 
 
 def _efficiency(op: dict[str, Any]) -> dict[str, Any]:

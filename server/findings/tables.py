@@ -9,11 +9,14 @@ from server.findings.document import Candidate, Collector, Document
 from server.findings.markdown import Table, find_table, unescape_cell
 from server.findings.metrics_view import (
     FindingView,
+    distinct_member_lookups,
     expected_bound_cell,
     expected_efficiency_cell,
     expected_verdict_cells,
+    first_operation_with_args,
     flops_per_byte,
-    member_operation_indices,
+    operations_named,
+    verbatim_text,
 )
 from server.findings.spec import MISSING, VERBATIM_COLUMNS, VERDICT_COLUMNS, cell_text, columns_for
 
@@ -100,12 +103,6 @@ def _cell(cells: list[str], header: list[str], column: str) -> str | None:
     return cells[position] if position < len(cells) else None
 
 
-def _verbatim(value: Any) -> str:
-    if value is None or (isinstance(value, str) and not value.strip()):
-        return MISSING
-    return str(value)
-
-
 def _efficiency_matches(cell: str, expected: str) -> bool:
     """Same text, or the same percent (to 2 decimals), peak and unit spelled slightly differently."""
     if cell == expected:
@@ -141,7 +138,7 @@ def check_table_rows(
         op = operations[op_index]
         for column in ("Kernel Path", "Kernel Name"):
             cell = _cell(cells, header, column)
-            want = _verbatim(op.get(VERBATIM_COLUMNS[column]))
+            want = verbatim_text(op.get(VERBATIM_COLUMNS[column]))
             if cell is not None and unescape_cell(cell) != want:
                 rule = "R6-kernel-path" if column == "Kernel Path" else "R6-kernel-name"
                 field = VERBATIM_COLUMNS[column]
@@ -165,7 +162,7 @@ def _match_row(
     if name_cell is None:
         return None
     name = name_cell.strip("`")
-    same_name = [i for i, op in enumerate(operations) if op.get("name") == name]
+    same_name = operations_named(operations, name)
     if not same_name:
         out.error(
             "R6-operation",
@@ -177,10 +174,10 @@ def _match_row(
     args_cell = _cell(cells, header, args_column)
     if args_cell is None:
         return same_name[0] if len(same_name) == 1 else None
-    hits = [i for i in same_name if _verbatim(operations[i].get("args")) == unescape_cell(args_cell)]
-    if hits:
-        return hits[0]
-    choices = " or ".join(f"`{_verbatim(operations[i].get('args'))}`" for i in same_name[:2])
+    hit = first_operation_with_args(operations, name, unescape_cell(args_cell))
+    if hit is not None:
+        return hit
+    choices = " or ".join(f"`{verbatim_text(operations[i].get('args'))}`" for i in same_name[:2])
     out.error(
         "R6-args",
         index,
@@ -273,8 +270,7 @@ def _check_coverage(
     out: Collector,
 ) -> None:
     members: set[int] = set()
-    for member in finding.members:
-        indices = member_operation_indices(member, operations)
+    for member, indices in distinct_member_lookups(finding.members, operations):  # a repeated member: once
         members.update(indices)
         if indices and not matched.intersection(indices):
             out.error(
