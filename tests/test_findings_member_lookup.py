@@ -50,7 +50,7 @@ def _finding(members: list[dict[str, Any]]) -> FindingView:
                        members=members, raw={})  # fmt: skip
 
 
-NAMES = st.sampled_from(["a", "b", "c"])
+NAMES = st.sampled_from(["a", "b", "c", ["a"]])  # a list: an unhashable name of a hand-edited file
 TIMES = st.sampled_from([None, 0.0, 1.0, 1.5, 2.0, 1.0 + 1e-12, 3, "1.0"])
 EFFS = st.sampled_from([None, 10.0, 20.0, 10.000000000001])
 ARGS = st.sampled_from([None, "x", "y", ["x"]])

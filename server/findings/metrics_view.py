@@ -264,12 +264,13 @@ def _lookup(member: dict[str, Any], operations: list[dict[str, Any]]) -> tuple[l
     once per operations list, so a finding of many members against many operations of one name costs what its
     answers hold, not members × operations."""
     group = _operations_named(operations, member.get("operation"))
-    if group is None:  # an unhashable name: compared one by one
-        name = member.get("operation")
-        return [i for i, op in enumerate(operations) if op.get("name") == name], False
+    hashable = group is not None
+    if group is None:  # an unhashable name (a hand-edited file): only operations with unhashable names can equal it
+        group = _NameGroup()
+        group.indices = _unhashably_named(operations, member.get("operation"))
     candidates = group.indices
     if len(candidates) <= 1:
-        return candidates, True
+        return candidates, hashable
     if member.get("args") is not None:
         by_args = group.with_args(operations, member["args"])
         if by_args is None:
@@ -281,7 +282,7 @@ def _lookup(member: dict[str, Any], operations: list[dict[str, Any]]) -> tuple[l
         for i in group.with_time(operations, member.get("time_ms"))
         if _same_number(_efficiency(operations[i]).get("efficiency_percent"), member.get("efficiency_pct"))
     ]
-    return (by_numbers, False) if by_numbers else (candidates, True)
+    return (by_numbers, False) if by_numbers else (candidates, hashable)
 
 
 def distinct_member_lookups(
@@ -312,7 +313,7 @@ def distinct_member_lookups(
 def operations_named(operations: list[dict[str, Any]], name: str) -> list[int]:
     """Indices of the operations named `name` (from the index built once per operations list)."""
     group = _operations_named(operations, name)
-    return group.indices if group is not None else [i for i, op in enumerate(operations) if op.get("name") == name]
+    return group.indices if group is not None else _unhashably_named(operations, name)
 
 
 def first_operation_with_args(operations: list[dict[str, Any]], name: str, args_text: str) -> int | None:
@@ -352,6 +353,15 @@ def _operations_named(operations: list[dict[str, Any]], name: Any) -> _NameGroup
         hash(name)
     except TypeError:
         return None
+    return _name_index(operations).get(name) or _EMPTY_GROUP
+
+
+def _unhashably_named(operations: list[dict[str, Any]], name: Any) -> list[int]:
+    group = _name_index(operations).get(_UNHASHABLE_NAMES)
+    return [i for i in group.indices if operations[i].get("name") == name] if group is not None else []
+
+
+def _name_index(operations: list[dict[str, Any]]) -> dict[Any, _NameGroup]:
     entry = _NAME_INDEX.get(id(operations))
     if entry is None or entry[0] is not operations:
         index: dict[Any, _NameGroup] = {}
@@ -359,18 +369,19 @@ def _operations_named(operations: list[dict[str, Any]], name: Any) -> _NameGroup
             key = op.get("name")
             try:
                 group = index.get(key)
-            except TypeError:
-                continue
+            except TypeError:  # an unhashable name: kept together, compared one by one when asked for
+                key, group = _UNHASHABLE_NAMES, index.get(_UNHASHABLE_NAMES)
             if group is None:
                 group = index[key] = _NameGroup()
             group.indices.append(i)
         if len(_NAME_INDEX) >= 4:
             _NAME_INDEX.clear()
         _NAME_INDEX[id(operations)] = entry = (operations, index)  # keeps the list alive: its id stays its own
-    return entry[1].get(name) or _EMPTY_GROUP
+    return entry[1]
 
 
 _EMPTY_GROUP = _NameGroup()
+_UNHASHABLE_NAMES = object()  # the index's key for operations whose name is a list or an object
 
 
 def _efficiency(op: dict[str, Any]) -> dict[str, Any]:
