@@ -27,7 +27,7 @@ class AnalyzeInput(ToolInput):
         Field(
             max_length=4096,
             description="analysis folder to write (created if missing); default: "
-            "<trace name>_analysis under the first data root (the working directory for the CLI)",
+            "<trace name>_analysis under the first data root (for the CLI without --root: the working directory)",
         ),
     ] = None
     arch: ArchArg = None
