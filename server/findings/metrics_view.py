@@ -181,14 +181,14 @@ def view_metrics(metrics: dict[str, Any]) -> MetricsView:
     return MetricsView(status, metrics.get("category"), scope, None, findings, operations)
 
 
+_REL_TOL = 1e-9  # numbers a member and its operation both carry are equal to this relative tolerance
+
+
 def _same_number(a: Any, b: Any) -> bool:
     fa, fb = as_float(a), as_float(b)
     if fa is None or fb is None:
         return fa is None and fb is None
     return abs(fa - fb) <= _REL_TOL * max(1.0, abs(fa), abs(fb))
-
-
-_REL_TOL = 1e-9
 
 
 def verbatim_text(value: Any) -> str:
@@ -236,8 +236,9 @@ class _NameGroup:
     def with_time(self, operations: list[dict[str, Any]], time: Any) -> list[int]:
         """The group's operations whose time_ms is `time` (as _same_number compares), in index order."""
         if self.times is None:
-            timed = [(t, i) for i in self.indices if (t := as_float(operations[i].get("time_ms"))) is not None]
-            self.no_time = [i for i in self.indices if as_float(operations[i].get("time_ms")) is None]
+            times = [as_float(operations[i].get("time_ms")) for i in self.indices]
+            self.no_time = [i for i, t in zip(self.indices, times, strict=True) if t is None]
+            timed = [(t, i) for i, t in zip(self.indices, times, strict=True) if t is not None]
             values = np.array([t for t, _ in timed], dtype=float)
             order = np.argsort(values, kind="stable")
             self.times = values[order]

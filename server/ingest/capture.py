@@ -213,7 +213,7 @@ def load_capture_dir(folder: Path, roots: DataRoots = UNRESTRICTED) -> CaptureSe
 
 def sibling_capture_dir(trace: Path, roots: DataRoots = UNRESTRICTED) -> Path | None:
     """The capture_traces/ folder beside a replay trace, when there is one (only looked at, never read)."""
-    cand = Path(trace).parent / "capture_traces"
+    cand = Path(trace).parent / CAPTURE_SUBDIR
     try:
         return cand if roots.is_file(cand / DETAILS, what="capture details") else None
     except InputError:  # a link out of the roots: not ours to mention
