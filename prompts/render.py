@@ -18,6 +18,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from server.tools import TOOLS
 from server.vocab import CATEGORIES, SCOPES
 
 PROMPT_FILE = "sdpa_analysis.md"
@@ -27,21 +28,10 @@ CMD_SLOT = "{CMD}"
 NO_PREFIX = "none (the analysis folder is on this host)"
 AGENT_MD_PATH = Path(__file__).resolve().parents[1] / "agent.md"
 
-# The server's tools the subagent may call, in the order agent.md lists them (every other server tool is for
-# people: the HTML report). Claude Code exposes a tool of server key `sdpa` as `mcp__sdpa__<tool>`.
+# The server's tools the subagent may call, in TOOLS' order (ToolSpec.agent). Claude Code exposes a tool of
+# server key `sdpa` as `mcp__sdpa__<tool>`.
 SERVER_KEY = "sdpa"
-AGENT_TOOLS = (
-    "load_category_data",
-    "compute_roofline",
-    "rank_findings",
-    "render_findings_template",
-    "validate_findings",
-    "model_attention",
-    "plot_roofline",
-    "list_architectures",
-    "analyze_trace",
-    "load_rank_summary",
-)
+AGENT_TOOLS = tuple(spec.name for spec in TOOLS if spec.mcp and spec.agent)
 FILE_TOOLS = ("Read", "Edit", "Write")
 AGENT_NAME = "sdpa-analyzer"
 # No ": " and no " #" inside: the front matter must stay a plain-scalar YAML mapping.

@@ -1,28 +1,17 @@
-"""Shared test fixtures: where ../shared lives, and skipping cleanly when it is absent."""
+"""Shared fixtures (the helpers themselves live in tests/support.py)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("SDPA_SHARED_DIR", REPO.parent / "shared"))
-TRACES = SHARED / "traces"
-ANALYSIS_FOLDERS = SHARED / "analysis-folders"
+from tests.support import ANALYSIS_FOLDERS, SHARED_SKIP_REASON, TRACES, need
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def need(path: Path) -> Path:
-    """Return path, or skip the calling test when the shared fixture is not there."""
-    if not path.exists():
-        pytest.skip(f"shared fixture not available: {path}")
-    return path
 
 
 @pytest.fixture
@@ -33,3 +22,11 @@ def traces_dir() -> Path:
 @pytest.fixture
 def analysis_folders_dir() -> Path:
     return need(ANALYSIS_FOLDERS)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """One line saying why tests were skipped when they skipped for want of ../shared."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    shared = sum(1 for rep in skipped if SHARED_SKIP_REASON in str(rep.longrepr))
+    if shared:
+        terminalreporter.write_line(f"{shared} skipped tests {SHARED_SKIP_REASON}")

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.support import REPO
+
 PACKAGES = ("perf_models", "server", "prompts")
 
 # Lower number = lower layer. A module may import only its own layer or lower ones (and never in a cycle).

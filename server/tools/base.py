@@ -79,6 +79,7 @@ class ToolSpec(Generic[In, Out]):
     writes: bool = False  # writes files into the analysis folder (never deletes or overwrites findings)
     mcp: bool = True  # False: a CLI-only command
     image: bool = False  # the result carries a PNG (`png` private attribute) shown as image content over MCP
+    agent: bool = True  # on the subagent's allowlist (agent.md); False: for people or orchestrators only
 
 
 class ToolFailure(Exception):

@@ -195,4 +195,5 @@ TOOL = ToolSpec(
     run=render_report,
     cli=CliSpec("report", positional=("output_dir",), flags={"output": ("-o",)}),
     writes=True,
+    agent=False,  # for people: the HTML page names nothing the findings need
 )

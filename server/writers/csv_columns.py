@@ -4,8 +4,8 @@ pandas formats a float column with `astype(str)` and hands every row to the csv 
 columns that is seconds. Here float64 columns are formatted by orjson (whose text equals numpy's for
 1e-4 <= |x| < 1e16 and zero; other values take numpy's own formatting), repeated strings are formatted and
 quoted once, and rows are joined a chunk at a time. Quoting follows the csv module's QUOTE_MINIMAL (fields
-that need it are quoted by the csv module itself). tests/test_server_csv_columns.py compares the bytes with
-pandas on every kind of column.
+that need it are quoted by the csv module itself). tests/server/writers/test_server_csv_columns.py compares the
+bytes with pandas on every kind of column.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ of records from columns. Here each field of the per-row object is a column of re
 formatted by orjson from numpy arrays, each distinct string or list encoded once) and rows are joined a chunk
 at a time with C-level joins, streamed to the file. The bytes are exactly those of
 `orjson.dumps(doc, option=OPT_SERIALIZE_NUMPY | OPT_NON_STR_KEYS) + b"\\n"` with the list in place
-(tests/test_server_json_columns.py checks it against orjson on every kind of field).
+(tests/server/writers/test_server_json_columns.py checks it against orjson on every kind of field).
 
 An item is an `Obj` of `Field`s; a field's value is a nested `Obj` or a `Column` that gives the JSON text of
 rows [start, stop). Runs of consecutive fields whose columns have few distinct values are pre-rendered once per

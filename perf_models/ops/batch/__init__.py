@@ -17,7 +17,7 @@ only the shape numbers differ. `parse_ops_table` therefore
 A row whose numbers would change a decision, fail a check or add a warning that quotes them is parsed
 by `parse_op` itself, as are rows of structures that need more than their arguments (vLLM, perf_params
 fallbacks, unparseable cells). Every field therefore equals what `parse_op` gives for that row
-(tests/test_batch_parse.py checks this field by field on real and generated rows). One deliberate
+(tests/perf_models/test_batch_parse.py checks this field by field on real and generated rows). One deliberate
 difference: a config with a number beyond int64 (no real shape) cannot be a ConfigTable row, so that row
 is reported unmodeled with a reason instead.
 

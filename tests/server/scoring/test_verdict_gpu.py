@@ -1,0 +1,68 @@
+"""The right GPU and the right roof (verdicts-evidence §1-2): roofs need a stated method, an unnamed device is
+matched by its properties, and kernel names that contradict the metadata's GPU stop the scoring."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from perf_models.hardware import get_gpu, match_device_properties
+from server.roots import DataRoots
+from server.tools import call
+from server.tools.base import ToolFailure
+from tests.support import ANALYSIS_FOLDERS, FLASH_ROW, TRACES, make_folder, need
+
+
+def test_unnamed_rocm_device_is_matched_by_arch_cus_and_memory() -> None:
+    # the vLLM trace's entry: name "", gfx 9.4, 304 CUs, 206,141,652,992 B = 192 GiB  -> an MI300X
+    props = {"name": "", "totalGlobalMem": 206141652992, "computeMajor": 9, "computeMinor": 4, "warpSize": 64,
+             "numSms": 304}
+    assert match_device_properties(props).key == "mi300x"
+    assert match_device_properties({**props, "totalGlobalMem": 256 * 2**30}).key == "mi325x"  # same die, 256 GiB
+    assert match_device_properties({**props, "numSms": 228}) is None  # no such part: no guess
+    # H200 SXM and H200 NVL share sm_90, 132 SMs and 141 GB: the properties cannot tell them apart
+    assert match_device_properties({**props, "warpSize": 32, "computeMinor": 0, "numSms": 132,
+                                    "totalGlobalMem": 150_000_000_000}) is None
+
+
+def test_vllm_trace_with_an_unnamed_device_is_scored_on_an_mi300x(tmp_path: Path) -> None:
+    trace = need(TRACES / "inference/vllm_prefilldecode_piecewise/graph_execution.json.gz")
+    roots = DataRoots([tmp_path, trace.parents[2]])
+    res = call("analyze_trace", roots, trace_path=str(trace), output_dir=str(tmp_path / "out"))
+    assert res.gpu.arch == "mi300x" and res.gpu.source == "trace"
+    assert "unnamed device (gfx94, 304 CUs, 192 GiB)" == res.gpu.device_name
+
+
+def test_h100_folder_whose_trace_is_out_of_reach_is_not_scored_as_mi300x(tmp_path: Path) -> None:
+    src = need(ANALYSIS_FOLDERS / "h100_qwen1.5-0.5b")
+    folder = tmp_path / "h100_qwen"
+    shutil.copytree(src, folder)
+    for p in [folder, *folder.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    meta = json.loads((folder / "metadata/sdpa_fwd_metadata.json").read_text())
+    assert meta["platform"] == "MI300X"  # the orchestrator only knew MI300X
+    roots = DataRoots([tmp_path])  # the trace (../../traces/h100/...) is outside this root
+    with pytest.raises(ToolFailure) as exc:
+        call("compute_roofline", roots, output_dir=str(folder), category="sdpa_fwd")
+    msg = str(exc.value)
+    assert "NVIDIA" in msg and "pytorch_flash::flash_fwd_kernel" in msg and "mi300x" in msg
+    assert "outside the data roots" in msg and "arch=" in msg
+    # with the GPU named, it is scored, against the H100's datasheet roof
+    res = call("compute_roofline", roots, output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
+    assert res.peaks.gpu_key == "h100-sxm" and res.peaks.peak_tflops == pytest.approx(989.4)
+
+
+def test_kernel_names_contradicting_an_explicit_arch_warn(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path, [FLASH_ROW])  # pytorch_flash:: kernels (NVIDIA)
+    res = call("compute_roofline", DataRoots([tmp_path]), output_dir=str(folder), category="sdpa_fwd", arch="mi300x")
+    assert any("NVIDIA" in w and "mi300x" in w for w in res.warnings)
+
+
+def test_same_die_same_roof() -> None:
+    # H200 is the GH100 of the H100 SXM: the same kernel time must score the same compute efficiency
+    h100, h200 = get_gpu("h100-sxm"), get_gpu("h200")
+    assert h100.compute_roof("matrix_bf16").value == h200.compute_roof("matrix_bf16").value == 989.4
+    assert h200.bandwidth_roof().value == 4.8
