@@ -6,7 +6,10 @@ numbers and strings (None = not measured / no value).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 
@@ -15,6 +18,8 @@ from perf_models.bands import band_by_id
 from perf_models.config import AttentionConfig, BwdConvention, Direction
 from perf_models.estimate import TILED_BYTES_NOTE, estimate_work
 from perf_models.hardware import GpuSpec
+from perf_models.outputs import MODEL_OUTPUTS, row_outputs
+from perf_models.roofline import ANOMALY_FLAG_PCT, ANOMALY_PCT
 from perf_models.table import ConfigTable
 
 
@@ -30,62 +35,37 @@ class Band:
 
 @dataclass(frozen=True)
 class AttentionEstimate:
-    """The roofline and verdicts of one attention call, as plain numbers and strings. None = no value."""
+    """The roofline and verdicts of one attention call: every MODEL_OUTPUTS field (perf_models.outputs) in
+    `values` (None = no value; also readable as attributes, `est.flops_useful`), the settings it was computed with,
+    the band, where the roofs come from, and notes."""
 
+    values: Mapping[str, Any]
     direction: str
-    kind: str  # fwd | bwd | decode | mixed
-    compute_spec: str
-    kept_pairs: int
-    kept_pairs_upper: int
-    tile_visits: int
-    block_q: int
-    block_kv: int
-    family: str
-    flops: float  # useful FLOPs (the efficiency numerator)
-    flops_executed: float
-    flops_upper: float
-    bytes_compulsory: float
-    bytes_tiled: float
-    bytes_fa_convention: float
-    bytes_model: str
-    bytes_used: float
-    peak_tflops: float
-    peak_tflops_kind: str
-    peak_tflops_source: str
-    peak_tflops_datasheet: float | None
-    peak_tbs: float
-    peak_tbs_kind: str
-    peak_tbs_source: str
-    peak_tbs_datasheet: float
-    compute_time_us: float
-    memory_time_us: float
-    ideal_time_us: float
-    intensity: float
-    ridge: float
-    bound: str  # compute | memory (which roof is the higher time)
-    regime: str  # compute | memory | balanced
     measured_us: float | None
-    measurement_status: str
-    achieved_tflops: float | None
-    achieved_tbs: float | None
-    efficiency_pct: float | None
-    efficiency_datasheet_pct: float | None
-    compute_pct: float | None
-    memory_pct: float | None
-    compute_datasheet_pct: float | None
-    memory_datasheet_pct: float | None
-    is_anomaly: bool
-    anomaly_flag: bool
-    band: Band | None
-    band_status: str  # within | below | above | none
+    bytes_model: str
     bwd_convention: str
     skip_masked_tiles: bool
     tiled_bwd_model: str
+    peak_tflops_source: str
+    peak_tbs_source: str
+    band: Band | None
     notes: tuple[str, ...]
 
+    def __getattr__(self, name: str) -> Any:
+        values = self.__dict__.get("values", {})
+        if name in values:
+            return values[name]
+        raise AttributeError(name)
 
-def _opt(x: float) -> float | None:
-    return float(x) if np.isfinite(x) else None
+
+def _scalar(kind: str, x: Any) -> Any:
+    if kind == "bool":
+        return bool(x)
+    if x is None or (isinstance(x, float | np.floating) and not np.isfinite(x)):
+        return None
+    if kind == "text":
+        return str(x)
+    return int(x) if kind == "int" else float(x)
 
 
 def default_family(gpu: GpuSpec) -> str:
@@ -114,8 +94,9 @@ def model_attention(
     m = np.nan if measured_us is None else float(measured_us)
     a = assess(table, work, gpu, np.array([m]), bytes_model=bytes_model)
     rf = a.roofline
-    spec = str(a.compute_spec[0])
-    roof, bw = gpu.compute_roof(spec), gpu.bandwidth_roof()
+    outputs = row_outputs(table, work, a)
+    values = {o.name: _scalar(o.kind, outputs[o.name][0]) for o in MODEL_OUTPUTS}
+    roof, bw = gpu.compute_roof(str(a.compute_spec[0])), gpu.bandwidth_roof()
 
     notes: list[str] = []
     if bytes_model == "tiled":
@@ -128,62 +109,24 @@ def model_attention(
     if status != "measured":
         notes.append(f"measured time {status}: efficiency not computed")
     if rf.anomaly_flag[0]:
-        notes.append("efficiency above 110 % of the roofline: an anomaly (check shapes, peaks, kernel time)")
+        notes.append(f"efficiency above {ANOMALY_FLAG_PCT:g} % of the roofline: an anomaly (check shapes, peaks, "
+                     "kernel time)")
     elif rf.is_anomaly[0]:
-        notes.append("efficiency above 100 % of the roofline: an anomaly, not an excellent kernel")
+        notes.append(f"efficiency above {ANOMALY_PCT:g} % of the roofline: an anomaly, not an excellent kernel")
     band = None
     if a.band_id[0] is not None:
         b = band_by_id(str(a.band_id[0]))
         band = Band(b.id, b.low, b.high, b.metric, b.anchor, b.source)
     return AttentionEstimate(
+        values=MappingProxyType(values),
         direction=Direction(cfg.direction).value,
-        kind=str(a.kind[0]),
-        compute_spec=spec,
-        kept_pairs=int(work.kept_pairs[0]),
-        kept_pairs_upper=int(work.kept_pairs_upper[0]),
-        tile_visits=int(work.tile_visits[0]),
-        block_q=int(work.block_q[0]),
-        block_kv=int(work.block_kv[0]),
-        family=str(work.families[0]),
-        flops=float(work.flops_useful[0]),
-        flops_executed=float(work.flops_executed[0]),
-        flops_upper=float(work.flops_upper[0]),
-        bytes_compulsory=float(work.bytes_compulsory[0]),
-        bytes_tiled=float(work.bytes_tiled[0]),
-        bytes_fa_convention=float(work.bytes_fa_convention[0]),
-        bytes_model=bytes_model,
-        bytes_used=float(a.bytes_used[0]),
-        peak_tflops=float(a.peak_tflops[0]),
-        peak_tflops_kind=str(a.peak_tflops_kind[0]),
-        peak_tflops_source=roof.source,
-        peak_tflops_datasheet=_opt(a.peak_tflops_datasheet[0]),
-        peak_tbs=a.peak_tbs,
-        peak_tbs_kind=a.peak_tbs_kind,
-        peak_tbs_source=bw.source,
-        peak_tbs_datasheet=a.peak_tbs_datasheet,
-        compute_time_us=float(rf.compute_time_us[0]),
-        memory_time_us=float(rf.memory_time_us[0]),
-        ideal_time_us=float(rf.ideal_time_us[0]),
-        intensity=float(rf.intensity[0]),
-        ridge=float(rf.ridge[0]),
-        bound=str(rf.bound[0]),
-        regime=str(a.regime[0]),
         measured_us=None if status == "missing" else m,
-        measurement_status=status,
-        achieved_tflops=_opt(rf.achieved_tflops[0]),
-        achieved_tbs=_opt(rf.achieved_tbs[0]),
-        efficiency_pct=_opt(rf.efficiency_pct[0]),
-        efficiency_datasheet_pct=_opt(a.efficiency_datasheet_pct[0]),
-        compute_pct=_opt(a.compute_pct[0]),
-        memory_pct=_opt(a.memory_pct[0]),
-        compute_datasheet_pct=_opt(a.compute_datasheet_pct[0]),
-        memory_datasheet_pct=_opt(a.memory_datasheet_pct[0]),
-        is_anomaly=bool(rf.is_anomaly[0]),
-        anomaly_flag=bool(rf.anomaly_flag[0]),
-        band=band,
-        band_status=str(a.band_status[0]),
+        bytes_model=bytes_model,
         bwd_convention=work.bwd_convention,
         skip_masked_tiles=work.skip_masked_tiles,
         tiled_bwd_model=work.tiled_bwd_model,
+        peak_tflops_source=roof.source,
+        peak_tbs_source=bw.source,
+        band=band,
         notes=tuple(notes),
     )

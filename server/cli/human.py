@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from server.scoring.fields import BY_NAME
 from server.vocab import IMPACT_UNIT
 
 
@@ -75,6 +76,10 @@ def _bounded(v: Any, work_bound: str | None) -> str:
     return BOUND_MARKS[work_bound] + text if work_bound in BOUND_MARKS and text != "—" else text
 
 
+def _band_cell(low: float | None, high: float | None, status: str) -> str:
+    return f"{low:g}-{high:g} {status}" if low is not None and high is not None else "no band"
+
+
 def human_roofline(r: Any) -> str:
     if r.status != "OK":
         return f"{r.category}: NO_DATA"
@@ -83,22 +88,18 @@ def human_roofline(r: Any) -> str:
         f"{r.category}: {r.total_rows} rows ({r.modeled_rows} modeled), {r.total_time_ms:.3f} ms, "
         f"time-weighted efficiency {fmt(r.weighted_efficiency_pct)}% ({r.bytes_model} bytes)",
     ]
+    rated = ("achieved_tflops", "efficiency_pct", "compute_pct", "memory_pct")
     rows = [
         [
-            short_op(x.name),
-            x.shape,
-            x.attention_type,
-            x.library,
-            x.count,
-            x.time_ms,
-            *(_bounded(v, x.work_bound) for v in (x.achieved_tflops, x.efficiency_pct, x.compute_pct, x.memory_pct)),
+            short_op(x.name), x.shape, x.attention_type, x.library, x.count, x.time_ms,
+            *(_bounded(getattr(x, name), x.work_bound) for name in rated),
             x.regime,
-            f"{x.band_pct[0]:g}-{x.band_pct[1]:g} {x.band_status}" if x.band_pct else "no band",
+            _band_cell(x.band_low, x.band_high, x.band_status),
         ]
         for x in r.rows
-    ]
-    headers = ["op", "shape", "type", "library", "count", "time ms", "TFLOPS", "eff %", "tensor %", "HBM %",
-               "regime", "band % (datasheet)"]
+    ]  # fmt: skip
+    labels = [BY_NAME[n].label for n in ("name", "shape", "attention_type", "library", "count", "time_ms", *rated)]
+    headers = [*labels, BY_NAME["regime"].label, "band % (datasheet)"]
     lines.append(table(headers, rows, 40))
     if any(x.work_bound in BOUND_MARKS for x in r.rows):
         lines.append(BOUND_LEGEND)

@@ -418,12 +418,12 @@ def expected_verdict_cells(op: dict[str, Any], heuristic: bool) -> list[str]:
     if heuristic:
         return [MISSING] * len(VERDICT_COLUMNS)
     r = _roofline(op)
-    band = r.get("expected_band_pct")
+    band = [r.get("band_low"), r.get("band_high")]
     status = r.get("band_status")
     bound = r.get("work_bound")
     if bound in ("lower", "upper", "unknown"):  # a bound gets no band verdict (perf_models.assess)
         band_cell = f"no band: the work is {'a' if bound == 'lower' else 'an'} {bound} bound"
-    elif isinstance(band, list) and len(band) == 2 and all(as_float(x) is not None for x in band):
+    elif all(as_float(x) is not None for x in band):
         band_cell = f"{number_text(band[0])}–{number_text(band[1])} % ({status})"
     else:
         band_cell = "no reference band"

@@ -185,7 +185,7 @@ def _score(
         {
             "operation": r["name"].astype(str),
             "args": r["args"].astype(str),
-            "shape": r["shape_label"].astype(str),
+            "shape": r["shape"].astype(str),
             "calls": r["count"].to_numpy(dtype=np.int64),
             "time_ms": r["time_ms"].to_numpy(dtype=float),
             # compute_roofline's time-weighted efficiency: Σ ideal / Σ measured over the modeled rows

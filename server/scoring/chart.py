@@ -24,7 +24,7 @@ def chart_points(category: str, table: RooflineTable) -> list[RooflinePoint]:
         eff_ok = row["has_model"] and math.isfinite(row["achieved_tflops"])
         pts.append(
             RooflinePoint(
-                label=str(row["shape_label"]),
+                label=str(row["shape"]),
                 intensity=float(row["intensity"]) if eff_ok else None,
                 achieved_tflops=float(row["achieved_tflops"]) if eff_ok else None,
                 time_ms=float(row["time_ms"]),

@@ -14,15 +14,15 @@ import numpy as np
 from server.factorize import factorize
 from server.folder.cache import FileStamp, file_stamp
 from server.folder.read import CategoryData
+from server.scoring.fields import BY_NAME, csv_columns
 from server.scoring.ranking import Metrics
 from server.scoring.records import RooflineTable
 from server.writers.atomic_stream import atomic_writer
 from server.writers.csv_columns import frame_csv_chunks
 
-_LIST_COLUMNS = ("warnings",)
-# Left out of the roofline CSV: they repeat what the ops CSV and the metrics JSON hold (the call stack, full kernel
-# names) and would make the table ~5x larger and slower to write; `row` joins it back to the ops CSV.
-_NOT_IN_CSV = ("call_chain", "module_chain", "kernel_name", "dominant_kernel")
+# The columns are the catalogue's csv fields (server.scoring.fields): the call stacks and full kernel names are
+# left out (the ops CSV and the metrics JSON hold them; they would make the table ~5x larger and slower to write);
+# `row` joins it back to the ops CSV.
 
 
 def roofline_csv_path(data: CategoryData) -> Path:
@@ -40,7 +40,7 @@ def write_roofline_table(
     path = roofline_csv_path(data)
     if written is not None and path in written and written[path] == file_stamp(path, data.roots):
         return path
-    columns = [c for c in table.records.columns if c not in _NOT_IN_CSV]
+    columns = csv_columns()
     with atomic_writer(path, roots=data.roots) as fh:
         for piece in frame_csv_chunks(table.records[columns], codes=lambda col: _csv_codes(table, col)):
             fh.write(piece)
@@ -58,7 +58,7 @@ def write_metrics(data: CategoryData, metrics: Metrics) -> Path:
 
 def _csv_codes(table: RooflineTable, column: str) -> tuple[np.ndarray, list[Any]]:
     """Distinct values of a text column for the CSV; list columns are written as their repr."""
-    if column not in _LIST_COLUMNS:
+    if BY_NAME[column].kind != "list":
         return table.column_codes(column)
     try:
         codes, uniques = table.column_codes(column)  # chains come with their codes (lists, by identity)

@@ -20,6 +20,7 @@ from perf_models.kernels import KernelRole, classify_kernel
 from server.factorize import factorize
 from server.folder.read import KERNEL_MEAN, CategoryData
 from server.numbers import finite
+from server.scoring.fields import json_fields
 from server.scoring.records import RooflineTable, step_workload, workload_profile
 from server.vocab import ANOMALY_FLAG_PCT, IMPACT_UNIT
 from server.writers.json_columns import (
@@ -30,7 +31,6 @@ from server.writers.json_columns import (
     Ints,
     Numbers,
     Obj,
-    Pair,
     Sink,
     Sparse,
     Texts,
@@ -320,51 +320,8 @@ def _default_peak(table: RooflineTable) -> float:
 
 
 def _roofline_block(r: pd.DataFrame, table: RooflineTable) -> Obj:
-    """Our per-op roofline block (beside TraceLens' `efficiency`), built column-wise."""
-    flops = r["flops_useful"].to_numpy(dtype=float)
-    bc = r["bytes_compulsory"].to_numpy(dtype=float)
-    bt = r["bytes_tiled"].to_numpy(dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ic, it = flops / bc, flops / bt
-    def num(col: str, nd: int) -> Numbers:
-        return Numbers(r[col].to_numpy(), nd)
-
-    gqa = np.round(r["gqa_ratio"].to_numpy(dtype=float), 0)
-    return Obj([
-        Field("has_model", Bools(r["has_model"].to_numpy(dtype=bool))),
-        *_text_fields(table, "no_model_reason", "direction", "shape_label", "mask", "dtype"),
-        Field("gqa_ratio", Ints(gqa)),
-        Field("flops_useful", Numbers(flops, 0)),
-        Field("flops_executed", num("flops_executed", 0)),
-        Field("flops_upper", num("flops_upper", 0)),
-        Field("bytes_compulsory", Numbers(bc, 0)),
-        Field("bytes_tiled", Numbers(bt, 0)),
-        Field("intensity_compulsory", Numbers(ic, 2)),
-        Field("intensity_tiled", Numbers(it, 2)),
-        Field("ideal_us", num("ideal_us", 3)),
-        Field("mean_us", num("mean_us", 3)),
-        Field("ridge", num("ridge", 2)),
-        Field("bytes_fa_convention", num("bytes_fa_convention", 0)),
-        Field("bytes_unfused", num("bytes_unfused", 0)),
-        *_text_fields(table, "kind", "regime", "tile_family"),
-        Field("compute_pct", num("compute_pct", 2)),
-        Field("memory_pct", num("memory_pct", 2)),
-        Field("compute_datasheet_pct", num("compute_datasheet_pct", 2)),
-        Field("memory_datasheet_pct", num("memory_datasheet_pct", 2)),
-        Field("efficiency_datasheet_pct", num("efficiency_datasheet_pct", 2)),
-        Field("expected_band_pct", Pair(Numbers(r["band_low"].to_numpy(), 1), Numbers(r["band_high"].to_numpy(), 1))),
-        *_text_fields(table, "band_id", "band_metric", "band_status"),
-        Field("in_expected_band", Bools(r["in_expected_band"].to_numpy(dtype=bool))),
-        Field("anomaly_over_110", Bools(r["anomaly_flag"].to_numpy(dtype=bool))),
-        *_text_fields(table, "peak_tflops_kind", "peak_tbs_kind"),
-        Field("peak_tflops_datasheet", num("peak_tflops_datasheet", 2)),
-        Field("peak_tbs_datasheet", num("peak_tbs_datasheet", 3)),
-        Field("upstream_efficiency_pct", num("upstream_efficiency_pct", 2)),
-        Field("copy_overhead_us", num("copy_overhead_us", 3)),
-        *_text_fields(table, "work_bound"),
-        Field("kv_cache_write_us", num("kv_cache_write_us", 3)),
-        Field("bytes_model", Const(table.bytes_model, len(r))),
-    ])  # fmt: skip
+    """Our per-op roofline block (beside TraceLens' `efficiency`): the catalogue's json fields, column-wise."""
+    return Obj([*json_fields(r, table.column_codes), Field("bytes_model", Const(table.bytes_model, len(r)))])
 
 
 def paged_breakdown(kernels: list[dict[str, Any]]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from perf_models.limits import oversized
 from perf_models.literals import LiteralParseError, parse_literal
 from perf_models.model_attention import default_family
 from perf_models.ops.batch import ParsedTable, parse_ops_table
+from perf_models.outputs import MODEL_OUTPUTS, row_outputs
 from perf_models.registry import ParsedOp, parse_op
 from server.factorize import factorize
 from server.folder.cells import CELL_SEP
@@ -290,21 +291,9 @@ def compute_records(
         "mask": pt.mask_label,
         "dtype": pt.dtype_q,
     }
-    float_cols = (
-        "kept_pairs", "flops_useful", "flops_executed", "flops_upper", "bytes_compulsory", "bytes_tiled",
-        "bytes_fa_convention", "bytes_used", "bytes_unfused", "ideal_us", "intensity", "ridge", "achieved_tflops",
-        "achieved_tbs", "efficiency_pct", "efficiency_datasheet_pct", "compute_pct", "memory_pct",
-        "compute_datasheet_pct", "memory_datasheet_pct", "peak_tflops", "peak_tflops_datasheet", "peak_tbs",
-        "peak_tbs_datasheet", "band_low", "band_high", "band_value", "block_q", "block_kv", "gqa_ratio",
-        "batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v",
-    )  # fmt: skip
-    for col in float_cols:
-        rec[col] = np.full(n, np.nan)
-    for col in ("bound", "regime", "kind", "compute_spec", "peak_tflops_kind", "peak_tbs_kind", "tile_family",
-                "band_id", "band_metric"):
-        rec[col] = np.full(n, None, dtype=object)
-    rec["band_status"] = np.full(n, "none", dtype=object)
-    rec["work_bound"] = np.full(n, None, dtype=object)
+    for o in MODEL_OUTPUTS:  # a row without a model has no value: NaN, None, False
+        rec[o.name] = _empty_column(o.kind, n)
+    rec["band_status"][:] = "none"
     # rows without warnings share one empty list (10^5 lists of their own were ~6 MB and 0.2 s); `warn` gives a
     # row its own list before adding to it, so the shared one stays empty
     no_warnings: list[str] = []
@@ -324,37 +313,8 @@ def compute_records(
                              family=tile_families)
         a = assess(t, work, gpu, mean_us[idx], bytes_model=bytes_model, attention_types=att_types[idx])
         rf = a.roofline
-        cols = {
-            "kept_pairs": work.kept_pairs, "flops_useful": work.flops_useful, "flops_executed": work.flops_executed,
-            "flops_upper": work.flops_upper, "bytes_compulsory": work.bytes_compulsory,
-            "bytes_tiled": work.bytes_tiled, "bytes_fa_convention": work.bytes_fa_convention,
-            "bytes_used": a.bytes_used, "bytes_unfused": a.bytes_unfused, "ideal_us": rf.ideal_time_us,
-            "intensity": rf.intensity, "ridge": rf.ridge, "achieved_tflops": rf.achieved_tflops,
-            "achieved_tbs": rf.achieved_tbs, "efficiency_pct": rf.efficiency_pct,
-            "efficiency_datasheet_pct": a.efficiency_datasheet_pct, "compute_pct": a.compute_pct,
-            "memory_pct": a.memory_pct, "compute_datasheet_pct": a.compute_datasheet_pct,
-            "memory_datasheet_pct": a.memory_datasheet_pct, "peak_tflops": a.peak_tflops,
-            "peak_tflops_datasheet": a.peak_tflops_datasheet, "peak_tbs": np.full(len(idx), a.peak_tbs),
-            "peak_tbs_datasheet": np.full(len(idx), a.peak_tbs_datasheet), "band_low": a.band_low,
-            "band_high": a.band_high, "band_value": a.band_value, "block_q": work.block_q, "block_kv": work.block_kv,
-            "gqa_ratio": t.heads_q // t.heads_kv, "batch": t.batch, "heads_q": t.heads_q, "heads_kv": t.heads_kv,
-            "seq_q": t.seq_q, "seq_kv": t.seq_kv, "head_dim_qk": t.head_dim_qk, "head_dim_v": t.head_dim_v,
-        }  # fmt: skip
-        for k, v in cols.items():
-            rec[k][idx] = np.asarray(v, dtype=float)
-        # the roof that limits: the roofline's, except for unfused rows, whose own score-matrix traffic decides
-        binary = np.where(a.regime == "balanced", rf.bound, a.regime).astype(object)
-        rec["bound"][idx] = np.where(np.isin(binary, ("compute", "memory")), binary, None)
-        rec["regime"][idx] = np.where(a.regime == "unknown", None, a.regime)
-        rec["kind"][idx] = a.kind
-        rec["compute_spec"][idx] = a.compute_spec
-        rec["peak_tflops_kind"][idx] = a.peak_tflops_kind
-        rec["peak_tbs_kind"][idx] = a.peak_tbs_kind
-        rec["tile_family"][idx] = work.families
-        rec["band_id"][idx] = a.band_id
-        rec["band_metric"][idx] = a.band_metric
-        rec["band_status"][idx] = a.band_status
-        rec["work_bound"][idx] = a.work_bound
+        for name, values in row_outputs(t, work, a).items():
+            rec[name][idx] = values
         unknown_window = np.flatnonzero(t.window_unknown)
         if len(unknown_window):
             rec["mask"] = np.asarray(rec["mask"], dtype=object).copy()
@@ -370,16 +330,6 @@ def compute_records(
                 f"efficiency {rf.efficiency_pct[j]:.1f}% exceeds the roofline by more than 10%: check the shapes, the "
                 "peaks or whether the measured time misses kernels — an anomaly, not an excellent kernel"
             )
-        rec_anomaly = np.zeros(n, dtype=bool)
-        rec_anomaly[idx] = rf.is_anomaly
-        rec_flag = np.zeros(n, dtype=bool)
-        rec_flag[idx] = rf.anomaly_flag
-    else:
-        rec_anomaly = np.zeros(n, dtype=bool)
-        rec_flag = np.zeros(n, dtype=bool)
-    rec["is_anomaly"] = rec_anomaly
-    rec["anomaly_flag"] = rec_flag
-    rec["in_expected_band"] = rec["band_status"] == "within"
     rec["warnings"] = warnings
     rec["no_model_reason"] = pt.reason
     _add_descriptive_columns(rec, data, classes, class_of, known)
@@ -395,6 +345,14 @@ def compute_records(
     return RooflineTable(
         records=records, gpu=gpu, bytes_model=bytes_model, parsed=pt, peak_notes=notes, source=data, _codes=known
     )
+
+
+def _empty_column(kind: str, n: int) -> np.ndarray:
+    if kind in ("float", "int"):  # ints too: NaN marks "no value" (the catalogue's int fields come out as ints)
+        return np.full(n, np.nan)
+    if kind == "bool":
+        return np.zeros(n, dtype=bool)
+    return np.full(n, None, dtype=object)
 
 
 def _unique_map(values: list[Any], fn: Any) -> tuple[np.ndarray, list[Any]]:
@@ -425,7 +383,7 @@ def _add_descriptive_columns(
     n = len(df)
     args = _args_column(data)
     rec["args"] = args
-    rec["shape_label"] = _shape_labels(rec)
+    rec["shape"] = _shape_labels(rec)
     missing = np.flatnonzero((np.asarray([not a for a in args], dtype=bool)) & rec["has_model"])
     if len(missing):  # autograd nodes have no Input Dims: show the linked forward's shapes
         for i, a in zip(missing.tolist(), _args_from_records(rec, missing), strict=True):

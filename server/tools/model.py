@@ -11,8 +11,8 @@ from perf_models.config import AttentionConfig, BwdConvention, Mask, PagedInfo, 
 from perf_models.errors import PerfModelError
 from perf_models.model_attention import model_attention as estimate_attention
 from server.errors import InputError
-from server.numbers import finite
 from server.scoring.arch import gpu_by_name_or_file
+from server.scoring.fields import result_model, result_values
 from server.scoring.verdicts import verdict
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import BytesModelArg, DtypeArg, KvCacheDtypeArg, PeaksUsed, RequiredArch, peaks_of
@@ -89,7 +89,7 @@ class ModelInput(ToolInput):
         Field(description="tiled backward bytes: two_pass (a dK/dV pass and a dQ pass, the seed PR's model) or "
               "single_pass (FA2/CK style with an fp32 dQ accumulated atomically)"),
     ] = "two_pass"
-    kernel_family: Annotated[
+    tile_family: Annotated[
         Literal["fa2", "fa3", "ck", "triton"] | None,
         Field(description="kernel family whose default tiles the tiled bytes use (fa2: flash-attn 2 / PyTorch flash; "
               "fa3: Hopper FA3; ck: CK/aiter; triton); default: ck on AMD, fa2 elsewhere"),
@@ -149,46 +149,29 @@ class BandOut(BaseModel):
     source: str
 
 
-class ModelResult(BaseModel):
+class _ModelHead(BaseModel):
+    """What was modeled, on which roofs (the catalogue's fields follow)."""
+
     config: ConfigOut
     mask: MaskOut
     peaks: PeaksUsed
-    kind: str = Field(description="fwd | bwd | decode | mixed")
-    kept_pairs: float = Field(description="exact kept (query, key) pairs per query head, summed over the batch")
-    flops_useful: float = Field(description="FLOPs over the kept pairs (the efficiency numerator)")
-    flops_executed: float = Field(description="FLOPs over the visited tiles (masked pairs inside them included)")
-    flops_upper: float = Field(description="varlen/paged: the upper bound of the useful FLOPs")
-    bytes_compulsory: float = Field(description="each tensor touched once (our convention: Q, K, V, O, LSE; "
-                                    "backward adds dO, dQ + fp32 accumulator, dK, dV, D)")
-    bytes_tiled: float = Field(description="with tile re-reads that miss the cache")
-    bytes_fa_convention: float = Field(description="as the FA benchmarks count: fwd Q+K+V+O; bwd Q+K+V+dO+dQ+dK+dV")
-    bytes_model: str
-    bwd_convention: str
-    block_q: int
-    block_kv: int
-    kernel_family: str = Field(description="the tile family the tiled bytes were modeled with")
-    skip_masked_tiles: bool
-    tiled_bwd_model: str
-    tile_visits: int
-    intensity: float = Field(description="FLOPs per byte under the chosen bytes model")
-    ridge: float = Field(description="compute roof / bandwidth roof, FLOPs per byte")
-    ideal_us: float
-    bound: str = Field(description="compute | memory: the roof that gives the larger time")
-    regime: str = Field(description="compute | memory | balanced (intensity within ±30 % of the ridge)")
-    measured_us: float | None = None
-    achieved_tflops: float | None = None
-    achieved_tbs: float | None = None
-    efficiency_pct: float | None = Field(None, description="% of the roofline (the roofs in peaks)")
-    efficiency_datasheet_pct: float | None = Field(None, description="% of the roofline at the datasheet peaks")
-    compute_pct: float | None = Field(None, description="achieved TFLOP/s / compute roof × 100")
-    memory_pct: float | None = Field(None, description="achieved TB/s / bandwidth roof × 100")
-    compute_datasheet_pct: float | None = None
-    memory_datasheet_pct: float | None = None
-    is_anomaly: bool = False
-    band: BandOut | None = Field(None, description="the expected band for this shape (None: no reference band)")
-    band_status: str = Field(description="within | below | above | none")
-    verdict: str
-    notes: list[str] = Field(default_factory=list)
+
+
+ModelResult = result_model(
+    "ModelResult",
+    "model",
+    "The roofline and verdicts of one attention call with explicit shapes.",
+    required=("kind", "flops_useful", "bytes_compulsory", "bytes_tiled", "ideal_us", "bound", "regime", "band_status",
+              "verdict"),
+    base=_ModelHead,
+    measured_us=(float | None, Field(None, description="the measured kernel time given, µs")),
+    bytes_model=(str, Field(description="the bytes model of the roofline's numerator (compulsory | tiled)")),
+    bwd_convention=(str, Field(description="backward FLOPs convention (5gemm | recompute_fwd | two_phase)")),
+    skip_masked_tiles=(bool, Field(description="whether tiles the mask hides entirely were skipped")),
+    tiled_bwd_model=(str, Field(description="tiled backward bytes model (two_pass | single_pass)")),
+    band=(BandOut | None, Field(None, description="the expected band for this shape (None: no reference band)")),
+    notes=(list[str], Field(default_factory=list)),
+)
 
 
 def _mask_out(mask: Mask) -> MaskOut:
@@ -253,11 +236,14 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
             block_kv=args.block_kv,
             skip_masked_tiles=args.skip_masked_tiles,
             tiled_bwd_model=args.tiled_bwd_model,
-            family=args.kernel_family,
+            family=args.tile_family,
         )
     except PerfModelError as exc:
         raise InputError(str(exc)) from None
     band = est.band
+    band_low, band_high, metric = (band.low_pct, band.high_pct, band.metric) if band else (None, None, None)
+    words = verdict(est.regime, est.compute_pct, est.memory_pct, est.band_status, band_low, band_high, metric,
+                    est.is_anomaly, est.work_bound)
     return ModelResult(
         config=ConfigOut(
             batch=cfg.batch,
@@ -278,43 +264,14 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
         ),
         mask=_mask_out(cfg.mask),
         peaks=peaks_of(gpu, source, est.compute_spec),
-        kind=est.kind,
-        kept_pairs=float(est.kept_pairs),
-        flops_useful=est.flops,
-        flops_executed=est.flops_executed,
-        flops_upper=est.flops_upper,
-        bytes_compulsory=est.bytes_compulsory,
-        bytes_tiled=est.bytes_tiled,
-        bytes_fa_convention=est.bytes_fa_convention,
-        bytes_model=args.bytes_model,
+        **result_values(est.values, "model", verdict=words),
+        measured_us=args.measured_us,
+        bytes_model=est.bytes_model,
         bwd_convention=est.bwd_convention,
-        block_q=est.block_q,
-        block_kv=est.block_kv,
-        kernel_family=est.family,
         skip_masked_tiles=est.skip_masked_tiles,
         tiled_bwd_model=est.tiled_bwd_model,
-        tile_visits=est.tile_visits,
-        intensity=est.intensity,
-        ridge=est.ridge,
-        ideal_us=est.ideal_time_us,
-        bound=est.bound,
-        regime=est.regime,
-        measured_us=args.measured_us,
-        achieved_tflops=finite(est.achieved_tflops),
-        achieved_tbs=finite(est.achieved_tbs),
-        efficiency_pct=finite(est.efficiency_pct, 2),
-        efficiency_datasheet_pct=finite(est.efficiency_datasheet_pct, 2),
-        compute_pct=finite(est.compute_pct, 2),
-        memory_pct=finite(est.memory_pct, 2),
-        compute_datasheet_pct=finite(est.compute_datasheet_pct, 2),
-        memory_datasheet_pct=finite(est.memory_datasheet_pct, 2),
-        is_anomaly=est.is_anomaly,
         band=BandOut(id=band.id, low_pct=band.low_pct, high_pct=band.high_pct, metric=band.metric,
                      anchor=band.anchor, source=band.source) if band else None,
-        band_status=est.band_status,
-        verdict=verdict(est.regime, est.compute_pct, est.memory_pct, est.band_status,
-                        band.low_pct if band else None, band.high_pct if band else None,
-                        band.metric if band else None, est.is_anomaly),
         notes=list(est.notes),
     )
 

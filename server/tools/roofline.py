@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from server.numbers import finite
 from server.scoring.arch import ResolvedArch
 from server.scoring.category import score_category
+from server.scoring.fields import result_model, result_values
 from server.scoring.outputs import write_roofline_table
 from server.scoring.records import RooflineTable
 from server.scoring.verdicts import verdict
@@ -38,48 +39,12 @@ class RooflineInput(ToolInput):
     offset: Annotated[int, Field(ge=0, description="rows to skip before the page (paging)")] = 0
 
 
-class RooflineRow(BaseModel):
-    """One op row's model and verdict (the full record, every column, is in <category>_roofline.csv)."""
-
-    row: int = Field(description="row index in <category>_ops.csv (0-based)")
-    name: str
-    direction: str | None = Field(None, description="fwd | bwd")
-    kind: str | None = Field(None, description="fwd | bwd | decode | mixed (prefill + decode in one paged call)")
-    attention_type: str = Field(description="flash | memory_efficient | cudnn | unfused | paged | …")
-    library: str
-    shape: str = Field(description="B batch, H heads (q/kv), N lengths (q×kv), d head dims, mask")
-    mask: str | None = Field(None, description="none | causal (top-left/bottom-right) | sliding window (left, right)")
-    dtype: str | None = None
-    count: int
-    time_ms: float = Field(description="total kernel time of the row, ms")
-    mean_us: float | None = Field(None, description="kernel time of one call, µs")
-    flops_useful: float | None = Field(None, description="FLOPs of one call over the kept pairs")
-    bytes_compulsory: float | None = Field(None, description="HBM bytes of one call, each tensor once")
-    bytes_tiled: float | None = Field(None, description="HBM bytes of one call with tile re-reads that miss the cache")
-    ideal_us: float | None = Field(None, description="ideal time of one call at the roofs, µs")
-    intensity: float | None = Field(None, description="FLOPs per byte under the chosen bytes model")
-    achieved_tflops: float | None = None
-    achieved_tbs: float | None = None
-    efficiency_pct: float | None = Field(None, description="% of the roofline (ideal time / measured time)")
-    efficiency_datasheet_pct: float | None = Field(None, description="the same against the datasheet peaks")
-    compute_pct: float | None = Field(None, description="achieved TFLOP/s / compute roof × 100")
-    memory_pct: float | None = Field(None, description="achieved TB/s / bandwidth roof × 100")
-    bound: str | None = Field(None, description="compute | memory: the roof that limits")
-    regime: str | None = Field(None, description="compute | memory | balanced (intensity within ±30 % of the ridge)")
-    band_pct: tuple[float, float] | None = Field(
-        None, description="expected band, % of the datasheet peak of band_metric (None: no reference band)"
-    )
-    band_metric: str | None = Field(None, description="compute (tensor %) | memory (HBM %)")
-    band_status: str = Field("none", description="within | below | above | none (no reference band)")
-    verdict: str = Field(description="the verdict in words")
-    work_bound: str | None = Field(
-        None, description="exact | lower | upper | unknown: what flops_useful (and so the efficiency) is"
-    )
-    kv_cache_write_us: float | None = Field(None, description="KV-cache write time beside the row (not in time_ms), µs")
-    is_anomaly: bool = False
-    gqa_ratio: int | None = None
-    kernel_name_trunc: str = ""
-    warnings: list[str] = Field(default_factory=list)
+RooflineRow = result_model(
+    "RooflineRow",
+    "row",
+    "One op row's model and verdict (the full record, every column, is in <category>_roofline.csv).",
+    required=("row", "name", "attention_type", "library", "shape", "count", "time_ms", "band_status", "verdict"),
+)
 
 
 class RooflineResult(BaseModel):
@@ -113,48 +78,18 @@ def _text(x: object) -> str | None:
     return x if isinstance(x, str) else None
 
 
-def _row_model(r: pd.Series) -> RooflineRow:
-    has_band = bool(np.isfinite(r["band_low"]))
-    compute, memory = finite(r["compute_pct"], 2), finite(r["memory_pct"], 2)
-    return RooflineRow(
-        row=int(r["row"]),
-        name=str(r["name"]),
-        direction=_text(r["direction"]),
-        kind=_text(r["kind"]),
-        attention_type=str(r["attention_type"]),
-        library=str(r["library"]),
-        shape=str(r["shape_label"]),
-        mask=_text(r["mask"]),
-        dtype=_text(r["dtype"]),
-        count=int(r["count"]),
-        time_ms=round(float(r["time_ms"]), 4),
-        mean_us=finite(r["mean_us"], 3),
-        flops_useful=finite(r["flops_useful"], 0),
-        bytes_compulsory=finite(r["bytes_compulsory"], 0),
-        bytes_tiled=finite(r["bytes_tiled"], 0),
-        ideal_us=finite(r["ideal_us"], 3),
-        intensity=finite(r["intensity"], 2),
-        achieved_tflops=finite(r["achieved_tflops"], 2),
-        achieved_tbs=finite(r["achieved_tbs"], 3),
-        efficiency_pct=finite(r["efficiency_pct"], 2),
-        efficiency_datasheet_pct=finite(r["efficiency_datasheet_pct"], 2),
-        compute_pct=compute,
-        memory_pct=memory,
-        bound=_text(r["bound"]),
-        regime=_text(r["regime"]),
-        band_pct=(float(r["band_low"]), float(r["band_high"])) if has_band else None,
-        band_metric=_text(r["band_metric"]),
-        band_status=str(r["band_status"]),
-        verdict=verdict(_text(r["regime"]), compute, memory, str(r["band_status"]),
-                        finite(r["band_low"]), finite(r["band_high"]), _text(r["band_metric"]), bool(r["is_anomaly"]),
-                        _text(r["work_bound"])),
-        work_bound=_text(r["work_bound"]),
-        kv_cache_write_us=finite(r["kv_cache_write_us"], 3) or None,
-        is_anomaly=bool(r["is_anomaly"]),
-        gqa_ratio=int(r["gqa_ratio"]) if r["gqa_ratio"] and r["gqa_ratio"] == r["gqa_ratio"] else None,
-        kernel_name_trunc=str(r["kernel_name_trunc"]),
-        warnings=list(r["warnings"])[:MAX_ROW_WARNINGS],
-    )
+def row_verdict(r: pd.Series) -> str:
+    """The verdict in words of one records row."""
+    return verdict(
+        _text(r["regime"]), finite(r["compute_pct"], 2), finite(r["memory_pct"], 2), str(r["band_status"]),
+        finite(r["band_low"]), finite(r["band_high"]), _text(r["band_metric"]), bool(r["is_anomaly"]),
+        _text(r["work_bound"]),
+    )  # fmt: skip
+
+
+def _row_model(r: pd.Series) -> BaseModel:
+    values = result_values(r, "row", verdict=row_verdict(r), warnings=list(r["warnings"])[:MAX_ROW_WARNINGS])
+    return RooflineRow(**values)
 
 
 def compute_roofline(ctx: ToolContext, args: RooflineInput) -> RooflineResult:
@@ -171,7 +106,7 @@ def compute_roofline(ctx: ToolContext, args: RooflineInput) -> RooflineResult:
     assert table is not None and resolved is not None
     r = table.records
     order = np.argsort(-r["time_ms"].to_numpy(), kind="stable")
-    rows: list[RooflineRow] = []
+    rows: list[BaseModel] = []
     used = 0
     for _, row in r.iloc[order[args.offset : args.offset + args.limit]].iterrows():
         model = _row_model(row)

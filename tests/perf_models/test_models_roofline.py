@@ -114,14 +114,14 @@ def test_model_attention_seed_backward() -> None:
     gpu = StubGpu()
     est = model_attention(cfg, gpu, measured_us=101.056512)
     assert set(gpu.asked) == {"matrix_bf16"}
-    assert est.flops == 21_495_808_000 and est.bytes_used == est.bytes_compulsory == 101_056_512
+    assert est.flops_useful == 21_495_808_000 and est.bytes_used == est.bytes_compulsory == 101_056_512
     assert est.compute_time_us == pytest.approx(21.495808)
     assert est.memory_time_us == pytest.approx(50.528256)
     assert est.bound == "memory"
     assert est.efficiency_pct == pytest.approx(50.0)
     assert (est.peak_tflops_kind, est.peak_tbs_kind) == ("achievable", "datasheet")
     assert est.band is None and est.band_status == "none"  # a GPU without published bands
-    assert est.bwd_convention == "5gemm" and est.family == "fa2" and est.bytes_model == "compulsory"
+    assert est.bwd_convention == "5gemm" and est.tile_family == "fa2" and est.bytes_model == "compulsory"
     assert est.notes == ()
 
 
@@ -130,7 +130,7 @@ def test_model_attention_tiled_and_missing_time() -> None:
     est = model_attention(cfg, StubGpu(), bytes_model="tiled", block_q=64, block_kv=64,
                           skip_masked_tiles=False, bwd_convention="recompute_fwd")
     assert est.bytes_used == est.bytes_tiled == 721_420_288
-    assert est.flops == 25_794_969_600 and est.bwd_convention == "recompute_fwd"
+    assert est.flops_useful == 25_794_969_600 and est.bwd_convention == "recompute_fwd"
     assert est.measured_us is None and est.efficiency_pct is None and est.achieved_tflops is None
     assert est.measurement_status == "missing"
     assert any("tiled bytes" in n for n in est.notes) and any("missing" in n for n in est.notes)
@@ -140,7 +140,7 @@ def test_model_attention_tiled_and_missing_time() -> None:
 def test_model_attention_anomaly_and_bad_bytes_model() -> None:
     cfg = AttentionConfig(1, 32, 32, 1024, 1024, 128, 128)
     gpu = StubGpu()
-    ideal = model_attention(cfg, gpu).ideal_time_us
+    ideal = model_attention(cfg, gpu).ideal_us
     est = model_attention(cfg, gpu, measured_us=ideal / 1.2)
     assert est.is_anomaly and est.anomaly_flag and est.efficiency_pct == pytest.approx(120.0)
     assert any("anomaly" in n for n in est.notes)
@@ -156,5 +156,5 @@ def test_model_attention_varlen_and_paged_notes() -> None:
     p = PagedInfo(num_requests=4, sum_context_tokens=4000)
     est = model_attention(AttentionConfig(4, 32, 8, 1, 1000, 128, 128, paged=p), StubGpu())
     # decode is memory-bound: 2·4000·8·256 + Q/O bytes vs 2·4000·32·256 FLOP
-    assert est.bound == "memory" and est.regime == "memory" and est.flops == 2 * 4000 * 32 * 256
+    assert est.bound == "memory" and est.regime == "memory" and est.flops_useful == 2 * 4000 * 32 * 256
     assert est.kind == "decode"

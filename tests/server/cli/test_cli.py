@@ -191,8 +191,8 @@ def test_roofline_table_marks_rates_of_bounded_work() -> None:
     def row(work_bound: str, eff: float) -> SimpleNamespace:
         return SimpleNamespace(name="vllm::unified_attention_with_output", shape="fwd", attention_type="paged",
                                library="vLLM", count=1, time_ms=0.1, achieved_tflops=10.0, efficiency_pct=eff,
-                               compute_pct=eff, memory_pct=None, regime="memory", band_pct=None, band_status="none",
-                               work_bound=work_bound)  # fmt: skip
+                               compute_pct=eff, memory_pct=None, regime="memory", band_low=None, band_high=None,
+                               band_status="none", work_bound=work_bound)  # fmt: skip
 
     result = SimpleNamespace(status="OK", peaks=None, category="inferenceattention", total_rows=3, modeled_rows=3,
                              total_time_ms=0.3, weighted_efficiency_pct=2.0, bytes_model="compulsory", notes=[],

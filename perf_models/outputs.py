@@ -1,0 +1,196 @@
+"""The per-row outputs of the models, each declared once, and the function that computes them for a whole table.
+
+An `Output` is a field a user or an LLM reads: its one name (the same in the records, the roofline CSV, the
+metrics JSON's `roofline` block, the MCP results and the CLI), its kind, unit, rounding, a short label for tables
+and its description. `MODEL_OUTPUTS` lists what `row_outputs` computes from a table, its work estimate and its
+assessment; the server adds the fields it computes itself (op names, kernel names, call stacks, times) in
+`server/scoring/fields.py`, with the same `Output`, and derives every surface from the two lists together.
+
+Adding an output is one `Output` line here plus its computation in `row_outputs`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from perf_models.assess import Assessment
+from perf_models.estimate import WorkEstimate
+from perf_models.table import ConfigTable
+
+Kind = Literal["float", "int", "text", "bool", "list"]
+# Where a field appears. row: a compute_roofline row; model: the model_attention result; json: the metrics JSON's
+# per-op `roofline` block; csv: <category>_roofline.csv. Records (the in-memory table) hold every field.
+Surface = Literal["row", "model", "json", "csv"]
+ALL_SURFACES: frozenset[Surface] = frozenset(("row", "model", "json", "csv"))
+
+
+@dataclass(frozen=True)
+class Output:
+    """One per-row output field. `digits`: decimals kept in results and files (None: written as computed)."""
+
+    name: str
+    kind: Kind
+    unit: str
+    digits: int | None
+    label: str  # a short column title for tables
+    description: str
+    surfaces: frozenset[Surface] = ALL_SURFACES
+
+    @property
+    def help(self) -> str:
+        """The description with its unit, as schemas and `--help` show it."""
+        return f"{self.description} ({self.unit})" if self.unit else self.description
+
+
+_SURFACE_CODES: dict[str, Surface] = {"r": "row", "m": "model", "j": "json", "c": "csv"}
+
+
+def declare(name: str, kind: Kind, unit: str, digits: int | None, label: str, on: str, description: str) -> Output:
+    """One catalogue line; `on`: the surfaces as letters (r row, m model, j json, c csv)."""
+    return Output(name, kind, unit, digits, label, description, frozenset(_SURFACE_CODES[c] for c in on))
+
+
+MODEL_OUTPUTS: tuple[Output, ...] = (
+    # the config as modeled
+    declare("batch", "int", "", None, "B", "mc", "batch size B (varlen: sequences packed)"),
+    declare("heads_q", "int", "", None, "Hq", "mc", "query heads"),
+    declare("heads_kv", "int", "", None, "Hkv", "mc", "key/value heads"),
+    declare("seq_q", "int", "tokens", None, "Nq", "mc", "query length"),
+    declare("seq_kv", "int", "tokens", None, "Nkv", "mc", "key length (decode: the context)"),
+    declare("head_dim_qk", "int", "", None, "d_qk", "mc", "head dim of Q and K"),
+    declare("head_dim_v", "int", "", None, "d_v", "mc", "head dim of V"),
+    declare("gqa_ratio", "int", "", None, "GQA", "rjc", "query heads per key/value head (GQA/MQA > 1)"),
+    declare("kind", "text", "", None, "kind", "rmjc",
+            "fwd | bwd | decode | mixed (prefill and decode in one paged call)"),
+    # work
+    declare("kept_pairs", "float", "pairs", 0, "pairs", "mc",
+            "kept (query, key) pairs per query head, summed over the batch"),
+    declare("kept_pairs_upper", "float", "pairs", 0, "pairs max", "m",
+            "varlen/paged: the upper bound of the kept pairs"),
+    declare("tile_visits", "int", "tiles", None, "tiles", "m", "Br×Bc tiles a kernel visits under the mask"),
+    declare("flops_useful", "float", "FLOP", 0, "FLOPs", "rmjc",
+            "FLOPs of one call over the kept pairs (the efficiency numerator)"),
+    declare("flops_executed", "float", "FLOP", 0, "FLOPs exec", "mjc",
+            "FLOPs of one call over the visited tiles (masked pairs inside them included)"),
+    declare("flops_upper", "float", "FLOP", 0, "FLOPs max", "mjc", "varlen/paged: the upper bound of the useful FLOPs"),
+    declare("bytes_compulsory", "float", "B", 0, "bytes", "rmjc",
+            "HBM bytes of one call, each tensor once (Q, K, V, O, LSE; backward adds dO, dQ + fp32 accumulator, "
+            "dK, dV, D)"),
+    declare("bytes_tiled", "float", "B", 0, "bytes tiled", "rmjc",
+            "HBM bytes of one call with tile re-reads that miss the cache"),
+    declare("bytes_fa_convention", "float", "B", 0, "bytes FA", "mjc",
+            "bytes as the FA benchmarks count them: fwd Q+K+V+O; bwd Q+K+V+dO+dQ+dK+dV"),
+    declare("bytes_used", "float", "B", 0, "bytes used", "mc",
+            "the bytes of the chosen bytes model (the roofline's numerator)"),
+    declare("bytes_unfused", "float", "B", 0, "bytes unfused", "jc",
+            "unfused rows: the bytes used plus the Nq × Nkv score matrices the chain writes and reads (its own "
+            "traffic)"),
+    declare("intensity", "float", "FLOP/B", 2, "FLOP/B", "rmc", "FLOPs per byte under the chosen bytes model"),
+    declare("intensity_compulsory", "float", "FLOP/B", 2, "FLOP/B comp", "jc", "FLOPs per compulsory byte"),
+    declare("intensity_tiled", "float", "FLOP/B", 2, "FLOP/B tiled", "jc", "FLOPs per tiled byte"),
+    declare("block_q", "int", "rows", None, "Br", "mc", "query tile rows of the tiled bytes and tile counts"),
+    declare("block_kv", "int", "columns", None, "Bc", "mc", "key tile columns of the tiled bytes and tile counts"),
+    declare("tile_family", "text", "", None, "tiles of", "mjc",
+            "the kernel family whose default tiles the tiled bytes use (fa2, fa3, ck, triton)"),
+    declare("work_bound", "text", "", None, "work", "rjc",
+            "exact | lower | upper | unknown: what flops_useful (and so the efficiency) is"),
+    # roofs
+    declare("compute_spec", "text", "", None, "spec", "mc",
+            "the compute spec the row runs on (matrix_bf16, …; two GEMM specs joined by + for quantized attention)"),
+    declare("peak_tflops", "float", "TFLOP/s", 2, "roof TF", "c", "the compute roof of that spec"),
+    declare("peak_tflops_kind", "text", "", None, "roof kind", "jc",
+            "achievable (measured, with a method) | datasheet"),
+    declare("peak_tflops_datasheet", "float", "TFLOP/s", 2, "datasheet TF", "jc",
+            "the datasheet dense peak of that spec"),
+    declare("peak_tbs", "float", "TB/s", 3, "roof TB/s", "c", "the HBM bandwidth roof"),
+    declare("peak_tbs_kind", "text", "", None, "bw kind", "jc", "achievable (measured, with a method) | datasheet"),
+    declare("peak_tbs_datasheet", "float", "TB/s", 3, "datasheet TB/s", "jc", "the datasheet HBM bandwidth"),
+    # roofline
+    declare("compute_time_us", "float", "µs", 3, "compute µs", "m", "FLOPs / compute roof"),
+    declare("memory_time_us", "float", "µs", 3, "memory µs", "m", "bytes / bandwidth roof"),
+    declare("ideal_us", "float", "µs", 3, "ideal µs", "rmjc",
+            "ideal time of one call at the roofs: max(compute, memory time)"),
+    declare("ridge", "float", "FLOP/B", 2, "ridge", "mjc", "compute roof / bandwidth roof"),
+    declare("bound", "text", "", None, "bound", "rmc",
+            "compute | memory: the roof that limits (unfused rows: from their own traffic)"),
+    declare("regime", "text", "", None, "regime", "rmjc",
+            "compute | memory | balanced (intensity within ±30 % of the ridge)"),
+    declare("measurement_status", "text", "", None, "measured", "m",
+            "measured | missing | zero: whether a kernel time was there to compare with"),
+    declare("achieved_tflops", "float", "TFLOP/s", 2, "TFLOP/s", "rmc", "useful FLOPs / measured time"),
+    declare("achieved_tbs", "float", "TB/s", 3, "TB/s", "rmc", "bytes used / measured time"),
+    declare("efficiency_pct", "float", "%", 2, "eff %", "rmc", "% of the roofline: ideal time / measured time × 100"),
+    declare("efficiency_datasheet_pct", "float", "%", 2, "eff % ds", "rmjc", "the same against the datasheet peaks"),
+    declare("compute_pct", "float", "%", 2, "tensor %", "rmjc", "achieved TFLOP/s / compute roof × 100"),
+    declare("memory_pct", "float", "%", 2, "HBM %", "rmjc", "achieved TB/s / bandwidth roof × 100"),
+    declare("compute_datasheet_pct", "float", "%", 2, "tensor % ds", "mjc",
+            "achieved TFLOP/s / datasheet compute peak × 100"),
+    declare("memory_datasheet_pct", "float", "%", 2, "HBM % ds", "mjc", "achieved TB/s / datasheet bandwidth × 100"),
+    declare("is_anomaly", "bool", "", None, "anomaly", "rmc",
+            "efficiency above 100 % of the roofline: an anomaly (wrong shapes, peaks or a measured time that misses "
+            "kernels), never an excellent kernel"),
+    declare("anomaly_flag", "bool", "", None, "flagged", "jc",
+            "efficiency above 110 %: too far above the roofline to project a gap from (the impact estimate falls "
+            "back to the heuristic)"),
+    # the expected band
+    declare("band_id", "text", "", None, "band", "mjc", "the expected band (perf_models/data/bands.json)"),
+    declare("band_metric", "text", "", None, "band metric", "rmjc",
+            "compute: the band is compared with the tensor % against the datasheet; memory: with the HBM % against the "
+            "datasheet"),
+    declare("band_low", "float", "%", 1, "band low", "rmjc",
+            "lower edge of the expected band (% of the datasheet peak of band_metric)"),
+    declare("band_high", "float", "%", 1, "band high", "rmjc",
+            "upper edge of the expected band (% of the datasheet peak of band_metric)"),
+    declare("band_value", "float", "%", 2, "vs band", "rmjc",
+            "the utilization the band is compared with (tensor % or HBM % against the datasheet)"),
+    declare("band_status", "text", "", None, "band status", "rmjc",
+            "within | below | above | none (no reference band)"),
+    declare("in_expected_band", "bool", "", None, "in band", "jc",
+            "band_status is within: as good as the best published kernels for this shape"),
+)
+
+
+def row_outputs(table: ConfigTable, work: WorkEstimate, a: Assessment) -> dict[str, NDArray[np.generic]]:
+    """Every MODEL_OUTPUTS field for every row of `table` (scored by `assess` into `a`), as arrays."""
+    rf = a.roofline
+    n = len(table)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        intensity_compulsory = work.flops_useful / work.bytes_compulsory
+        intensity_tiled = work.flops_useful / work.bytes_tiled
+    # the roof that limits: the roofline's, except for unfused rows, whose own score-matrix traffic decides
+    binary = np.where(a.regime == "balanced", rf.bound, a.regime).astype(object)
+    out: dict[str, NDArray[np.generic]] = {
+        "batch": table.batch, "heads_q": table.heads_q, "heads_kv": table.heads_kv, "seq_q": table.seq_q,
+        "seq_kv": table.seq_kv, "head_dim_qk": table.head_dim_qk, "head_dim_v": table.head_dim_v,
+        "gqa_ratio": table.heads_q // table.heads_kv, "kind": a.kind,
+        "kept_pairs": work.kept_pairs, "kept_pairs_upper": work.kept_pairs_upper, "tile_visits": work.tile_visits,
+        "flops_useful": work.flops_useful, "flops_executed": work.flops_executed, "flops_upper": work.flops_upper,
+        "bytes_compulsory": work.bytes_compulsory, "bytes_tiled": work.bytes_tiled,
+        "bytes_fa_convention": work.bytes_fa_convention, "bytes_used": a.bytes_used, "bytes_unfused": a.bytes_unfused,
+        "intensity": rf.intensity, "intensity_compulsory": intensity_compulsory, "intensity_tiled": intensity_tiled,
+        "block_q": work.block_q, "block_kv": work.block_kv, "tile_family": work.families, "work_bound": a.work_bound,
+        "compute_spec": a.compute_spec, "peak_tflops": a.peak_tflops, "peak_tflops_kind": a.peak_tflops_kind,
+        "peak_tflops_datasheet": a.peak_tflops_datasheet, "peak_tbs": np.full(n, a.peak_tbs),
+        "peak_tbs_kind": np.full(n, a.peak_tbs_kind, dtype=object),
+        "peak_tbs_datasheet": np.full(n, a.peak_tbs_datasheet),
+        "compute_time_us": rf.compute_time_us, "memory_time_us": rf.memory_time_us, "ideal_us": rf.ideal_time_us,
+        "ridge": rf.ridge, "bound": np.where(np.isin(binary, ("compute", "memory")), binary, None).astype(object),
+        "regime": np.where(a.regime == "unknown", None, a.regime).astype(object),
+        "measurement_status": rf.measurement_status, "achieved_tflops": rf.achieved_tflops,
+        "achieved_tbs": rf.achieved_tbs, "efficiency_pct": rf.efficiency_pct,
+        "efficiency_datasheet_pct": a.efficiency_datasheet_pct, "compute_pct": a.compute_pct,
+        "memory_pct": a.memory_pct, "compute_datasheet_pct": a.compute_datasheet_pct,
+        "memory_datasheet_pct": a.memory_datasheet_pct, "is_anomaly": rf.is_anomaly, "anomaly_flag": rf.anomaly_flag,
+        "band_id": a.band_id, "band_metric": a.band_metric, "band_low": a.band_low, "band_high": a.band_high,
+        "band_value": a.band_value, "band_status": a.band_status, "in_expected_band": a.band_status == "within",
+    }  # fmt: skip
+    missing = {o.name for o in MODEL_OUTPUTS} ^ set(out)
+    assert not missing, f"row_outputs and MODEL_OUTPUTS disagree on {sorted(missing)}"
+    return out
+
+
+__all__ = ["ALL_SURFACES", "MODEL_OUTPUTS", "Kind", "Output", "Surface", "declare", "row_outputs"]
