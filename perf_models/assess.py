@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 from perf_models.bands import band_status, lookup_bands
 from perf_models.errors import ConfigError, PerfModelError
 from perf_models.estimate import WorkEstimate
-from perf_models.hardware import GpuSpec
+from perf_models.hardware import GpuSpec, Roof
 from perf_models.masks import MASK_NONE, MASK_WINDOW
 from perf_models.roofline import BYTES_MODELS, RooflineArrays, roofline
 from perf_models.table import ConfigTable
@@ -249,4 +249,21 @@ def assess(
     )
 
 
-__all__ = ["BALANCED_RATIO", "REGIMES", "Assessment", "assess", "row_kinds"]
+def spec_roof(gpu: GpuSpec, spec: str) -> Roof | None:
+    """The compute roof of a spec as results name it: one spec (`matrix_bf16`), or a quantized attention's two GEMM
+    specs joined by + (`matrix_int8+matrix_fp8`, Q·Kᵀ then P·V) at equal FLOP shares (d_qk = d_v; each row's own
+    roof uses its own shares, see `assess`). None when the GPU has no roof for it."""
+    try:
+        parts = [gpu.compute_roof(part) for part in spec.split("+", 1)]
+    except PerfModelError:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    a, b = parts
+    kind = "achievable" if a.kind == b.kind == "achievable" else "datasheet"
+    datasheet = 2.0 / (1.0 / a.datasheet + 1.0 / b.datasheet) if a.datasheet and b.datasheet else None
+    source = f"Q·Kᵀ at {a.value:g} ({a.kind}), P·V at {b.value:g} ({b.kind}), equal FLOP shares"
+    return Roof(2.0 / (1.0 / a.value + 1.0 / b.value), kind, source, datasheet)
+
+
+__all__ = ["BALANCED_RATIO", "REGIMES", "Assessment", "assess", "row_kinds", "spec_roof"]

@@ -38,7 +38,7 @@ Tier = Literal["compute", "system"]
 TIERS: tuple[Tier, ...] = get_args(Tier)
 
 # ---- bytes models --------------------------------------------------------------------------------
-BytesModel = Literal["compulsory", "tiled"]
+BytesModel = Literal[BYTES_MODELS]  # type: ignore[valid-type]  # perf_models' names, as a schema enum
 BYTES_MODEL_HELP = (
     "HBM bytes used as the roofline numerator: compulsory (each tensor once; the default, right when tile "
     "re-reads hit L2, as on NVIDIA) or tiled (tile re-reads counted; the better estimate on MI300-class parts)"
@@ -55,6 +55,30 @@ IMPACT_UNIT_HELP = (
     "would give back at 100 % of their roofline (low: 0.75 x high; heuristic rows: a share of their time)"
 )
 
+# ---- the orchestrator's impact rules (docs/formats.md "Impact rules"): the same for every category ------------
+MID_FACTOR, LOW_FACTOR = 0.875, 0.75  # of the whole gap (high): quantified mid and low
+HEURISTIC_MID, HEURISTIC_LOW, HEURISTIC_HIGH = 0.30, 0.15, 0.45  # of the op's % of E2E, unmodeled ops
+MIN_HIGH = 0.01  # % of E2E: a smaller estimate is dropped
+MIN_GROUP_MID = 0.5  # % of E2E: a finding (group) below this is not reported
+EFF_BUCKET_EDGES = (30.0, 60.0)  # standalone findings group by efficiency bucket: 0-30, 30-60, 60-100
+HIGH_VARIANCE_COV = 0.1  # an op is high-variance above this kernel-time CoV ...
+HIGH_VARIANCE_MIN_COUNT = 10  # ... with more calls than this ...
+HIGH_VARIANCE_MIN_E2E_PCT = 5.0  # ... and at least this share of E2E
+
+# ---- workload profile of paged attention (the seed's rule): share of context (prefill) tokens in the step ------
+PREFILL_HEAVY_RATIO = 0.8  # ctx_ratio above: prefill-heavy
+DECODE_HEAVY_RATIO = 0.2  # ctx_ratio below: decode-heavy
+
+
+def profile_type(ctx_ratio: float) -> str:
+    """prefill_heavy | decode_heavy | mixed for a step's context-token share."""
+    return "prefill_heavy" if ctx_ratio > PREFILL_HEAVY_RATIO else (
+        "decode_heavy" if ctx_ratio < DECODE_HEAVY_RATIO else "mixed")
+
+
+# ---- many ranks ------------------------------------------------------------------------------------------------
+STRAGGLER_RATIO = 1.1  # a rank over this × the median time of its category or shape is a straggler
+
 __all__ = [
     "ANOMALY_FLAG_PCT",
     "ANOMALY_PCT",
@@ -63,18 +87,33 @@ __all__ = [
     "CATEGORIES",
     "CATEGORY_HELP",
     "COMPARATIVE",
+    "DECODE_HEAVY_RATIO",
     "DISPLAY_NAMES",
+    "EFF_BUCKET_EDGES",
+    "HEURISTIC_HIGH",
+    "HEURISTIC_LOW",
+    "HEURISTIC_MID",
+    "HIGH_VARIANCE_COV",
+    "HIGH_VARIANCE_MIN_COUNT",
+    "HIGH_VARIANCE_MIN_E2E_PCT",
     "IMPACT_UNIT",
     "IMPACT_UNIT_HELP",
     "INFERENCE",
+    "LOW_FACTOR",
+    "MID_FACTOR",
+    "MIN_GROUP_MID",
+    "MIN_HIGH",
+    "PREFILL_HEAVY_RATIO",
     "SCOPES",
     "SCOPE_HELP",
     "SDPA_BWD",
     "SDPA_FWD",
     "STANDALONE",
+    "STRAGGLER_RATIO",
     "TIERS",
     "BytesModel",
     "Category",
     "Scope",
     "Tier",
+    "profile_type",
 ]

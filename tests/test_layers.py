@@ -8,6 +8,7 @@ import cycles; no importlib tricks or `except ImportError` around the project's 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -214,3 +215,72 @@ def test_starting_the_server_does_not_import_matplotlib() -> None:
     code = "import sys, server.mcp_server, server.cli.main; print('matplotlib' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False", done.stderr
+
+
+# ---- each fact in one place ----------------------------------------------------------------------------------------
+_FOLDER_PATH = re.compile(
+    r"^(\./)?(category_data|category_findings/|metadata/|plots/)|_(ops\.csv|metrics\.json|roofline\.csv|metadata\.json"
+    r"|findings\.md|findings\.template\.md)$|^(category_manifest\.json|trace2_gpu_utilization\.json|report\.html)$"
+)
+
+
+def _code_strings(path: Path) -> Iterator[tuple[str, int]]:
+    """String constants of the code (docstrings left out), f-string pieces included."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }  # fmt: skip
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            yield node.value, node.lineno
+        # `out / "category_findings"`: a folder joined to a path (the bare name is also a metrics JSON key)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) and isinstance(node.right, ast.Constant):
+            if node.right.value in ("category_findings", "metadata", "plots"):
+                yield f"{node.right.value}/", node.lineno
+
+
+def test_analysis_folder_paths_are_spelled_only_in_layout() -> None:
+    """A path token (no spaces: prose in descriptions may name files) of the analysis folder outside layout.py."""
+    bad = [
+        f"{path.relative_to(REPO)}:{line} {text!r}"
+        for name, path in MODULES.items()
+        if name != "server.folder.layout"
+        for text, line in _code_strings(path)
+        if not any(c.isspace() for c in text) and _FOLDER_PATH.search(text)
+    ]
+    assert not bad, "spell analysis-folder paths through server.folder.layout:\n" + "\n".join(bad)
+
+
+_THRESHOLD_NAME = re.compile(r"(_PCT|_RATIO|_FACTOR|_COV|_EDGES)$|^(HEURISTIC_|MIN_GROUP|MIN_HIGH|ANOMALY)")
+
+
+def test_thresholds_live_in_vocab_or_perf_models() -> None:
+    """Module-level numeric thresholds of verdicts and ranking are defined in server/vocab.py or perf_models only."""
+    bad = []
+    for name, path in MODULES.items():
+        if name.startswith("perf_models") or name == "server.vocab":
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) else []
+            names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+            numeric = node.value is not None and any(
+                isinstance(c, ast.Constant) and isinstance(c.value, int | float) and not isinstance(c.value, bool)
+                for c in ast.walk(node.value)) if targets else False  # fmt: skip
+            where = f"{path.relative_to(REPO)}:{node.lineno}"
+            bad += [f"{where} {n}" for n in names if numeric and _THRESHOLD_NAME.search(n)]
+    assert not bad, "define thresholds in server/vocab.py (or perf_models data):\n" + "\n".join(bad)
+
+
+def test_no_tool_imports_another_tool() -> None:
+    tools = {n for n, p in MODULES.items() if n.startswith("server.tools.") and "TOOL = ToolSpec(" in p.read_text()}
+    bad = [
+        f"{MODULES[name].relative_to(REPO)}:{line} imports {target}"
+        for name in sorted(tools)
+        for target, line in _imports(MODULES[name])
+        if target in tools and target != name
+    ]
+    assert not bad, "a tool imports another tool (move what they share below server.tools):\n" + "\n".join(bad)

@@ -59,9 +59,6 @@ MARKER_KINDS: dict[str, tuple[str, ...]] = {
     "top_ops": (),
 }
 
-TIERS = ("compute", "system")
-SCOPES = ("standalone", "comparative")
-
 MISSING = "—"
 NOT_QUANTIFIABLE = "not quantifiable from trace data"
 NO_DATA_SENTENCE = "No SDPA operations found in trace"

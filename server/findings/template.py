@@ -24,10 +24,8 @@ from server.findings.spec import (
     MISSING,
     NO_DATA_SENTENCE,
     NOT_QUANTIFIABLE,
-    SCOPES,
     SLOT_CLOSE,
     SLOT_OPEN,
-    TIERS,
     VERDICT_COLUMNS,
     as_float,
     cell_text,
@@ -36,6 +34,7 @@ from server.findings.spec import (
     library_suffix,
     number_text,
 )
+from server.vocab import DECODE_HEAVY_RATIO, PREFILL_HEAVY_RATIO, SCOPES, TIERS
 
 PAGED_COLUMNS = ("Dominant Kernel Component", "Workload Type", "Attention Pattern")
 IMPACT_TEXT = "(% of E2E)"  # the unit of every impact score (server.vocab.IMPACT_UNIT)
@@ -192,7 +191,7 @@ def _identification_hint(finding: FindingView, ops: list[dict[str, Any]]) -> str
     if _paged(ops):
         facts.append(
             "paged: name the dominant kernel component and the workload profile "
-            "(prefill-heavy ctx_ratio > 0.8, decode-heavy < 0.2)"
+            f"(prefill-heavy ctx_ratio > {PREFILL_HEAVY_RATIO:g}, decode-heavy < {DECODE_HEAVY_RATIO:g})"
         )
     statuses = [str(_roofline_of(op).get("band_status") or "none") for op in ops]
     within, below = statuses.count("within"), statuses.count("below")

@@ -33,9 +33,11 @@ from server.findings.items import (
 from server.findings.markdown import split_cells, structural_lines
 from server.findings.metrics_view import MetricsView, view_metrics
 from server.findings.models import FileKind, ValidationReport
-from server.findings.spec import NO_DATA_SENTENCE, SCOPES, TIERS
+from server.findings.spec import NO_DATA_SENTENCE
 from server.findings.tables import check_table_rows, data_table
+from server.folder import layout
 from server.roots import UNRESTRICTED, DataRoots
+from server.vocab import SCOPES, TIERS
 
 _SLOT = re.compile(r"\{\{\s*FILL\s*:", re.I)
 _SPEC_PLACEHOLDER = re.compile(
@@ -50,10 +52,10 @@ def find_metrics_for(findings_path: Path, roots: DataRoots = UNRESTRICTED) -> Pa
     """`<out>/category_findings/<cat>_findings.md` -> `<out>/category_data/<cat>_metrics.json` if it exists
     (checked through the data roots: a metrics file linked from outside them is refused, not skipped)."""
     path = Path(findings_path)
-    if not path.name.endswith("_findings.md"):
+    category = layout.category_of_findings(path)
+    if category is None:
         return None
-    category = path.name[: -len("_findings.md")]
-    candidate = path.parent.parent / "category_data" / f"{category}_metrics.json"
+    candidate = layout.folder_of_findings(path) / layout.metrics_json(category)
     return candidate if roots.is_file(candidate, what="metrics JSON") else None
 
 

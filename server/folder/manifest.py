@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from server.errors import InputError
+from server.folder import layout
 
 RUN_KEY = "sdpa_analyzer_run"
 RUN_ID_KEY = "sdpa_analyzer_run_id"  # in each category's metadata
@@ -73,7 +74,7 @@ def check_complete(
     if not isinstance(with_data, list) or category not in with_data:
         return False
     if not has_csv:
-        raise incomplete(output_dir, f"category_data/{category}_ops.csv is missing")
+        raise incomplete(output_dir, f"{layout.ops_csv(category)} is missing")
     if meta_run != run["run_id"]:
-        raise incomplete(output_dir, f"metadata/{category}_metadata.json is not from the run the manifest records")
+        raise incomplete(output_dir, f"{layout.metadata_json(category)} is not from the run the manifest records")
     return True

@@ -28,6 +28,7 @@ from perf_models.errors import PerfModelError
 from perf_models.literals import MAX_NESTING, parse_literal
 from server.errors import InputError, shorten_middle
 from server.factorize import factorize
+from server.folder import layout
 from server.folder.cells import CELL_SEP, is_missing
 from server.folder.kernel_details import KernelDetails, read_kernel_details
 from server.folder.manifest import PENDING_MARKER, check_complete
@@ -122,10 +123,10 @@ def category_input_files(output_dir: Path, category: str) -> tuple[Path, ...]:
     """Every file load_category reads: ops CSV, metadata, manifest, trace-2 GPU utilization, pending-run marker."""
     cat = check_category(category)
     return (
-        output_dir / "category_data" / f"{cat}_ops.csv",
-        output_dir / "metadata" / f"{cat}_metadata.json",
-        output_dir / "category_data" / "category_manifest.json",
-        output_dir / "metadata" / "trace2_gpu_utilization.json",
+        output_dir / layout.ops_csv(cat),
+        output_dir / layout.metadata_json(cat),
+        output_dir / layout.manifest(),
+        output_dir / layout.trace2_utilization(),
         output_dir / PENDING_MARKER,
     )
 

@@ -34,6 +34,7 @@ import orjson
 import pandas as pd
 
 from perf_models.hardware import GpuSpec
+from server.folder import layout
 from server.folder.manifest import PENDING_MARKER, RUN_ID_KEY, RUN_KEY, STAGE_PREFIX
 from server.roots import FD_WALK, UNRESTRICTED, DataRoots
 from server.vocab import CATEGORIES, DISPLAY_NAMES
@@ -45,7 +46,6 @@ else:  # pragma: no cover - no cross-process locks elsewhere: stale files are ju
     fcntl = None
 
 SKILL = "sdpa-analyzer"
-TRACE2_UTILIZATION = "trace2_gpu_utilization.json"
 
 
 def gpu_metadata(gpu: GpuSpec) -> dict[str, Any]:
@@ -114,7 +114,7 @@ def _stage_files(
     for cat in CATEGORIES:
         if cat not in tables:
             continue
-        put(f"category_data/{cat}_ops.csv", write_text_atomic, tables[cat].to_csv(index=False))
+        put(layout.ops_csv(cat), write_text_atomic, tables[cat].to_csv(index=False))
         t = totals[cat]
         meta = {
             **common_meta,
@@ -131,9 +131,9 @@ def _stage_files(
             "instances": t["instances"],
             RUN_ID_KEY: run_id,
         }
-        put(f"metadata/{cat}_metadata.json", write_json_atomic, _jsonable(meta))
+        put(layout.metadata_json(cat), write_json_atomic, _jsonable(meta))
     if isinstance(manifest_extra.get("trace2_gpu_utilization"), dict):
-        put(f"metadata/{TRACE2_UTILIZATION}", write_json_atomic, _jsonable(manifest_extra["trace2_gpu_utilization"]))
+        put(layout.trace2_utilization(), write_json_atomic, _jsonable(manifest_extra["trace2_gpu_utilization"]))
     return staged
 
 
@@ -156,15 +156,15 @@ def _commit(
         written.append(out / rel)
     produced = set(staged)
     for cat in CATEGORIES:
-        derived = [f"category_data/{cat}_metrics.json", f"category_data/{cat}_roofline.csv"]
-        own = [f"category_data/{cat}_ops.csv", f"metadata/{cat}_metadata.json"]
+        derived = list(layout.derived(cat))
+        own = [layout.ops_csv(cat), layout.metadata_json(cat)]
         for rel in derived + [r for r in own if r not in produced]:
             roots.unlink(out / rel, what="stale category file")
-    if f"metadata/{TRACE2_UTILIZATION}" not in produced:
-        roots.unlink(out / "metadata" / TRACE2_UTILIZATION, what="stale category file")
+    if layout.trace2_utilization() not in produced:
+        roots.unlink(out / layout.trace2_utilization(), what="stale category file")
 
-    manifest_path = out / "category_data" / "category_manifest.json"
-    with_data = [c for c in CATEGORIES if f"category_data/{c}_ops.csv" in produced]
+    manifest_path = out / layout.manifest()
+    with_data = [c for c in CATEGORIES if layout.ops_csv(c) in produced]
     manifest = {
         "platform": common_meta.get("platform"),
         "trace_path": common_meta.get("trace_path"),
@@ -200,8 +200,8 @@ def _entry(cat: str, t: dict[str, Any]) -> dict[str, Any]:
         "tier": "compute_kernel",
         "ops_count": t["rows"],
         "instances": t["instances"],
-        "csv_file": f"./category_data/{cat}_ops.csv",
-        "metadata_file": f"./metadata/{cat}_metadata.json",
+        "csv_file": f"./{layout.ops_csv(cat)}",
+        "metadata_file": f"./{layout.metadata_json(cat)}",
         "gpu_kernel_time_ms": round(t["gpu_kernel_time_ms"], 6),
         "cpu_duration_ms": round(t["cpu_duration_ms"], 6),
         "sync_time_ms": 0,

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from perf_models.errors import UnknownArchError
 from perf_models.hardware import GpuSpec, describe_properties, get_gpu, match_device_properties
+from server.folder import layout
 from server.folder.write import gpu_metadata, relative_trace_path, write_folder
 from server.ingest.attention import find_fused_calls, find_graph_calls
 from server.ingest.calls import Call
@@ -202,7 +203,7 @@ def analyze_trace(
                 kernel_time_ms=float(t["gpu_kernel_time_ms"]),
                 percent_of_e2e=100.0 * float(t["gpu_kernel_time_ms"]) / e2e_ms if e2e_ms > 0 else None,
                 unfused_instances=sum(len(r.calls) for r in rows[cat] if r.first.kind == "unfused"),
-                files=[f"category_data/{cat}_ops.csv", f"metadata/{cat}_metadata.json"],
+                files=[layout.ops_csv(cat), layout.metadata_json(cat)],
             )
         )
     if not cats:

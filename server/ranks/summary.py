@@ -24,13 +24,13 @@ import pandas as pd
 from server.numbers import finite
 from server.ranks.discover import RankPlan
 from server.ranks.task import RankOutcome
+from server.vocab import STRAGGLER_RATIO
 from server.writers.atomic import write_json_atomic, write_text_atomic
 
 SUMMARY_JSON = "ranks_summary.json"
 SUMMARY_CSV = "ranks_summary.csv"
 SHAPES_CSV = "ranks_shapes.csv"
 SCHEMA = "sdpa-analyzer/ranks-summary/1"
-STRAGGLER_RATIO = 1.1
 _KEY = ["category", "operation", "args"]
 _SPREAD_COLUMNS = ["folder", "median_ms", "median_calls", "median_eff", "ratio"]  # working columns, not output
 

@@ -17,10 +17,10 @@ import re
 from pydantic import BaseModel, ConfigDict, Field
 
 from server.render.markdown import render_markdown
+from server.vocab import ANOMALY_PCT
 
 NO_OPS_MESSAGE = "No SDPA operations found in trace"
 MISSING = "—"
-ANOMALY_PCT = 110.0  # perf-model §4: efficiency above this is flagged, never "excellent"
 _BR_RE = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 

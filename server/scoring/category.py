@@ -9,12 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from server.errors import InputError
+from server.folder import layout
 from server.folder.cache import FileStamp, cached_load
 from server.folder.read import CategoryData
 from server.roots import DataRoots
 from server.scoring.arch import ResolvedArch, resolve_arch
 from server.scoring.cache import cached_records
 from server.scoring.records import RooflineTable
+from server.vocab import CATEGORIES
 
 
 @dataclass
@@ -43,3 +46,17 @@ def score_category(
     resolved = resolve_arch(arch, data.metadata, output_dir, roots, kernel_names)
     table, written = cached_records(data, resolved.gpu, bytes_model=bytes_model)
     return ScoredCategory(data, resolved, table, written)
+
+
+def scored_categories(
+    roots: DataRoots, out: Path, category: str, arch: str | None, bytes_model: str
+) -> list[ScoredCategory]:
+    """The folder's categories (all that have an ops CSV, or the one named), each loaded and scored."""
+    if not roots.is_dir(out, what="output_dir"):
+        raise InputError(f"output_dir not found: {out}")
+    cats = (
+        [c for c in CATEGORIES if roots.exists(out / layout.ops_csv(c), what="ops CSV")]
+        if category == "all"
+        else [category]
+    )
+    return [score_category(roots, out, c, arch, bytes_model) for c in cats]

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from server.factorize import factorize
+from server.folder import layout
 from server.folder.cache import FileStamp, file_stamp
 from server.folder.read import CategoryData
 from server.scoring.fields import BY_NAME, csv_columns
@@ -26,11 +27,11 @@ from server.writers.csv_columns import frame_csv_chunks
 
 
 def roofline_csv_path(data: CategoryData) -> Path:
-    return data.output_dir / "category_data" / f"{data.category}_roofline.csv"
+    return data.output_dir / layout.roofline_csv(data.category)
 
 
 def metrics_path(data: CategoryData) -> Path:
-    return data.output_dir / "category_data" / f"{data.category}_metrics.json"
+    return data.output_dir / layout.metrics_json(data.category)
 
 
 def write_roofline_table(

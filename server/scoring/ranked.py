@@ -17,10 +17,13 @@ from typing import Any
 
 import orjson
 
+from perf_models.assess import spec_roof
 from server.errors import InputError
+from server.folder import layout
 from server.roots import UNRESTRICTED, DataRoots
-from server.scoring.ranking import MIN_GROUP_MID, Metrics
-from server.vocab import COMPARATIVE, IMPACT_UNIT
+from server.scoring.category import ScoredCategory
+from server.scoring.ranking import Metrics
+from server.vocab import COMPARATIVE, IMPACT_UNIT, MIN_GROUP_MID
 from server.writers.json_columns import Numbers
 
 NOT_RANKED = "rank_findings has not been run for this category: no ranked findings yet"
@@ -103,7 +106,7 @@ def _num(v: Any) -> float | None:
 
 def load_ranked(output_dir: Path, category: str, roots: DataRoots = UNRESTRICTED) -> RankedMetrics | None:
     """The category's metrics JSON (read through `roots`), or None when rank_findings has not written one."""
-    path = output_dir / "category_data" / f"{category}_metrics.json"
+    path = output_dir / layout.metrics_json(category)
     try:
         st = roots.stat(path, what="metrics JSON")
         if st is None:
@@ -204,3 +207,27 @@ def consistency_warning(
             f"re-run rank_findings with arch={arch}"
         )
     return None
+
+
+def ranking_mismatch(
+    roots: DataRoots, out: Path, s: ScoredCategory, arch_arg: str | None, shown_in: str, tool: str
+) -> tuple[RankedMetrics | None, str | None]:
+    """The category's metrics JSON (None: not ranked yet) and a warning when its findings were ranked with another
+    GPU, bytes model or roofs than the roofline `s` shows."""
+    ranked = load_ranked(out, s.data.category, roots)
+    if ranked is None or s.arch is None or s.table is None:
+        return ranked, None
+    spec = s.table.dominant_compute_spec()
+    roof = spec_roof(s.table.gpu, spec) if spec is not None else None
+    warning = consistency_warning(
+        ranked,
+        gpu_key=s.table.gpu.key,
+        gpu_name=s.table.gpu.name,
+        bytes_model=s.table.bytes_model,
+        peak_tflops=roof.value if roof is not None else None,
+        peak_tbs=s.table.gpu.bandwidth_roof().value,
+        shown_in=shown_in,
+        tool=tool,
+        arch_hint=arch_arg,
+    )
+    return ranked, warning

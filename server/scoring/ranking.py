@@ -22,7 +22,22 @@ from server.folder.read import KERNEL_MEAN, CategoryData
 from server.numbers import finite
 from server.scoring.fields import json_fields
 from server.scoring.records import RooflineTable, step_workload, workload_profile
-from server.vocab import ANOMALY_FLAG_PCT, IMPACT_UNIT
+from server.vocab import (
+    ANOMALY_FLAG_PCT,
+    EFF_BUCKET_EDGES,
+    HEURISTIC_HIGH,
+    HEURISTIC_LOW,
+    HEURISTIC_MID,
+    HIGH_VARIANCE_COV,
+    HIGH_VARIANCE_MIN_COUNT,
+    HIGH_VARIANCE_MIN_E2E_PCT,
+    IMPACT_UNIT,
+    LOW_FACTOR,
+    MID_FACTOR,
+    MIN_GROUP_MID,
+    MIN_HIGH,
+    profile_type,
+)
 from server.writers.json_columns import (
     Bools,
     Cells,
@@ -38,19 +53,14 @@ from server.writers.json_columns import (
     write_document,
 )
 
-HEURISTIC_MID, HEURISTIC_LOW, HEURISTIC_HIGH = 0.30, 0.15, 0.45
-MID_FACTOR, LOW_FACTOR = 0.875, 0.75
-MIN_HIGH = 0.01
-MIN_GROUP_MID = 0.5
-HIGH_VARIANCE_COV = 0.1
-
 
 def eff_bucket(eff: float) -> str:
-    if eff < 30:
-        return "0-30"
-    if eff < 60:
-        return "30-60"
-    return "60-100"
+    low, high = EFF_BUCKET_EDGES
+    if eff < low:
+        return f"0-{low:g}"
+    if eff < high:
+        return f"{low:g}-{high:g}"
+    return f"{high:g}-100"
 
 
 def trace2_times(data: CategoryData) -> tuple[np.ndarray, np.ndarray]:
@@ -148,7 +158,9 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
         cov = np.where(mean > 0, std / np.where(mean > 0, mean, 1), np.nan)
     pct_total = 100.0 * time_ms / e2e
     counts = r["count"].to_numpy()
-    high_var = np.isfinite(cov) & (np.nan_to_num(cov) > HIGH_VARIANCE_COV) & (counts > 10) & (pct_total >= 5)
+    high_var = np.isfinite(cov) & (np.nan_to_num(cov) > HIGH_VARIANCE_COV) & (counts > HIGH_VARIANCE_MIN_COUNT) & (
+        pct_total >= HIGH_VARIANCE_MIN_E2E_PCT
+    )
     has_model = r["has_model"].to_numpy(dtype=bool)
     bound = [b if h and isinstance(b, str) else None for b, h in zip(r["bound"].tolist(), has_model, strict=True)]
     spec = r["compute_spec"].tolist()
@@ -242,7 +254,7 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
             "total_ctx_tokens": ctx,
             "total_gen_tokens": gen,
             "ctx_ratio": round(ratio, 4),
-            "profile_type": "prefill_heavy" if ratio > 0.8 else ("decode_heavy" if ratio < 0.2 else "mixed"),
+            "profile_type": profile_type(ratio),
         }
     document = {
         "category": data.category,

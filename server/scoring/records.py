@@ -29,8 +29,8 @@ from perf_models.registry import ParsedOp, parse_op
 from server.factorize import factorize
 from server.folder.cells import CELL_SEP
 from server.folder.read import KERNEL_SUM, CategoryData
+from server.vocab import profile_type
 
-BYTES_MODELS = ("compulsory", "tiled")
 TRUNC_KERNEL = 75
 MODULE_PREFIX = "nn.Module: "
 SPECIFIC_TYPES = ("flash", "memory_efficient", "cudnn", "math", "unfused", "paged")
@@ -606,7 +606,7 @@ def workload_profile(rec: pd.Series, cfg: AttentionConfig | None) -> dict[str, A
         total = sum_ctx + sum_gen
         ctx_ratio = round(sum_ctx / total, 4) if total else None
         if ctx_ratio is not None:
-            wtype = "prefill_heavy" if ctx_ratio > 0.8 else ("decode_heavy" if ctx_ratio < 0.2 else "mixed")
+            wtype = profile_type(ctx_ratio)
             if sum_ctx == 0:
                 wtype = "decode"  # one new token per request: a pure decode step
     return {
@@ -617,7 +617,6 @@ def workload_profile(rec: pd.Series, cfg: AttentionConfig | None) -> dict[str, A
 
 
 __all__ = [
-    "BYTES_MODELS",
     "RooflineTable",
     "chains",
     "compute_records",

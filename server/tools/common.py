@@ -12,11 +12,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, Field, StringConstraints
 
+from perf_models.assess import spec_roof
 from perf_models.dtypes import try_normalize_dtype
-from perf_models.errors import PerfModelError, UnknownArchError
+from perf_models.errors import UnknownArchError
 from perf_models.hardware import GpuSpec, get_gpu, known_keys
 from server.errors import shorten_message
 from server.roots import DataRoots
+from server.scoring.arch import ResolvedArch
+from server.scoring.records import RooflineTable
 from server.vocab import BYTES_MODEL_HELP, CATEGORY_HELP, SCOPE_HELP, BytesModel, Category, Scope
 
 OutputDir = Annotated[
@@ -110,33 +113,11 @@ class PeaksUsed(BaseModel):
     trace_gpu_name: str | None = Field(None, description="the GPU named in the trace's deviceProperties")
 
 
-def _split_roof(gpu: GpuSpec, spec: str) -> Any:
-    """The roof of a quantized attention's two GEMM specs (`matrix_int8+matrix_fp8`) at equal FLOP shares (d_qk =
-    d_v); each row's own roof uses its own shares (perf_models.assess)."""
-    from types import SimpleNamespace
-
-    try:
-        a, b = (gpu.compute_roof(part) for part in spec.split("+", 1))
-    except PerfModelError:
-        return None
-    both = "achievable" if a.kind == b.kind == "achievable" else "datasheet"
-    ds = 2.0 / (1.0 / a.datasheet + 1.0 / b.datasheet) if a.datasheet and b.datasheet else None
-    return SimpleNamespace(value=2.0 / (1.0 / a.value + 1.0 / b.value), kind=both, datasheet=ds,
-                           source=f"Q·Kᵀ at {a.value:g} ({a.kind}), P·V at {b.value:g} ({b.kind}), equal FLOP shares")
-
-
 def peaks_of(gpu: GpuSpec, source: str, spec: str | None, *, detail: str | None = None,
              trace_gpu_name: str | None = None) -> PeaksUsed:
     """PeaksUsed of a GPU for one compute spec (None: no modeled row), with every roof's kind and source."""
     bw = gpu.bandwidth_roof()
-    roof = None
-    if spec is not None and "+" in spec:
-        roof = _split_roof(gpu, spec)
-    elif spec is not None:
-        try:
-            roof = gpu.compute_roof(spec)
-        except PerfModelError:
-            roof = None
+    roof = spec_roof(gpu, spec) if spec is not None else None
     return PeaksUsed(
         gpu_key=gpu.key,
         gpu_name=gpu.name,
@@ -153,3 +134,9 @@ def peaks_of(gpu: GpuSpec, source: str, spec: str | None, *, detail: str | None 
         peak_tbs_datasheet=bw.datasheet,
         trace_gpu_name=trace_gpu_name,
     )
+
+
+def peaks_used(arch: ResolvedArch, table: RooflineTable | None) -> PeaksUsed:
+    """The roofs behind a table's numbers: the GPU's bandwidth and the roof of its dominant compute spec."""
+    spec = table.dominant_compute_spec() if table is not None else None
+    return peaks_of(arch.gpu, arch.source, spec, detail=arch.trace_note, trace_gpu_name=arch.trace_gpu_name)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from perf_models.registry import lookup
 from server.errors import shorten_middle
+from server.folder import layout
 from server.folder.cache import cached_load
 from server.numbers import finite
 from server.scoring.records import short_args
@@ -75,7 +76,7 @@ def load_category_data(ctx: ToolContext, args: LoadInput) -> LoadResult:
     res.comparison_scope = data.comparison_scope
     if data.status == "NO_DATA":
         res.message = (
-            f"No {data.category}_ops.csv in {out / 'category_data'}: the trace has no attention ops of this "
+            f"No {data.category}_ops.csv in {out / layout.CATEGORY_DATA}: the trace has no attention ops of this "
             "category. Write the findings file 'No SDPA operations found in trace'."
         )
         return res

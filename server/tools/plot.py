@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
 from server.errors import InputError
-from server.roots import DataRoots
-from server.scoring.category import ScoredCategory, score_category
+from server.folder import layout
+from server.scoring.category import scored_categories
 from server.scoring.chart import chart_ceilings, chart_points
-from server.scoring.ranked import RankedMetrics, consistency_warning, load_ranked
+from server.scoring.ranked import ranking_mismatch
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
-from server.tools.roofline import peaks_used
-from server.vocab import CATEGORIES, Category
+from server.vocab import Category
 from server.writers.atomic import write_bytes_atomic
 
 MAX_UNPLOTTED_LISTED = 10
@@ -55,43 +53,6 @@ class PlotResult(BaseModel):
         return self._png
 
 
-def scored_categories(
-    roots: DataRoots, out: Path, category: str, arch: str | None, bytes_model: str
-) -> list[ScoredCategory]:
-    """The folder's categories (all that have an ops CSV, or the one named), each loaded and scored."""
-    if not roots.is_dir(out, what="output_dir"):
-        raise InputError(f"output_dir not found: {out}")
-    cats = (
-        [c for c in CATEGORIES if roots.exists(out / "category_data" / f"{c}_ops.csv", what="ops CSV")]
-        if category == "all"
-        else [category]
-    )
-    return [score_category(roots, out, c, arch, bytes_model) for c in cats]
-
-
-def ranking_mismatch(
-    roots: DataRoots, out: Path, s: ScoredCategory, arch_arg: str | None, shown_in: str, tool: str
-) -> tuple[RankedMetrics | None, str | None]:
-    """The category's metrics JSON (None: not ranked yet) and a warning when its findings were ranked with another
-    GPU, bytes model or roofs than the roofline `s` shows."""
-    ranked = load_ranked(out, s.data.category, roots)
-    if ranked is None or s.arch is None or s.table is None:
-        return ranked, None
-    peaks = peaks_used(s.arch, s.table)
-    warning = consistency_warning(
-        ranked,
-        gpu_key=s.table.gpu.key,
-        gpu_name=s.table.gpu.name,
-        bytes_model=s.table.bytes_model,
-        peak_tflops=peaks.peak_tflops,
-        peak_tbs=peaks.peak_tbs,
-        shown_in=shown_in,
-        tool=tool,
-        arch_hint=arch_arg,
-    )
-    return ranked, warning
-
-
 def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
     # Imported here: matplotlib costs ~40 MB and ~0.5 s, and only chart-drawing calls need it.
     from server.render.plots import render_roofline_png
@@ -126,7 +87,7 @@ def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
         warning=chart_warning,
     )
     path = write_bytes_atomic(
-        out / "plots" / f"roofline_{args.category}_{args.bytes_model}.png", plot.png, roots=ctx.roots
+        out / layout.plot_png(args.category, args.bytes_model), plot.png, roots=ctx.roots
     )
     result = PlotResult(
         categories=cats,

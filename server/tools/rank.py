@@ -12,8 +12,16 @@ from server.scoring.outputs import write_metrics, write_roofline_table
 from server.scoring.ranked import metrics_no_findings_reason
 from server.scoring.ranking import build_metrics
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
-from server.tools.common import ArchArg, BytesModelArg, CategoryArg, OutputDir, PeaksUsed, ScopeArg, resolve_output_dir
-from server.tools.roofline import peaks_used
+from server.tools.common import (
+    ArchArg,
+    BytesModelArg,
+    CategoryArg,
+    OutputDir,
+    PeaksUsed,
+    ScopeArg,
+    peaks_used,
+    resolve_output_dir,
+)
 from server.vocab import COMPARATIVE, IMPACT_UNIT_HELP
 
 MAX_MEMBERS_SHOWN = 20

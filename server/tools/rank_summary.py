@@ -10,7 +10,7 @@ from server.ranks.read import load_summary
 from server.ranks.result import MAX_LISTED, CategorySpread, RankError, Straggler, spreads, stragglers
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import OutputDir, resolve_output_dir
-from server.vocab import CATEGORY_HELP, Category
+from server.vocab import CATEGORY_HELP, STRAGGLER_RATIO, Category
 
 PARTIAL_LISTED = 5
 
@@ -108,7 +108,8 @@ TOOL = ToolSpec(
     description=(
         "Read ranks_summary.json of an analyze_ranks folder (or of the folder above a rank folder): per category "
         "the kernel time across ranks (min/median/max, slowest rank), and the findings: ranks whose attention time "
-        "for a category or a shape is over 1.1 × the median, with time, median, ratio, excess ms, that excess as "
+        f"for a category or a shape is over {STRAGGLER_RATIO:g} × the median, with time, median, ratio, excess ms, "
+        "that excess as "
         "% of the rank's E2E, calls and efficiency against the median rank, and the rank's folder. Read-only."
     ),
     input_model=RankSummaryInput,

@@ -13,6 +13,7 @@ from server.ranks.result import RanksResult
 from server.ranks.run import analyze_ranks as run_ranks
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg
+from server.vocab import STRAGGLER_RATIO
 
 MAX_TRACES = 100_000
 PathText = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
@@ -106,7 +107,8 @@ TOOL = ToolSpec(
         "engine=dask): output_dir/rank_<r>/ per rank, the same folder analyze_trace writes, so every other tool "
         "works on it. Ranks come from the traces' distributedInfo or their file names (rank_3…). Writes "
         "ranks_summary.json/.csv and ranks_shapes.csv: per rank and category calls, kernel time, % of E2E and "
-        "efficiency; per attention shape the time per rank and the stragglers (over 1.1 × the median). Returns "
+        f"efficiency; per attention shape the time per rank and the stragglers (over {STRAGGLER_RATIO:g} × the "
+        "median). Returns "
         "the totals, the top stragglers and each failed rank's one-line error. Sends a progress notification "
         "per rank."
     ),

@@ -8,13 +8,14 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from server.errors import InputError, shorten_message
+from server.folder import layout
 from server.render.report import CategorySection, FindingRow, PeakSource, ReportContext, render_report_html
 from server.roots import DataRoots
+from server.scoring.category import scored_categories
 from server.scoring.chart import chart_ceilings, chart_points, report_op_rows
-from server.scoring.ranked import NOT_RANKED, RankedMetrics
+from server.scoring.ranked import NOT_RANKED, RankedMetrics, ranking_mismatch
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
-from server.tools.plot import ranking_mismatch, scored_categories
 from server.vocab import COMPARATIVE, IMPACT_UNIT
 from server.writers.atomic import write_text_atomic
 
@@ -75,7 +76,7 @@ def _prose(
     roots: DataRoots, out: Path, cat: str, ranked: RankedMetrics | None
 ) -> tuple[str | None, str | None, list[str]]:
     """The findings prose (text, path) and notes on it: a file older than the ranking may quote old numbers."""
-    path = out / "category_findings" / f"{cat}_findings.md"
+    path = out / layout.findings_md(cat)
     try:
         st = roots.stat(path, what="findings file")
         if st is None:
@@ -174,7 +175,7 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
         warnings=list(resolved.warnings) if resolved else [],
         sections=sections,
     )
-    target = ctx.roots.write_target(args.output if args.output else out / "report.html", what="report path")
+    target = ctx.roots.write_target(args.output if args.output else out / layout.report_html(), what="report path")
     write_text_atomic(target, render_report_html(report), roots=ctx.roots)
     return ReportResult(
         report_file=str(target), categories=[s.data.category for s in scored], warnings=capped(warnings, MAX_WARNINGS)

@@ -9,14 +9,20 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from server.numbers import finite
-from server.scoring.arch import ResolvedArch
 from server.scoring.category import score_category
 from server.scoring.fields import result_model, result_values
 from server.scoring.outputs import write_roofline_table
-from server.scoring.records import RooflineTable
 from server.scoring.verdicts import verdict
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
-from server.tools.common import ArchArg, BytesModelArg, CategoryArg, OutputDir, PeaksUsed, peaks_of, resolve_output_dir
+from server.tools.common import (
+    ArchArg,
+    BytesModelArg,
+    CategoryArg,
+    OutputDir,
+    PeaksUsed,
+    peaks_used,
+    resolve_output_dir,
+)
 
 MAX_LIMIT = 50
 # A result must fit an LLM's context whatever the category size (Claude Code warns above 10k tokens): the rows
@@ -65,12 +71,6 @@ class RooflineResult(BaseModel):
     roofline_file: str | None = Field(None, description="full per-row records (CSV) in the analysis folder")
     notes: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
-
-
-def peaks_used(arch: ResolvedArch, table: RooflineTable | None) -> PeaksUsed:
-    """The roofs behind a table's numbers: the GPU's bandwidth and the roof of its dominant compute spec."""
-    spec = table.dominant_compute_spec() if table is not None else None
-    return peaks_of(arch.gpu, arch.source, spec, detail=arch.trace_note, trace_gpu_name=arch.trace_gpu_name)
 
 
 def _text(x: object) -> str | None:

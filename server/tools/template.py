@@ -7,6 +7,7 @@ from pydantic import BaseModel, Field
 from server.errors import InputError, shorten_middle
 from server.findings.spec import SLOT_CLOSE, SLOT_OPEN
 from server.findings.template import render_findings_template as render_template
+from server.folder import layout
 from server.folder.read import read_json_file
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import CategoryArg, OutputDir, resolve_output_dir
@@ -47,8 +48,8 @@ def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateR
     cat = args.category
     roots = ctx.roots
     out = resolve_output_dir(roots, args.output_dir)
-    mpath = out / "category_data" / f"{cat}_metrics.json"
-    csv_path = out / "category_data" / f"{cat}_ops.csv"
+    mpath = out / layout.metrics_json(cat)
+    csv_path = out / layout.ops_csv(cat)
     if roots.is_file(mpath, what="metrics JSON"):
         metrics = read_json_file(mpath, "metrics JSON", roots)
     elif not roots.is_dir(out, what="output_dir"):
@@ -58,13 +59,13 @@ def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateR
     else:
         raise InputError(f"{mpath} not found — run rank_findings for {cat} first, then render the template")
     text = render_template(metrics, cat)
-    main = out / "category_findings" / f"{cat}_findings.md"
+    main = out / layout.findings_md(cat)
     target = roots.write_target(main, what="findings file")
     wrote_main = True
     try:  # never overwrite a findings file (nor a link in its place): the LLM may have written prose there
         write_text_atomic(target, text, roots=roots, overwrite=False)
     except FileExistsError:
-        target = target.with_name(f"{cat}_findings.template.md")
+        target = out / layout.findings_template_md(cat)
         wrote_main = False
         write_text_atomic(target, text, roots=roots)
     lines = text.splitlines()
