@@ -159,7 +159,7 @@ def _split_roofs(table: ConfigTable, specs: OBJ, gpu: GpuSpec) -> tuple[F64, OBJ
     return value, kind, datasheet, labels
 
 
-def _regime(intensity: F64, ridge: F64, known: NDArray[np.bool_]) -> OBJ:
+def regime_of(intensity: F64, ridge: F64, known: NDArray[np.bool_]) -> OBJ:
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = intensity / ridge
     code = np.where(ratio > BALANCED_RATIO, 0, np.where(ratio < 1.0 / BALANCED_RATIO, 1, 2))
@@ -201,7 +201,7 @@ def assess(
         eff_ds = np.where(rf.has_measurement & np.isfinite(ideal_ds), 100.0 * ideal_ds / measured, np.nan)
 
     known = ~rf.peak_missing
-    regime = _regime(rf.intensity, rf.ridge, known)
+    regime = regime_of(rf.intensity, rf.ridge, known)
     bytes_unfused = np.full(n, np.nan)
     if attention_types is not None:
         unfused = np.asarray(attention_types, dtype=object) == "unfused"
@@ -209,7 +209,7 @@ def assess(
             bytes_unfused[unfused] = (used + work.bytes_score_matrix)[unfused]
             with np.errstate(divide="ignore", invalid="ignore"):
                 own_intensity = work.flops_useful / np.where(bytes_unfused > 0, bytes_unfused, np.nan)
-            regime[unfused] = _regime(own_intensity, rf.ridge, known)[unfused]
+            regime[unfused] = regime_of(own_intensity, rf.ridge, known)[unfused]
 
     kinds = row_kinds(table)
     seq = np.maximum(table.seq_q, table.seq_kv)
@@ -266,4 +266,4 @@ def spec_roof(gpu: GpuSpec, spec: str) -> Roof | None:
     return Roof(2.0 / (1.0 / a.value + 1.0 / b.value), kind, source, datasheet)
 
 
-__all__ = ["BALANCED_RATIO", "REGIMES", "Assessment", "assess", "row_kinds", "spec_roof"]
+__all__ = ["BALANCED_RATIO", "REGIMES", "Assessment", "assess", "regime_of", "row_kinds", "spec_roof"]

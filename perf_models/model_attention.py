@@ -94,7 +94,7 @@ def model_attention(
     m = np.nan if measured_us is None else float(measured_us)
     a = assess(table, work, gpu, np.array([m]), bytes_model=bytes_model)
     rf = a.roofline
-    outputs = row_outputs(table, work, a)
+    outputs = row_outputs(table, work, a, gpu, bytes_model)
     values = {o.name: _scalar(o.kind, outputs[o.name][0]) for o in MODEL_OUTPUTS}
     roof, bw = gpu.compute_roof(str(a.compute_spec[0])), gpu.bandwidth_roof()
 

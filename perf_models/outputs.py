@@ -17,8 +17,10 @@ from typing import Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from perf_models.advice import regimes_by_bytes_model, what_ifs
 from perf_models.assess import Assessment
 from perf_models.estimate import WorkEstimate
+from perf_models.hardware import GpuSpec
 from perf_models.table import ConfigTable
 
 Kind = Literal["float", "int", "text", "bool", "list"]
@@ -117,6 +119,10 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
     declare("ridge", "float", "FLOP/B", 2, "ridge", "mjc", "compute roof / bandwidth roof"),
     declare("bound", "text", "", None, "bound", "rmc",
             "compute | memory: the roof that limits (unfused rows: from their own traffic)"),
+    declare("regime_compulsory", "text", "", None, "regime comp", "mjc",
+            "the regime with compulsory bytes (each tensor once)"),
+    declare("regime_tiled", "text", "", None, "regime tiled", "mjc",
+            "the regime with tiled bytes (tile re-reads missing the cache: the better estimate on MI300-class parts)"),
     declare("regime", "text", "", None, "regime", "rmjc",
             "compute | memory | balanced (intensity within ±30 % of the ridge)"),
     declare("measurement_status", "text", "", None, "measured", "m",
@@ -151,11 +157,24 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
             "within | below | above | none (no reference band)"),
     declare("in_expected_band", "bool", "", None, "in band", "jc",
             "band_status is within: as good as the best published kernels for this shape"),
+    # what-ifs (perf_models.advice)
+    declare("band_time_us", "float", "µs", 3, "at band µs", "mjc",
+            "one call's time at the upper edge of its expected band: what the best published kernels for this "
+            "shape take"),
+    declare("fp8_time_us", "float", "µs", 3, "fp8 µs", "mjc",
+            "one call's time with Q/K/V in fp8 at the same % of its roofline (compute-bound bf16/fp16 calls on a "
+            "GPU with fp8 tensor cores)"),
+    declare("head_dim_alt", "int", "", None, "alt d", "mjc",
+            "the head dim of the head-dim what-if (128, the hidden size kept); 0 when it does not apply"),
+    declare("head_dim_alt_time_us", "float", "µs", 3, "alt d µs", "mjc",
+            "one call's time at the upper edge of the expected band of the same hidden size with head dim "
+            "head_dim_alt"),
 )
 
 
-def row_outputs(table: ConfigTable, work: WorkEstimate, a: Assessment) -> dict[str, NDArray[np.generic]]:
-    """Every MODEL_OUTPUTS field for every row of `table` (scored by `assess` into `a`), as arrays."""
+def row_outputs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuSpec,
+                bytes_model: str) -> dict[str, NDArray[np.generic]]:
+    """Every MODEL_OUTPUTS field for every row of `table` (scored by `assess` on `gpu` into `a`), as arrays."""
     rf = a.roofline
     n = len(table)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -188,6 +207,8 @@ def row_outputs(table: ConfigTable, work: WorkEstimate, a: Assessment) -> dict[s
         "band_id": a.band_id, "band_metric": a.band_metric, "band_low": a.band_low, "band_high": a.band_high,
         "band_value": a.band_value, "band_status": a.band_status, "in_expected_band": a.band_status == "within",
     }  # fmt: skip
+    out |= regimes_by_bytes_model(work, a)
+    out |= what_ifs(table, work, a, gpu, bytes_model)
     missing = {o.name for o in MODEL_OUTPUTS} ^ set(out)
     assert not missing, f"row_outputs and MODEL_OUTPUTS disagree on {sorted(missing)}"
     return out

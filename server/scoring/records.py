@@ -313,7 +313,7 @@ def compute_records(
                              family=tile_families)
         a = assess(t, work, gpu, mean_us[idx], bytes_model=bytes_model, attention_types=att_types[idx])
         rf = a.roofline
-        for name, values in row_outputs(t, work, a).items():
+        for name, values in row_outputs(t, work, a, gpu, bytes_model).items():
             rec[name][idx] = values
         unknown_window = np.flatnonzero(t.window_unknown)
         if len(unknown_window):
