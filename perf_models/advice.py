@@ -5,9 +5,9 @@ Per row (one call), vectorized over the table:
 * `band_time_us`: the call's time at the upper edge of its expected band (measured × band value / band high): what
   the best published kernels for this shape would take; NaN without a band.
 * fp8 (`fp8_time_us`): Q, K, V in fp8 e4m3 (O stays in the input dtype, as FA3's fp8 forward writes it) on a GPU with
-  fp8 tensor cores, for bf16/fp16 calls whose regime is compute or balanced (a memory-bound call gains only bytes):
-  the call's measured time × the fp8 roofline time / today's roofline time, i.e. at the same % of its roofline.
-  NaN where it does not apply.
+  fp8 tensor cores, for bf16/fp16 forward calls (published fp8 attention kernels are forward-only) whose regime is
+  compute or balanced (a memory-bound call gains only bytes): the call's measured time × the fp8 roofline time /
+  today's roofline time, i.e. at the same % of its roofline. NaN where it does not apply.
 * head dim (`head_dim_alt`, `head_dim_alt_time_us`): the same hidden size with head dim 128 (heads × d kept, so the
   FLOPs and bytes barely move) for calls with d < 128: the published kernels reach a higher share of the peak at
   d = 128 than at d = 64 (verdicts-evidence §3), so the call's time at the upper edge of the d = 128 band, against
@@ -53,7 +53,7 @@ def what_ifs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuSpec
     fp8 = np.full(n, np.nan)
     fused = ~np.isfinite(a.bytes_unfused)  # an unfused chain's lever is a fused kernel, not a dtype or a head dim
     eligible = (np.isin(table.compute_spec.astype(object), _HALF_SPECS) & np.isin(a.regime, ("compute", "balanced"))
-                & np.isfinite(measured) & fused & (_FP8 in gpu.specs()))  # fmt: skip
+                & np.isfinite(measured) & fused & ~table.is_bwd & (_FP8 in gpu.specs()))  # fmt: skip
     rows = np.flatnonzero(eligible)
     if len(rows):
         t = table.take(rows)

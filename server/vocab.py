@@ -76,6 +76,9 @@ def profile_type(ctx_ratio: float) -> str:
         "decode_heavy" if ctx_ratio < DECODE_HEAVY_RATIO else "mixed")
 
 
+# ---- the seed's patterns ---------------------------------------------------------------------------------------
+KV_WRITE_SHARE_PCT = 10.0  # KV-cache writes above this share of the op (attention + write): tune the KV block size
+
 # ---- many ranks ------------------------------------------------------------------------------------------------
 STRAGGLER_RATIO = 1.1  # a rank over this × the median time of its category or shape is a straggler
 
@@ -99,6 +102,7 @@ __all__ = [
     "IMPACT_UNIT",
     "IMPACT_UNIT_HELP",
     "INFERENCE",
+    "KV_WRITE_SHARE_PCT",
     "LOW_FACTOR",
     "MID_FACTOR",
     "MIN_GROUP_MID",

@@ -153,6 +153,9 @@ def analyze_trace(
         warnings += add_comparison(ctx, rows, ctx2, calls2)
     unlinked = _unlinked(ctx, calls, warnings)
     warnings += _row_warnings(rows)
+    outside = {"trace1": outside_rows_summary(ctx, calls)}
+    if ctx2 is not None:
+        outside["trace2"] = outside_rows_summary(ctx2, calls2)
 
     report(2, 0.0, "write")
     baseline = ctx.baseline
@@ -173,6 +176,7 @@ def analyze_trace(
         "generated_by": "sdpa-analyzer analyze_trace",
         # what every category's tools should say too (attention kernels outside every row, graph captures)
         "warnings": _category_warnings(unlinked, ctx),
+        "attention_outside_rows": outside,
     }
     manifest_extra: dict[str, Any] = {"comparison_scope": "standalone"}
     if ctx2 is not None:
@@ -335,21 +339,12 @@ def _e2e(ctx: TraceContext | None) -> E2EResult:
 def _unlinked(ctx: TraceContext, calls: list[Call], warnings: list[str]) -> UnlinkedResult:
     import numpy as np
 
-    from perf_models.kernels import KernelRole, classify_kernel
-
     c = ctx.baseline.counts
     gpu, links = ctx.ev.gpu, ctx.links
-    roles = np.zeros(len(ctx.ev.names), dtype=bool)
-    for code in (np.unique(gpu["name"]).tolist() if len(gpu) else []):  # once per distinct GPU event name
-        roles[code] = classify_kernel(ctx.ev.names[code])[0] is KernelRole.ATTENTION
-    is_att = (gpu["kind"] == 0) & roles[gpu["name"]] if len(gpu) else np.zeros(0, dtype=bool)
-    no_launch = np.flatnonzero((links.launch < 0) & (links.ext_op < 0) & is_att)
+    no_launch = np.flatnonzero((links.launch < 0) & (links.ext_op < 0) & _attention_kernels(ctx))
     att = no_launch.tolist()
     att_time = float(np.maximum(gpu["dur"][att], 0.0).sum()) if att else 0.0
-    in_rows = np.zeros(len(gpu), dtype=bool)
-    for call in calls:
-        in_rows[call.kernels] = True
-    outside = np.flatnonzero(is_att & ~in_rows)
+    outside = _outside_rows(ctx, calls)
     outside_us = float(np.maximum(gpu["dur"][outside], 0.0).sum())
     res = UnlinkedResult(
         kernels_without_cpu_launch=int(c.get("without_cpu_launch", 0)),
@@ -377,6 +372,57 @@ def _unlinked(ctx: TraceContext, calls: list[Call], warnings: list[str]) -> Unli
             f"E2E window ({ctx.baseline.source}) and are not part of the baseline"
         )
     return res
+
+
+OUTSIDE_NAMES_LISTED = 5
+
+
+def _attention_kernels(ctx: TraceContext) -> Any:
+    """A mask over the trace's GPU events: the kernels whose own name is an attention kernel's."""
+    import numpy as np
+
+    from perf_models.kernels import KernelRole, classify_kernel
+
+    gpu = ctx.ev.gpu
+    roles = np.zeros(len(ctx.ev.names), dtype=bool)
+    for code in (np.unique(gpu["name"]).tolist() if len(gpu) else []):  # once per distinct GPU event name
+        roles[code] = classify_kernel(ctx.ev.names[code])[0] is KernelRole.ATTENTION
+    return (gpu["kind"] == 0) & roles[gpu["name"]] if len(gpu) else np.zeros(0, dtype=bool)
+
+
+def _outside_rows(ctx: TraceContext, calls: list[Call]) -> Any:
+    import numpy as np
+
+    in_rows = np.zeros(len(ctx.ev.gpu), dtype=bool)
+    for call in calls:
+        in_rows[call.kernels] = True
+    return np.flatnonzero(_attention_kernels(ctx) & ~in_rows)
+
+
+def outside_rows_summary(ctx: TraceContext, calls: list[Call]) -> dict[str, Any]:
+    """The attention kernels no row accounts for (an op the registry does not know, or no CPU launch), as the
+    category metadata records them for the findings: count, time, share of E2E and the longest kernels by name."""
+    import numpy as np
+
+    rows = _outside_rows(ctx, calls)
+    gpu = ctx.ev.gpu
+    dur = np.maximum(gpu["dur"][rows], 0.0) if len(rows) else np.zeros(0)
+    names = gpu["name"][rows] if len(rows) else np.zeros(0, dtype=np.int64)
+    by_name: dict[str, list[float]] = {}
+    for code, us in zip(names.tolist(), dur.tolist(), strict=True):
+        entry = by_name.setdefault(ctx.ev.names[int(code)], [0, 0.0])
+        entry[0] += 1
+        entry[1] += us
+    top = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:OUTSIDE_NAMES_LISTED]
+    e2e_us = ctx.baseline.total_time_ms * 1000.0
+    total = float(dur.sum())
+    return {
+        "kernels": len(rows),
+        "time_us": round(total, 3),
+        "percent_of_e2e": round(100.0 * total / e2e_us, 2) if e2e_us > 0 else None,
+        "kernel_names": len(by_name),
+        "longest": [{"name": n, "count": int(c), "time_us": round(t, 3)} for n, (c, t) in top],
+    }
 
 
 def _outside_warning(res: UnlinkedResult, ctx: TraceContext, rows: Any) -> str:

@@ -20,6 +20,7 @@ from perf_models.kernels import KernelRole, classify_kernel
 from server.factorize import factorize
 from server.folder.read import KERNEL_MEAN, CategoryData
 from server.numbers import finite
+from server.scoring.advice import category_facts, finding_advice, finding_facts, in_band_list, in_band_rows
 from server.scoring.fields import json_fields
 from server.scoring.records import RooflineTable, step_workload, workload_profile
 from server.vocab import (
@@ -133,8 +134,11 @@ class Metrics:
 
 
 
-def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: str) -> Metrics:
-    """The full metrics document (TraceLens-compatible fields plus ours under `sdpa_analyzer`)."""
+def build_metrics(
+    data: CategoryData, table: RooflineTable, comparison_scope: str, forward: pd.DataFrame | None = None
+) -> Metrics:
+    """The full metrics document (TraceLens-compatible fields plus ours under `sdpa_analyzer`). `forward`: the
+    records of the folder's forward category, for a backward category's backward-vs-forward facts."""
     df = data.df
     assert df is not None and data.e2e_ms
     r = table.records
@@ -225,8 +229,16 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
             Field("difference_ms", _python_rounded(t2 - time_ms, 3)),
         ]
 
-    estimates = _impact_estimates(data.category, r, eff_used, time_ms, e2e, comparative)
+    gated = in_band_rows(r, comparative)
+    estimates = _impact_estimates(data.category, r, eff_used, time_ms, e2e, comparative, gated)
     findings = _group(estimates, comparative)
+    for f in findings:
+        rows = [m["row"] for m in f["members"]]
+        if f["estimate_method"] == "quantified" and not comparative:
+            f["advice"] = finding_advice(r, rows, e2e)
+        facts = finding_facts(r, rows, e2e)
+        if facts:
+            f["facts"] = facts
     specific: dict[str, Any] = {
         "flash_attention_count": att.count("flash"),
         "paged_attention_count": att.count("paged"),
@@ -275,6 +287,8 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
             "impact_unit": IMPACT_UNIT,
             "gpu": {"key": table.gpu.key, "name": table.gpu.name, "origin": table.gpu.origin},
             "notes": table.peak_notes,
+            "in_band": in_band_list(r, np.flatnonzero(gated), e2e),
+            "facts": category_facts(r, data.metadata, e2e, forward),
         },
     }
     return Metrics(document, Obj(fields), n)
@@ -363,9 +377,11 @@ def paged_breakdown(kernels: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _impact_estimates(
-    category: str, r: pd.DataFrame, eff: np.ndarray, time_ms: np.ndarray, e2e: float, comparative: bool
+    category: str, r: pd.DataFrame, eff: np.ndarray, time_ms: np.ndarray, e2e: float, comparative: bool,
+    gated: np.ndarray,
 ) -> list[dict[str, Any]]:
-    """One estimate per op row. Arithmetic is vectorized; dicts are built only for the rows that qualify."""
+    """One estimate per op row, except the rows within or above their expected band (`gated`: not a finding).
+    Arithmetic is vectorized; dicts are built only for the rows that qualify."""
     pct_total = 100.0 * time_ms / e2e
     finite = np.isfinite(eff)
     quantified = finite & ((np.nan_to_num(eff) <= ANOMALY_FLAG_PCT) | comparative) & (e2e > 0)
@@ -384,10 +400,11 @@ def _impact_estimates(
     t_r = _rounded(time_ms, 3)
     out: list[dict[str, Any]] = []
     # scores stay numpy float64 scalars (iterating an array yields them): sums and rounding depend on it
-    q = np.flatnonzero(quantified & (high >= MIN_HIGH))
+    q = np.flatnonzero(quantified & (high >= MIN_HIGH) & ~gated)
     for i, mid, low, hi in zip(q.tolist(), MID_FACTOR * high[q], LOW_FACTOR * high[q], high[q], strict=True):
         out.append({
-            "operation": names[i], "category": category, "type": "kernel_tuning", "estimate_method": "quantified",
+            "row": i, "operation": names[i], "category": category, "type": "kernel_tuning",
+            "estimate_method": "quantified",
             "impact_score": mid, "impact_score_low": low, "impact_score_high": hi, "efficiency_pct": eff_r[i],
             "bound_type": bounds[i], "library": libs[i], "time_ms": t_r[i], "band_status": band_status[i],
             "impact_to_band": to_band_r[i],
@@ -395,12 +412,12 @@ def _impact_estimates(
         if work_bound[i] not in (None, "exact"):  # the efficiency is a bound: so is the score
             out[-1]["work_bound"] = work_bound[i]
     if not comparative:
-        h = np.flatnonzero(~quantified)
+        h = np.flatnonzero(~quantified & ~gated)
         p = pct_total[h]
         scores = zip(h.tolist(), HEURISTIC_MID * p, HEURISTIC_LOW * p, HEURISTIC_HIGH * p, p, strict=True)
         for i, mid, low, hi, pct in scores:
             out.append({
-                "operation": names[i], "category": category, "type": "unmodeled_significant",
+                "row": i, "operation": names[i], "category": category, "type": "unmodeled_significant",
                 "estimate_method": "heuristic", "impact_score": mid, "impact_score_low": low, "impact_score_high": hi,
                 "efficiency_pct": eff_r[i], "bound_type": None, "library": libs[i], "time_ms": t_r[i],
                 "percent_of_total": pct,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -22,7 +22,7 @@ from server.tools.common import (
     peaks_used,
     resolve_output_dir,
 )
-from server.vocab import COMPARATIVE, IMPACT_UNIT_HELP
+from server.vocab import COMPARATIVE, IMPACT_UNIT_HELP, SDPA_BWD, SDPA_FWD
 
 MAX_MEMBERS_SHOWN = 20
 MAX_FINDINGS_SHOWN = 25  # the template renders every finding; the result lists the first ones
@@ -35,6 +35,34 @@ class RankInput(ToolInput):
     comparison_scope: ScopeArg = "standalone"
     arch: ArchArg = None
     bytes_model: BytesModelArg = "compulsory"
+
+
+class Lever(BaseModel):
+    """One change and what it buys the finding's members (from the models; the numbers to write)."""
+
+    change: str
+    time_ms: float | None = Field(None, description="the members' kernel time today (the levers' base), ms")
+    time_after_ms: float | None = Field(None, description="their time after the change, ms")
+    saved_ms: float | None = Field(None, description="ms saved")
+    saved_pct_e2e: float | None = Field(None, description="ms saved as % of the E2E baseline")
+    members: int | None = Field(None, description="members the lever applies to")
+    compared_with: str | None = Field(None, description="what time_ms is, when not today's time")
+
+
+class BandReference(BaseModel):
+    """The published kernels behind the dominant member's expected band (name and source go in a table cell)."""
+
+    operation: str
+    band_id: str
+    band_metric: str | None = None
+    band_low: float | None = None
+    band_high: float | None = None
+    band_value: float | None = Field(None, description="the member's utilization the band is compared with, %")
+    band_status: str | None = None
+    time_ms: float | None = None
+    time_at_band_edge_ms: float | None = Field(None, description="the member's time at the band's upper edge, ms")
+    published: str = Field(description="what the published kernels reach at this shape")
+    source: str
 
 
 class FindingSummary(BaseModel):
@@ -55,6 +83,13 @@ class FindingSummary(BaseModel):
     members: list[str] = Field(
         description=f"distinct member op names (at most {MAX_MEMBERS_SHOWN}; member_count has the total)"
     )
+    levers: list[Lever] = Field(
+        default_factory=list, description="what each change buys: band edge, roofline, fp8, head dim (kernel advisor)"
+    )
+    reference: BandReference | None = None
+    facts: dict[str, Any] = Field(
+        default_factory=dict, description="copies around the calls, KV-cache writes (share of the op, > 10 % rule)"
+    )
 
 
 class RankResult(BaseModel):
@@ -72,6 +107,16 @@ class RankResult(BaseModel):
     impact_estimates: int = 0
     no_findings_reason: str | None = Field(
         None, description="why there are no findings (None when there are): the threshold, or trace 2 not faster"
+    )
+    in_band: list[str] = Field(
+        default_factory=list,
+        description="ops within or above their expected band: not findings (their numbers are in the metrics JSON "
+        "sdpa_analyzer.in_band)",
+    )
+    facts: dict[str, Any] = Field(
+        default_factory=dict,
+        description="category facts: copies, KV-cache writes, attention kernels outside every op, backward vs "
+        "forward",
     )
     peaks: PeaksUsed | None = None
     warnings: list[str] = Field(default_factory=list)
@@ -95,7 +140,11 @@ def rank_findings(ctx: ToolContext, args: RankInput) -> RankResult:
             f"comparison_scope=comparative needs trace-2 times, and {out.name} was analyzed from one trace (no "
             "speedup/delta columns) — rank it standalone, or analyze the two traces with --compare (trace2_path)"
         )
-    metrics = build_metrics(data, table, args.comparison_scope)
+    forward = None
+    if data.category == SDPA_BWD:  # the backward's facts relate each shape to its forward
+        fwd = score_category(ctx.roots, out, SDPA_FWD, args.arch, args.bytes_model)
+        forward = fwd.table.records if fwd.has_rows and fwd.table is not None else None
+    metrics = build_metrics(data, table, args.comparison_scope, forward)
     peaks = peaks_used(resolved, table)
     warnings = resolved.warnings + data.warnings
     metrics["sdpa_analyzer"]["peaks"] = peaks.model_dump()
@@ -127,14 +176,28 @@ def rank_findings(ctx: ToolContext, args: RankInput) -> RankResult:
                 member_count=f["member_count"],
                 # distinct member op names, capped: a group can hold thousands of rows (all in the metrics file)
                 members=list(dict.fromkeys(m["operation"] for m in f["members"]))[:MAX_MEMBERS_SHOWN],
+                levers=[Lever(**x) for x in f.get("advice", {}).get("levers", [])],
+                reference=BandReference(**f["advice"]["reference"]) if "reference" in f.get("advice", {}) else None,
+                facts=f.get("facts", {}),
             )
             for f in metrics["category_findings"][:MAX_FINDINGS_SHOWN]
         ],
         findings_total=len(metrics["category_findings"]),
+        in_band=[f"{x['operation']} ({x['shape']}): {x['band_value']} % vs band {x['band_low']}–{x['band_high']} %"
+                 for x in metrics["sdpa_analyzer"]["in_band"][:MAX_FINDINGS_SHOWN]],
+        facts=_compact_facts(metrics["sdpa_analyzer"]["facts"]),
         no_findings_reason=metrics_no_findings_reason(metrics),
         peaks=peaks,
         warnings=capped(warnings, MAX_WARNINGS),
     )
+
+
+def _compact_facts(facts: dict[str, Any]) -> dict[str, Any]:
+    """The category facts for the result: the long lists cut (all of them are in the metrics JSON)."""
+    out = dict(facts)
+    if "backward_vs_forward" in out:
+        out["backward_vs_forward"] = out["backward_vs_forward"][:MAX_MEMBERS_SHOWN]
+    return out
 
 
 TOOL = ToolSpec(
@@ -142,8 +205,11 @@ TOOL = ToolSpec(
     title="Rank findings and write the metrics JSON",
     description=(
         "Impact estimates (impact_score in % of the E2E baseline), grouped into ranked category_findings "
-        "(the P-items, in order); writes category_data/<category>_metrics.json atomically. Run compute_roofline "
-        "first to see the per-op numbers."
+        "(the P-items, in order; ops within or above their expected band are not findings, listed in in_band); "
+        "per finding what each change buys (levers: ms and % of E2E saved at the band's upper edge, at the "
+        "roofline, with fp8, with head dim 128), the published kernels behind the band and their source, and "
+        "facts (layout copies, KV-cache writes); category facts (attention kernels outside every op, backward vs "
+        "forward). Writes category_data/<category>_metrics.json atomically."
     ),
     input_model=RankInput,
     result_model=RankResult,

@@ -1,0 +1,205 @@
+"""What a finding buys and the facts around it: the kernel advisor and the seed's patterns, for the metrics JSON.
+
+For each finding (its member rows of the records):
+
+* `advice`: the members' kernel time; what reaching the upper edge of their expected band and the roofline would
+  save, in ms and % of E2E; the band's reference (the published kernels it rests on, with the source) for the
+  dominant member; the what-ifs the models computed (perf_models.advice): fp8 Q/K/V at the same % of roofline for
+  compute-bound calls on a GPU with fp8 tensor cores, and the same hidden size at head dim 128 where its band is
+  higher — each with the time after, the ms saved and the % of E2E;
+* `facts`: layout copies around the calls (`.contiguous()` on Q/K/V before, on the output after: the seed's
+  contiguous-copy pattern) with their time and share of the attention time; KV-cache writes beside paged calls with
+  their share of the op (attention + write) and whether they pass the seed's 10 % rule.
+
+For the category: the same facts over every row, the attention kernels outside every row (from the analysis'
+metadata), and for a backward category each backward shape against its forward (time per call, FLOPs and
+efficiency of both).
+
+In-band gating (`in_band_rows`): an op within or above its expected band is as good as the best published kernels
+for its shape; it is not a P-item, and is listed with its numbers in `sdpa_analyzer.in_band`.
+
+Every number is rounded once here, to the digits written; the template copies them and the validator checks them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from server.numbers import finite
+from server.vocab import KV_WRITE_SHARE_PCT
+
+IN_BAND_STATUSES = ("within", "above")
+_SHAPE_KEY = ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v", "mask")
+MIN_WHAT_IF_GAIN = 0.05  # a what-if is shown when it saves at least this share of the members' time
+
+
+def in_band_rows(records: pd.DataFrame, comparative: bool) -> np.ndarray:
+    """Rows within or above their expected band (standalone only: comparative findings compare two traces)."""
+    if comparative:
+        return np.zeros(len(records), dtype=bool)
+    return np.isin(records["band_status"].to_numpy(dtype=object), IN_BAND_STATUSES)
+
+
+def in_band_list(records: pd.DataFrame, rows: np.ndarray, e2e_ms: float) -> list[dict[str, Any]]:
+    """The in-band ops, longest first, with the numbers that put them there."""
+    r = records.iloc[rows]
+    order = np.argsort(-r["time_ms"].to_numpy(dtype=float), kind="stable")
+    out = []
+    for i in order.tolist():
+        x = r.iloc[i]
+        out.append({
+            "row": int(x["row"]), "operation": str(x["name"]), "library": str(x["library"]),
+            "shape": str(x["shape"]), "count": int(x["count"]), "time_ms": finite(x["time_ms"], 3),
+            "percent_of_total": finite(100.0 * float(x["time_ms"]) / e2e_ms, 2),
+            "efficiency_pct": finite(x["efficiency_pct"], 2), "band_metric": x["band_metric"],
+            "band_value": finite(x["band_value"], 2), "band_low": finite(x["band_low"], 1),
+            "band_high": finite(x["band_high"], 1), "band_status": str(x["band_status"]),
+        })  # fmt: skip
+    return out
+
+
+def _ms(us: float) -> float | None:
+    return finite(us / 1000.0, 3)
+
+
+def _pct(ms: float, of_ms: float) -> float | None:
+    return finite(100.0 * ms / of_ms, 2) if of_ms > 0 else None
+
+
+def _saving(change: str, before_ms: float, after_ms: float, e2e_ms: float, **extra: Any) -> dict[str, Any]:
+    saved = max(0.0, before_ms - after_ms)
+    return {
+        "change": change, "time_ms": finite(before_ms, 3), "time_after_ms": finite(after_ms, 3),
+        "saved_ms": finite(saved, 3), "saved_pct_e2e": _pct(saved, e2e_ms), **extra,
+    }  # fmt: skip
+
+
+def finding_advice(records: pd.DataFrame, rows: list[int], e2e_ms: float) -> dict[str, Any]:
+    """What the finding's members would save by each lever (see the module docstring)."""
+    r = records.iloc[rows]
+    count = r["count"].to_numpy(dtype=float)
+    time_ms = r["time_ms"].to_numpy(dtype=float)
+    total = float(time_ms.sum())
+    eff = r["efficiency_pct"].to_numpy(dtype=float)
+    to_roof = float(np.nansum(np.where(np.isfinite(eff), time_ms * np.maximum(0.0, 1 - eff / 100.0), 0.0)))
+    band_ms = count * r["band_time_us"].to_numpy(dtype=float) / 1000.0
+    banded = np.isfinite(band_ms)
+    levers: list[dict[str, Any]] = []
+    if banded.any():
+        levers.append(_saving("reach the upper edge of the expected band", float(time_ms[banded].sum()),
+                              float(band_ms[banded].sum()), e2e_ms, members=int(banded.sum())))
+    if np.isfinite(eff).any():
+        levers.append({"change": "reach the roofline (a bound no kernel reaches)", "time_ms": finite(total, 3),
+                       "saved_ms": finite(to_roof, 3), "saved_pct_e2e": _pct(to_roof, e2e_ms)})
+    fp8_ms = count * r["fp8_time_us"].to_numpy(dtype=float) / 1000.0
+    fp8 = np.isfinite(fp8_ms)
+    if fp8.any() and time_ms[fp8].sum() - fp8_ms[fp8].sum() >= MIN_WHAT_IF_GAIN * time_ms[fp8].sum():
+        levers.append(_saving("fp8 (e4m3) Q/K/V at the same % of the roofline", float(time_ms[fp8].sum()),
+                              float(fp8_ms[fp8].sum()), e2e_ms, members=int(fp8.sum())))
+    alt_ms = count * r["head_dim_alt_time_us"].to_numpy(dtype=float) / 1000.0
+    alt = np.isfinite(alt_ms) & banded
+    if alt.any() and band_ms[alt].sum() - alt_ms[alt].sum() >= MIN_WHAT_IF_GAIN * band_ms[alt].sum():
+        d = int(r["head_dim_alt"].to_numpy(dtype=float)[alt].max())
+        levers.append(_saving(f"head dim {d} at the same hidden size, at its band's upper edge",
+                              float(band_ms[alt].sum()), float(alt_ms[alt].sum()), e2e_ms, members=int(alt.sum()),
+                              compared_with="the upper edge of today's band"))
+    advice: dict[str, Any] = {"time_ms": finite(total, 3), "levers": levers}
+    lead = int(np.argmax(time_ms)) if len(time_ms) else None
+    if lead is not None and isinstance(r["band_id"].iloc[lead], str):
+        x = r.iloc[lead]
+        advice["reference"] = {
+            "operation": str(x["name"]), "band_id": x["band_id"], "band_metric": x["band_metric"],
+            "band_low": finite(x["band_low"], 1), "band_high": finite(x["band_high"], 1),
+            "band_value": finite(x["band_value"], 2), "band_status": x["band_status"],
+            "time_ms": finite(x["time_ms"], 3), "time_at_band_edge_ms": _ms(float(x["count"]) * x["band_time_us"]),
+            **_band_reference(str(x["band_id"])),
+        }  # fmt: skip
+    return advice
+
+
+def _band_reference(band_id: str) -> dict[str, Any]:
+    from perf_models.bands import band_by_id
+
+    b = band_by_id(band_id)
+    return {"published": b.anchor, "source": b.source}
+
+
+def finding_facts(records: pd.DataFrame, rows: list[int], e2e_ms: float) -> dict[str, Any]:
+    """Copies around the members' calls and their KV-cache writes (see the module docstring)."""
+    r = records.iloc[rows] if rows is not None else records
+    time_ms = float(r["time_ms"].sum())
+    facts: dict[str, Any] = {}
+    copy_ms = float(np.nansum(r["copy_overhead_us"].to_numpy(dtype=float))) / 1000.0
+    if copy_ms > 0:
+        facts["copy_overhead"] = {
+            "time_ms": finite(copy_ms, 3), "attention_time_ms": finite(time_ms, 3),
+            "percent_of_attention": _pct(copy_ms, time_ms), "percent_of_e2e": _pct(copy_ms, e2e_ms),
+            "rows": int((np.nan_to_num(r["copy_overhead_us"].to_numpy(dtype=float)) > 0).sum()),
+        }  # fmt: skip
+    kv_ms = float(np.nansum(r["kv_cache_write_us"].to_numpy(dtype=float))) / 1000.0
+    if kv_ms > 0:
+        share = _pct(kv_ms, time_ms + kv_ms)
+        facts["kv_cache_write"] = {
+            "time_ms": finite(kv_ms, 3), "attention_time_ms": finite(time_ms, 3), "percent_of_op": share,
+            "percent_of_e2e": _pct(kv_ms, e2e_ms), "threshold_pct": KV_WRITE_SHARE_PCT,
+            "over_threshold": bool(share is not None and share > KV_WRITE_SHARE_PCT),
+        }  # fmt: skip
+    return facts
+
+
+def backward_vs_forward(bwd: pd.DataFrame, fwd: pd.DataFrame | None) -> list[dict[str, Any]]:
+    """Each modeled backward shape against the forward of the same shape (B, heads, lengths, head dims, mask)."""
+    if fwd is None or bwd.empty:
+        return []
+    b = bwd[bwd["has_model"].to_numpy(dtype=bool)]
+    f = fwd[fwd["has_model"].to_numpy(dtype=bool)]
+    if b.empty or f.empty:
+        return []
+    keys = list(_SHAPE_KEY)
+    f_by = f.groupby(keys, dropna=False, sort=False).agg(
+        fwd_operation=("name", "first"), fwd_calls=("count", "sum"), fwd_time_ms=("time_ms", "sum"),
+        fwd_flops=("flops_useful", "first"), fwd_eff=("efficiency_pct", "first"))  # fmt: skip
+    b_by = b.groupby(keys, dropna=False, sort=False).agg(
+        bwd_operation=("name", "first"), bwd_calls=("count", "sum"), bwd_time_ms=("time_ms", "sum"),
+        bwd_flops=("flops_useful", "first"), bwd_eff=("efficiency_pct", "first"), shape=("shape", "first"))  # fmt: skip
+    both = b_by.join(f_by, how="inner")
+    out = []
+    for _, x in both.sort_values("bwd_time_ms", ascending=False).iterrows():
+        bwd_call = 1000.0 * x["bwd_time_ms"] / max(x["bwd_calls"], 1)
+        fwd_call = 1000.0 * x["fwd_time_ms"] / max(x["fwd_calls"], 1)
+        out.append({
+            "shape": str(x["shape"]).removeprefix("bwd "), "backward_operation": str(x["bwd_operation"]),
+            "forward_operation": str(x["fwd_operation"]), "backward_us_per_call": finite(bwd_call, 3),
+            "forward_us_per_call": finite(fwd_call, 3),
+            "time_ratio": finite(bwd_call / fwd_call, 2) if fwd_call else None,
+            "flops_ratio": finite(x["bwd_flops"] / x["fwd_flops"], 2) if x["fwd_flops"] else None,
+            "backward_efficiency_pct": finite(x["bwd_eff"], 2), "forward_efficiency_pct": finite(x["fwd_eff"], 2),
+        })  # fmt: skip
+    return out
+
+
+def category_facts(records: pd.DataFrame, metadata: dict[str, Any] | None, e2e_ms: float,
+                   forward: pd.DataFrame | None = None) -> dict[str, Any]:
+    """The category's facts: copies and KV writes over every row, kernels outside every row, backward vs forward."""
+    facts = finding_facts(records, None, e2e_ms)  # type: ignore[arg-type]
+    outside = (metadata or {}).get("attention_outside_rows")
+    if isinstance(outside, dict):
+        facts["attention_outside_rows"] = outside
+    pairs = backward_vs_forward(records, forward)
+    if pairs:
+        facts["backward_vs_forward"] = pairs
+    return facts
+
+
+__all__ = [
+    "IN_BAND_STATUSES",
+    "backward_vs_forward",
+    "category_facts",
+    "finding_advice",
+    "finding_facts",
+    "in_band_list",
+    "in_band_rows",
+]
