@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,6 +132,36 @@ def category_input_files(output_dir: Path, category: str) -> tuple[Path, ...]:
     )
 
 
+_TRACE_SUFFIXES = (".json", ".json.gz", ".pt.trace.json", ".pt.trace.json.gz")
+_CHILDREN_LOOKED_AT = 200  # a folder of thousands of entries is not searched further for hints
+
+
+def check_analysis_folder(output_dir: Path, roots: DataRoots = UNRESTRICTED) -> None:
+    """Refuse a folder that is not an analysis folder (no category_data/): a parent of one, a folder of traces, an
+    empty or unrelated folder. One line naming what was expected, what is there, and the fix — never a NO_DATA
+    result, which would tell the LLM to write "no attention" into the wrong folder."""
+    if roots.is_dir(output_dir / layout.CATEGORY_DATA, what="category_data folder"):
+        return
+    try:
+        with roots.directory(output_dir, what="output_dir") as fd:
+            names = sorted(os.listdir(fd))[:_CHILDREN_LOOKED_AT]
+    except OSError:
+        names = []
+    inner = [n for n in names if roots.is_dir(output_dir / n / layout.CATEGORY_DATA, what="analysis folder")]
+    traces = [n for n in names if n.endswith(_TRACE_SUFFIXES) and not n.startswith(".")]
+    where = f"{output_dir} is not an analysis folder (no {layout.CATEGORY_DATA}/ inside)"
+    if inner:
+        shown = ", ".join(str(output_dir / n) for n in inner[:3]) + (", …" if len(inner) > 3 else "")
+        raise InputError(f"{where}: it holds analysis folders — pass one of them ({shown})")
+    if traces:
+        raise InputError(
+            f"{where}: it holds profiler traces ({', '.join(traces[:2])}{', …' if len(traces) > 2 else ''}) — run "
+            f"analyze_trace on one first (sdpa-analyzer analyze {traces[0]} -o OUT), then pass OUT"
+        )
+    what = "it is empty" if not names else f"it holds {', '.join(names[:3])}{', …' if len(names) > 3 else ''}"
+    raise InputError(f"{where}; {what} — pass the folder analyze_trace wrote (or an orchestrator's analysis folder)")
+
+
 def load_category(output_dir: Path, category: str, roots: DataRoots = UNRESTRICTED) -> CategoryData:
     """Load and validate one category, every file read through `roots` (output_dir is resolved again there).
 
@@ -143,6 +174,7 @@ def load_category(output_dir: Path, category: str, roots: DataRoots = UNRESTRICT
         raise InputError(f"output_dir not found: {output_dir} — pass an analysis folder (or run analyze_trace first)")
     if not roots.is_dir(output_dir, what="output_dir"):
         raise InputError(f"output_dir is not a folder: {output_dir}")
+    check_analysis_folder(output_dir, roots)
     csv_path, meta_path, manifest_path, _, marker_path = category_input_files(output_dir, cat)
     data = CategoryData(
         output_dir=output_dir, category=cat, status="NO_DATA", csv_path=csv_path, metadata_path=meta_path, roots=roots

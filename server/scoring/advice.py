@@ -106,6 +106,12 @@ def finding_advice(records: pd.DataFrame, rows: list[int], e2e_ms: float) -> dic
         levers.append(_saving(f"head dim {d} at the same hidden size, at its band's upper edge",
                               float(band_ms[alt].sum()), float(alt_ms[alt].sum()), e2e_ms, members=int(alt.sum()),
                               compared_with="the upper edge of today's band"))
+    copy_ms = float(np.nansum(r["copy_overhead_us"].to_numpy(dtype=float))) / 1000.0
+    if copy_ms > 0:  # the seed's contiguous-copy pattern: copies the attention backend may not need
+        levers.append({"change": "drop the layout copies of Q/K/V/output around the calls (the attention backend "
+                       "takes strided inputs)", "time_ms": finite(copy_ms, 3), "time_after_ms": 0.0,
+                       "saved_ms": finite(copy_ms, 3), "saved_pct_e2e": _pct(copy_ms, e2e_ms),
+                       "compared_with": "the copies' own kernel time"})
     advice: dict[str, Any] = {"time_ms": finite(total, 3), "levers": levers}
     lead = int(np.argmax(time_ms)) if len(time_ms) else None
     if lead is not None and isinstance(r["band_id"].iloc[lead], str):

@@ -54,6 +54,8 @@ from server.writers.json_columns import (
     write_document,
 )
 
+OURS = "sdpa_analyzer"  # the metrics document's block of our own fields: a file without it is another tool's
+
 
 def eff_bucket(eff: float) -> str:
     low, high = EFF_BUCKET_EDGES
@@ -279,7 +281,7 @@ def build_metrics(
         "category_specific": specific,
         "impact_estimates": estimates,
         "category_findings": findings,
-        "sdpa_analyzer": {
+        OURS: {
             "version": 1,
             "e2e_baseline_ms": finite(e2e, 4),
             "trace2_e2e_baseline_ms": finite(data.trace2_e2e_ms, 4),

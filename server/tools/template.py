@@ -8,7 +8,8 @@ from server.errors import InputError, shorten_middle
 from server.findings.spec import SLOT_CLOSE, SLOT_OPEN
 from server.findings.template import render_findings_template as render_template
 from server.folder import layout
-from server.folder.read import read_json_file
+from server.folder.read import check_analysis_folder, read_json_file
+from server.scoring.ranking import OURS
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import CategoryArg, OutputDir, resolve_output_dir
 from server.writers.atomic import write_text_atomic
@@ -50,10 +51,16 @@ def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateR
     out = resolve_output_dir(roots, args.output_dir)
     mpath = out / layout.metrics_json(cat)
     csv_path = out / layout.ops_csv(cat)
+    if not roots.is_dir(out, what="output_dir"):
+        raise InputError(f"output_dir not found: {out}")
+    check_analysis_folder(out, roots)
     if roots.is_file(mpath, what="metrics JSON"):
         metrics = read_json_file(mpath, "metrics JSON", roots)
-    elif not roots.is_dir(out, what="output_dir"):
-        raise InputError(f"output_dir not found: {out}")
+        if not isinstance(metrics.get(OURS), dict):
+            raise InputError(
+                f"{mpath} was not written by sdpa-analyzer's rank_findings (no {OURS} block: another tool's file) "
+                f"— run rank_findings for {cat} first, then render the template"
+            )
     elif not roots.exists(csv_path, what="ops CSV"):
         metrics = {"category": cat, "status": "NO_DATA"}
     else:
