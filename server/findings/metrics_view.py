@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from server.errors import InputError
+from server.findings.levers import band_comparison
 from server.findings.spec import (
     MISSING,
     VERDICT_COLUMNS,
@@ -418,13 +419,10 @@ def expected_verdict_cells(op: dict[str, Any], heuristic: bool) -> list[str]:
     if heuristic:
         return [MISSING] * len(VERDICT_COLUMNS)
     r = _roofline(op)
-    band = [r.get("band_low"), r.get("band_high")]
-    status = r.get("band_status")
     bound = r.get("work_bound")
     if bound in ("lower", "upper", "unknown"):  # a bound gets no band verdict (perf_models.assess)
         band_cell = f"no band: the work is {'a' if bound == 'lower' else 'an'} {bound} bound"
-    elif all(as_float(x) is not None for x in band):
-        band_cell = f"{number_text(band[0])}–{number_text(band[1])} % ({status})"
     else:
-        band_cell = "no reference band"
+        band_cell = band_comparison(r.get("band_metric"), r.get("band_value"), r.get("band_low"), r.get("band_high"),
+                                    r.get("band_status"))
     return [cell_text(r.get("compute_pct")), cell_text(r.get("memory_pct")), cell_text(r.get("regime")), band_cell]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from server.findings.levers import action_hint, advice_tables, facts_section, in_band_section
 from server.findings.metrics_view import (
     FindingView,
     MetricsFormatError,
@@ -73,7 +74,9 @@ def render_findings_template(metrics: dict[str, Any], category: str, tier: str =
     if not view.findings and not view.operations:
         return render_no_data_file(category)
     scope = view.scope if view.scope in SCOPES else "standalone"
-    parts = [f"# SDPA findings: {category}", "", _overview(view, category, scope), "", "## Recommendations", ""]
+    ours = metrics.get("sdpa_analyzer") if isinstance(metrics.get("sdpa_analyzer"), dict) else {}
+    parts = [f"# SDPA findings: {category}", "", _overview(view, category, scope), ""]
+    parts += [*in_band_section(ours), *facts_section(ours), "## Recommendations", ""]
     for finding in view.findings:
         parts.extend(_p_item(finding))
     parts.extend(["## Detailed Analysis", ""])
@@ -110,7 +113,7 @@ def _p_item(finding: FindingView) -> list[str]:
         "**Action**: "
         + slot(
             "Action — one or two sentences: what to do, chosen by bound type and "
-            "implementation; never 'fuse the SDPA kernel'"
+            "implementation; never 'fuse the SDPA kernel'" + action_hint(finding.raw)
         ),
         f"<!-- impact-begin kind=p_item {_marker_numbers(finding, 'p_item')} -->",
         f"**Impact**: impact_score: {finding.mid} {IMPACT_TEXT}"
@@ -155,6 +158,7 @@ def _candidate(finding: FindingView, view: MetricsView, category: str, scope: st
         "",
         *_data_table(finding, ops, scope),
         "",
+        *advice_tables(finding.raw),
         "**Reasoning for Slowdown:** "
         + slot(
             "Reasoning for Slowdown — why it is slow, only from what a trace shows; for tile sizes, cache hit "
