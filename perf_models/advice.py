@@ -78,13 +78,15 @@ def what_ifs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuSpec
         th = replace(t, heads_q=t.heads_q * dd // ALT_HEAD_DIM, heads_kv=t.heads_kv * dd // ALT_HEAD_DIM,
                      head_dim_qk=np.full(len(rows), ALT_HEAD_DIM), head_dim_v=np.full(len(rows), ALT_HEAD_DIM))
         ah = _rerun(th, _subset(work, rows), gpu, bytes_model)
-        # the band is in % of the datasheet: the time at its upper edge is the datasheet ideal / (high / 100)
+        # the band is in % of the datasheet peak of its metric: the time at its upper edge is that roof's datasheet
+        # time / (high / 100) — the FLOPs at the tensor datasheet peak for a compute band, the bytes at the HBM one
         with np.errstate(divide="ignore", invalid="ignore"):
-            ideal_ds = np.maximum(
-                ah.roofline.compute_time_us * ah.peak_tflops / ah.peak_tflops_datasheet,
+            at_peak = np.where(
+                ah.band_metric == "memory",
                 ah.roofline.memory_time_us * ah.peak_tbs / ah.peak_tbs_datasheet,
+                ah.roofline.compute_time_us * ah.peak_tflops / ah.peak_tflops_datasheet,
             )
-            at_edge = ideal_ds * 100.0 / ah.band_high
+            at_edge = at_peak * 100.0 / ah.band_high
         good = np.isfinite(at_edge)
         alt[rows[good]] = ALT_HEAD_DIM
         alt_time[rows[good]] = at_edge[good]

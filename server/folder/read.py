@@ -17,6 +17,7 @@ import io
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,12 +143,19 @@ def check_analysis_folder(output_dir: Path, roots: DataRoots = UNRESTRICTED) -> 
     result, which would tell the LLM to write "no attention" into the wrong folder."""
     if roots.is_dir(output_dir / layout.CATEGORY_DATA, what="category_data folder"):
         return
+    folders: list[str] = []
     try:
         with roots.directory(output_dir, what="output_dir") as fd:
             names = sorted(os.listdir(fd))[:_CHILDREN_LOOKED_AT]
+            for n in names:
+                try:
+                    if stat.S_ISDIR(os.stat(n, dir_fd=fd, follow_symlinks=False).st_mode):
+                        folders.append(n)
+                except OSError:
+                    continue
     except OSError:
         names = []
-    inner = [n for n in names if roots.is_dir(output_dir / n / layout.CATEGORY_DATA, what="analysis folder")]
+    inner = [n for n in folders if roots.is_dir(output_dir / n / layout.CATEGORY_DATA, what="analysis folder")]
     traces = [n for n in names if n.endswith(_TRACE_SUFFIXES) and not n.startswith(".")]
     where = f"{output_dir} is not an analysis folder (no {layout.CATEGORY_DATA}/ inside)"
     if inner:
