@@ -1,18 +1,17 @@
 """The MCP server: every tool of `server.tools.TOOLS` registered from its declaration, plus the prompt and the
 resources.
 
-Registration is mechanical: each tool's input-model fields become the MCP tool's flat parameters (names,
-types, enums, defaults, descriptions), its result model the output schema. Every call runs on a worker thread
-(so one long call never blocks other clients of an HTTP server), through `server.tools.base.execute` (one
-error wrapper for all tools), with the tool's progress forwarded as MCP progress notifications. A failure is
-an `isError` result with one line; a schema violation too (the SDK's multi-line pydantic text is replaced).
+Registration is mechanical: each tool's input model's JSON schema is the MCP tool's input schema (flat
+parameters: names, types, enums, defaults, descriptions), its result model's the output schema. Every call runs on
+a worker thread (so one long call never blocks other clients of an HTTP server), through
+`server.tools.base.execute` (one validation and one error wrapper for all tools, as the CLI), with the tool's
+progress forwarded as MCP progress notifications. A failure is an `isError` result with one line.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
-import inspect
 import ipaddress
 import logging
 from pathlib import Path
@@ -27,14 +26,15 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, ImageContent, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
+from mcp.types import Tool as MCPTool
+from pydantic import BaseModel, Field
 
 from prompts.render import PromptArgumentError, load_findings_format, render_analysis_prompt
 from server import __version__
 from server.roots import DataRoots
 from server.tools import TOOLS
 from server.tools.archs import ArchInfo, full_table
-from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute, format_validation_error
+from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute
 from server.vocab import CATEGORY_HELP, SCOPE_HELP
 
 log = logging.getLogger("sdpa_analyzer")
@@ -57,48 +57,58 @@ def _annotations(spec: ToolSpec[Any, Any]) -> ToolAnnotations:
     )
 
 
-def _parameters(model: type[BaseModel]) -> list[inspect.Parameter]:
-    """The input model's fields as keyword parameters with their full annotations (constraints, description)."""
-    params = []
-    for name, field in model.model_fields.items():
-        extra = Field(description=field.description)
-        annotation = Annotated[(field.annotation, *field.metadata, extra)]  # type: ignore[valid-type]
-        default = inspect.Parameter.empty if field.is_required() else field.default
-        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
-    return params
-
-
 def _json_text(result: BaseModel) -> str:
     # compact: the text content is the structured result again, and a client counts both against its budget
     return orjson.dumps(result.model_dump(mode="json")).decode()
 
 
+def tool_listing(spec: ToolSpec[Any, Any]) -> MCPTool:
+    """The MCP tool of a declaration: its input model's JSON schema as the input schema (the flat parameters a
+    client fills in), its result model's as the output schema."""
+    return MCPTool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_model.model_json_schema(),
+        output_schema=spec.result_model.model_json_schema(mode="serialization"),
+        annotations=_annotations(spec),
+    )
+
+
 class _Server(MCPServer):
-    """MCPServer whose schema-violation errors are one line, like every other tool error, and whose tool errors
-    reach the client as the tool wrote them (without the SDK's `Error executing tool <name>: ` in front, which
-    would take them past the 300-character budget)."""
+    """MCPServer whose tools are our declarations (server.tools.TOOLS), registered through their schemas: the
+    listing gives each input model's JSON schema, and a call is validated once, by the input model, inside
+    `server.tools.base.execute`, the same error wrapper the CLI uses (one line per failure). Everything else
+    (unknown tools, prompts, resources, transports) is the SDK's own."""
+
+    def __init__(self, specs: list[ToolSpec[Any, Any]], roots: DataRoots, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._specs = {spec.name: spec for spec in specs}
+        self._listing = [tool_listing(spec) for spec in specs]
+        self._roots = roots
+
+    async def list_tools(self) -> list[MCPTool]:
+        return [*self._listing, *await super().list_tools()]
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        spec = self._specs.get(name)
+        return spec.input_model.model_json_schema() if spec is not None else super()._tool_input_schema(name)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:  # type: ignore[override]
-        try:
+        spec = self._specs.get(name)
+        if spec is None:
             return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            if isinstance(exc.__cause__, ValidationError):
-                raise ToolError(f"{name}: {format_validation_error(exc.__cause__)}") from None
-            if isinstance(exc.__cause__, ToolError):  # ours: already one line of at most 300 characters, as is
-                raise ToolError(str(exc.__cause__)) from None
-            raise
 
-
-def _register(server: MCPServer, spec: ToolSpec[Any, Any], roots: DataRoots) -> None:
-    async def handler(ctx: Context, **arguments: Any) -> CallToolResult:
         def progress(done: float, total: float, message: str) -> None:
+            if context is None:
+                return
             try:
-                anyio.from_thread.run(functools.partial(ctx.report_progress, done, total, message))
+                anyio.from_thread.run(functools.partial(context.report_progress, done, total, message))
             except Exception:  # progress is best-effort; never fail the job for it
                 log.debug("progress notification dropped", exc_info=True)
 
-        try:
-            result = await anyio.to_thread.run_sync(execute, spec, ToolContext(roots, progress), arguments)
+        try:  # a worker thread: one long call never blocks the other clients of an HTTP server
+            result = await anyio.to_thread.run_sync(execute, spec, ToolContext(self._roots, progress), arguments)
         except ToolFailure as exc:
             raise ToolError(str(exc)) from None
         content: list[Any] = [TextContent(type="text", text=_json_text(result))]
@@ -107,18 +117,6 @@ def _register(server: MCPServer, spec: ToolSpec[Any, Any], roots: DataRoots) -> 
                 0, ImageContent(type="image", data=base64.b64encode(result.png).decode("ascii"), mime_type="image/png")
             )
         return CallToolResult(content=content, structured_content=result.model_dump(mode="json"))
-
-    params = [
-        *_parameters(spec.input_model),
-        inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context),
-    ]
-    returns = Annotated[CallToolResult, spec.result_model]
-    handler.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
-    handler.__annotations__ = {p.name: p.annotation for p in params} | {"return": returns}
-    handler.__name__ = spec.name
-    server.add_tool(
-        handler, name=spec.name, title=spec.title, description=spec.description, annotations=_annotations(spec)
-    )
 
 
 def is_loopback(host: str) -> bool:
@@ -155,10 +153,10 @@ def http_app(server: MCPServer, host: str) -> Any:
 
 def create_server(roots: list[Path] | None = None) -> MCPServer:
     data_roots = DataRoots(list(roots) if roots else [Path.cwd()])
-    server = _Server("sdpa-analyzer", instructions=INSTRUCTIONS, version=__version__)
-    for spec in TOOLS:
-        if spec.mcp:
-            _register(server, spec, data_roots)
+    server = _Server(
+        [spec for spec in TOOLS if spec.mcp], data_roots, name="sdpa-analyzer", instructions=INSTRUCTIONS,
+        version=__version__,
+    )
 
     @server.prompt(title="SDPA analysis subagent instructions")
     def sdpa_analysis(
