@@ -295,13 +295,15 @@ def compute_records(
         "bytes_fa_convention", "bytes_used", "bytes_unfused", "ideal_us", "intensity", "ridge", "achieved_tflops",
         "achieved_tbs", "efficiency_pct", "efficiency_datasheet_pct", "compute_pct", "memory_pct",
         "compute_datasheet_pct", "memory_datasheet_pct", "peak_tflops", "peak_tflops_datasheet", "peak_tbs",
-        "peak_tbs_datasheet", "band_low", "band_high", "band_value", "block_q", "block_kv", "gqa_ratio",
+        "peak_tbs_datasheet", "band_low", "band_high", "band_value", "band_reference_pct", "band_reference_time_us",
+        "regime_intensity", "regime_bytes", "block_q", "block_kv", "gqa_ratio",
         "batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v",
     )  # fmt: skip
     for col in float_cols:
         rec[col] = np.full(n, np.nan)
     for col in ("bound", "regime", "kind", "compute_spec", "peak_tflops_kind", "peak_tbs_kind", "tile_family",
-                "band_id", "band_metric"):
+                "band_id", "band_metric", "band_reference_kernel", "band_reference_source", "band_borrowed_from",
+                "band_note"):
         rec[col] = np.full(n, None, dtype=object)
     rec["band_status"] = np.full(n, "none", dtype=object)
     rec["work_bound"] = np.full(n, None, dtype=object)
@@ -321,7 +323,7 @@ def compute_records(
         tile_families = _per_row([getattr(k, "tile_family", None) for k in classes], class_of)[idx]
         tile_families = np.where(tile_families == None, default_family(gpu), tile_families)  # noqa: E711
         work = estimate_work(t, bwd_convention=bwd_convention, skip_masked_tiles=skip_masked_tiles,
-                             family=tile_families)
+                             family=tile_families, num_sms=getattr(gpu, "sm_count", None))
         a = assess(t, work, gpu, mean_us[idx], bytes_model=bytes_model, attention_types=att_types[idx])
         rf = a.roofline
         cols = {
@@ -336,7 +338,9 @@ def compute_records(
             "memory_datasheet_pct": a.memory_datasheet_pct, "peak_tflops": a.peak_tflops,
             "peak_tflops_datasheet": a.peak_tflops_datasheet, "peak_tbs": np.full(len(idx), a.peak_tbs),
             "peak_tbs_datasheet": np.full(len(idx), a.peak_tbs_datasheet), "band_low": a.band_low,
-            "band_high": a.band_high, "band_value": a.band_value, "block_q": work.block_q, "block_kv": work.block_kv,
+            "band_high": a.band_high, "band_value": a.band_value, "band_reference_pct": a.band_reference_pct,
+            "band_reference_time_us": a.band_reference_time_us, "regime_intensity": a.regime_intensity,
+            "regime_bytes": a.regime_bytes, "block_q": work.block_q, "block_kv": work.block_kv,
             "gqa_ratio": t.heads_q // t.heads_kv, "batch": t.batch, "heads_q": t.heads_q, "heads_kv": t.heads_kv,
             "seq_q": t.seq_q, "seq_kv": t.seq_kv, "head_dim_qk": t.head_dim_qk, "head_dim_v": t.head_dim_v,
         }  # fmt: skip
@@ -354,6 +358,8 @@ def compute_records(
         rec["band_id"][idx] = a.band_id
         rec["band_metric"][idx] = a.band_metric
         rec["band_status"][idx] = a.band_status
+        for col in ("band_reference_kernel", "band_reference_source", "band_borrowed_from", "band_note"):
+            rec[col][idx] = getattr(a, col)
         rec["work_bound"][idx] = a.work_bound
         unknown_window = np.flatnonzero(t.window_unknown)
         if len(unknown_window):

@@ -314,7 +314,10 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
         band_status=est.band_status,
         verdict=verdict(est.regime, est.compute_pct, est.memory_pct, est.band_status,
                         band.low_pct if band else None, band.high_pct if band else None,
-                        band.metric if band else None, est.is_anomaly),
+                        band.metric if band else None, est.is_anomaly, band_note=est.band_note,
+                        band_reference_kernel=band.reference_kernel if band else None,
+                        band_reference_pct=band.reference_pct if band else None,
+                        band_borrowed_from=band.borrowed_from if band else None),
         notes=list(est.notes),
     )
 

@@ -115,6 +115,7 @@ def _text(x: object) -> str | None:
 
 def _row_model(r: pd.Series) -> RooflineRow:
     has_band = bool(np.isfinite(r["band_low"]))
+    unfused = r["attention_type"] == "unfused"
     compute, memory = finite(r["compute_pct"], 2), finite(r["memory_pct"], 2)
     return RooflineRow(
         row=int(r["row"]),
@@ -147,7 +148,14 @@ def _row_model(r: pd.Series) -> RooflineRow:
         band_status=str(r["band_status"]),
         verdict=verdict(_text(r["regime"]), compute, memory, str(r["band_status"]),
                         finite(r["band_low"]), finite(r["band_high"]), _text(r["band_metric"]), bool(r["is_anomaly"]),
-                        _text(r["work_bound"])),
+                        _text(r["work_bound"]), band_note=_text(r["band_note"]),
+                        band_reference_kernel=_text(r["band_reference_kernel"]),
+                        band_reference_pct=finite(r["band_reference_pct"], 1),
+                        band_borrowed_from=_text(r["band_borrowed_from"]),
+                        unfused_intensity=finite(r["regime_intensity"], 1) if unfused else None,
+                        unfused_bytes=finite(r["regime_bytes"], 0) if unfused else None,
+                        fused_intensity=finite(r["intensity"], 1) if unfused else None,
+                        ridge=finite(r["ridge"], 1) if unfused else None),
         work_bound=_text(r["work_bound"]),
         kv_cache_write_us=finite(r["kv_cache_write_us"], 3) or None,
         is_anomaly=bool(r["is_anomaly"]),
