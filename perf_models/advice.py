@@ -2,17 +2,17 @@
 
 Per row (one call), vectorized over the table:
 
-* `band_time_us`: the call's time at the upper edge of its expected band (measured × band value / band high): what
-  the best published kernels for this shape would take; NaN without a band.
+* the call's time at the best published kernel's efficiency for its shape is the assessment's
+  `band_reference_time_us` (perf_models.assess); the head-dim what-if is compared with it.
 * fp8 (`fp8_time_us`): Q, K, V in fp8 e4m3 (O stays in the input dtype, as FA3's fp8 forward writes it) on a GPU with
   fp8 tensor cores, for bf16/fp16 forward calls (published fp8 attention kernels are forward-only) whose regime is
   compute or balanced (a memory-bound call gains only bytes): the call's measured time × the fp8 roofline time /
   today's roofline time, i.e. at the same % of its roofline. NaN where it does not apply.
 * head dim (`head_dim_alt`, `head_dim_alt_time_us`): the same hidden size with head dim 128 (heads × d kept, so the
   FLOPs and bytes barely move) for calls with d < 128: the published kernels reach a higher share of the peak at
-  d = 128 than at d = 64 (verdicts-evidence §3), so the call's time at the upper edge of the d = 128 band, against
-  `band_time_us` at today's band. 0 / NaN where it does not apply (no band for either shape, heads × d not a multiple
-  of 128, d_qk ≠ d_v).
+  d = 128 than at d = 64 (verdicts-evidence §3), so the call's time at the best published d = 128 kernel's
+  efficiency, against `band_reference_time_us` at today's shape. 0 / NaN where it does not apply (no band for either
+  shape, heads × d not a multiple of 128, d_qk ≠ d_v).
 * `regime_compulsory`, `regime_tiled`: the regime under each bytes model (on MI300-class parts the two can differ:
   the verdict then says which it used).
 """
@@ -37,7 +37,8 @@ _HALF_SPECS = ("matrix_bf16", "matrix_fp16")
 
 def _rerun(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, bytes_model: str) -> Assessment:
     again = estimate_work(table, bwd_convention=work.bwd_convention, skip_masked_tiles=work.skip_masked_tiles,
-                          tiled_bwd_model=work.tiled_bwd_model, family=work.families)
+                          tiled_bwd_model=work.tiled_bwd_model, family=work.families,
+                          num_sms=getattr(gpu, "sm_count", None))
     return assess(table, again, gpu, np.full(len(table), np.nan), bytes_model=bytes_model)
 
 
@@ -47,8 +48,8 @@ def what_ifs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuSpec
     rf = a.roofline
     with np.errstate(divide="ignore", invalid="ignore"):
         measured = np.where(rf.efficiency_pct > 0, rf.ideal_time_us * 100.0 / rf.efficiency_pct, np.nan)
-        band_time = np.where(a.band_high > 0, measured * a.band_value / a.band_high, np.nan)
-    out: dict[str, F64] = {"band_time_us": band_time}
+    band_time = a.band_reference_time_us  # the call at the best published kernel's efficiency for its shape
+    out: dict[str, F64] = {}
 
     fp8 = np.full(n, np.nan)
     fused = ~np.isfinite(a.bytes_unfused)  # an unfused chain's lever is a fused kernel, not a dtype or a head dim
@@ -78,15 +79,16 @@ def what_ifs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuSpec
         th = replace(t, heads_q=t.heads_q * dd // ALT_HEAD_DIM, heads_kv=t.heads_kv * dd // ALT_HEAD_DIM,
                      head_dim_qk=np.full(len(rows), ALT_HEAD_DIM), head_dim_v=np.full(len(rows), ALT_HEAD_DIM))
         ah = _rerun(th, _subset(work, rows), gpu, bytes_model)
-        # the band is in % of the datasheet peak of its metric: the time at its upper edge is that roof's datasheet
-        # time / (high / 100) — the FLOPs at the tensor datasheet peak for a compute band, the bytes at the HBM one
+        # the band is in % of the datasheet peak of its metric: the time at the reference kernel's efficiency is that
+        # roof's datasheet time / (reference % / 100) — FLOPs at the tensor datasheet peak for a compute band, bytes
+        # at the HBM one
         with np.errstate(divide="ignore", invalid="ignore"):
             at_peak = np.where(
                 ah.band_metric == "memory",
                 ah.roofline.memory_time_us * ah.peak_tbs / ah.peak_tbs_datasheet,
                 ah.roofline.compute_time_us * ah.peak_tflops / ah.peak_tflops_datasheet,
             )
-            at_edge = at_peak * 100.0 / ah.band_high
+            at_edge = at_peak * 100.0 / ah.band_reference_pct
         good = np.isfinite(at_edge)
         alt[rows[good]] = ALT_HEAD_DIM
         alt_time[rows[good]] = at_edge[good]

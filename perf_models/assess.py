@@ -15,9 +15,17 @@ This is the one place a measured kernel time becomes a verdict (the server turns
   HBM; neither roof alone limits it);
 * unfused rows (matmul → softmax → matmul) are scored against the fused kernel's ideal time (the migration
   gap), but their regime comes from their own traffic, the score matrices included (traffic.score_matrix_bytes):
-  an unfused chain is dominated by Nq × Nkv reads and writes, whatever the fused kernel's bound would be;
-* band (perf_models.bands): the compute band is compared with the compute utilization against the datasheet,
-  the decode band with the memory utilization against the datasheet;
+  an unfused chain is dominated by Nq × Nkv reads and writes, whatever the fused kernel's bound would be. The
+  intensity and bytes the regime was judged from are `regime_intensity` / `regime_bytes` (the roofline's own for
+  fused rows), so a verdict can show the numbers it was made from next to the fused intensity;
+* band (perf_models.bands): the best published kernel for the row's shape, interpolated between published
+  anchors (no cliff at a bin edge), and a band around it; a forward or backward row is judged on its compute
+  utilization against the datasheet; a decode row on the roof that limits it — memory utilization (against a
+  band that grows with the call's work size, MB of compulsory traffic) when memory-bound, compute utilization
+  when compute-bound (FlashMLA's 660 TFLOPS decode is compute-bound and judged on tensor %); a call with fewer
+  query tiles than compute units gets no band (the published measurements fill the GPU). Each row carries the
+  band's reference — the kernel, its efficiency at this shape, its source and the time this call would take at
+  it — and, when the band was measured on another part of the same architecture, which one (borrowed);
 * bounds: a row whose work is a bound (`WorkEstimate.work_bound`: varlen / paged rows known only by their sums,
   a sliding window of unknown size) has an efficiency that is a bound too ("lower": at least this; "upper": at
   most this). Such a row gets no band verdict (band_status "none", band edges NaN): a bound is not a measurement
@@ -35,22 +43,33 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perf_models.bands import band_status, lookup_bands
+from perf_models.bands import (
+    NO_BAND_NOTES,
+    NOTE_BOUND,
+    NOTE_UNDERFILLED,
+    BandArrays,
+    band_status,
+    lookup_bands,
+)
 from perf_models.errors import ConfigError, PerfModelError
 from perf_models.estimate import WorkEstimate
 from perf_models.hardware import GpuSpec, Roof
 from perf_models.masks import MASK_NONE, MASK_WINDOW
 from perf_models.roofline import BYTES_MODELS, RooflineArrays, roofline
 from perf_models.table import ConfigTable
+from perf_models.traffic import decode_rows, token_counts
 
 F64 = NDArray[np.float64]
 OBJ = NDArray[np.object_]
 
 BALANCED_RATIO = 1.3  # intensity within [ridge / 1.3, ridge × 1.3] is "balanced" (verdicts-evidence §4)
-DECODE_MAX_QUERY_TOKENS = 16  # a forward with at most this many query tokens per sequence is a decode step
 REGIMES = ("compute", "memory", "balanced", "unknown")
 KINDS = ("fwd", "bwd", "decode", "mixed")
 _FP32_3XTF32 = "matrix_fp32_3xtf32"
+# Query rows per tile for the "fills the GPU" test of compute bands (FA2/FA3/CK forward tiles are 64-128 rows;
+# 128 is the conservative end: fewer tiles than compute units means the call cannot fill the GPU).
+FILL_TILE_ROWS = 128
+MB = 1e6
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,21 +100,22 @@ class Assessment:
     band_value: F64  # the utilization the band is compared with
     band_status: OBJ  # within | below | above | none
     work_bound: OBJ  # exact | lower | upper | unknown: what the efficiency is (see the module docstring)
+    band_reference_kernel: OBJ  # the best published kernel for this shape (None: no band)
+    band_reference_pct: F64  # its efficiency at this shape, % of the datasheet peak of band_metric
+    band_reference_source: OBJ  # where it is published (the band table's citation)
+    band_reference_time_us: F64  # this call's time at the reference efficiency (µs)
+    band_borrowed_from: OBJ  # the part the band was measured on, when it is not this GPU (None: measured here)
+    band_note: OBJ  # why there is no band ("" when there is one)
+    regime_intensity: F64  # the FLOP/B the regime was judged from (unfused rows: with the score matrices)
+    regime_bytes: F64  # the bytes behind regime_intensity
 
 
 def row_kinds(table: ConfigTable) -> OBJ:
-    """fwd | bwd | decode | mixed: a forward of few query tokens per sequence is a decode step; a paged row with
-    more query tokens than requests mixes prefill and decode."""
+    """fwd | bwd | decode | mixed: a forward of few query tokens per sequence is a decode step
+    (traffic.decode_rows); a paged row with more query tokens than requests mixes prefill and decode."""
     kind = np.where(table.is_bwd, "bwd", "fwd").astype(object)
-    paged = table.is_paged
-    per_req = np.where(table.sum_query_tokens > 0, table.sum_query_tokens, table.num_requests)
-    pure_decode = paged & (per_req <= table.num_requests)
-    kind[paged & ~pure_decode] = "mixed"
-    kind[pure_decode] = "decode"
-    plain_decode = ~paged & ~table.is_bwd & ~table.is_varlen & (table.seq_q <= DECODE_MAX_QUERY_TOKENS) & (
-        table.seq_kv > table.seq_q
-    )
-    kind[plain_decode] = "decode"
+    kind[table.is_paged] = "mixed"
+    kind[decode_rows(table)] = "decode"
     return kind
 
 
@@ -158,6 +178,31 @@ def _split_roofs(table: ConfigTable, specs: OBJ, gpu: GpuSpec) -> tuple[F64, OBJ
         labels[i] = f"{specs[i]}+{pv[i]}"
     return value, kind, datasheet, labels
 
+def _bands(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, kinds: OBJ, rf: RooflineArrays) -> BandArrays:
+    """The band of every row (see the module docstring): decode rows are judged on the roof that limits them, and
+    compute bands need a call that can fill the GPU."""
+    seq = np.maximum(table.seq_q, table.seq_kv)
+    seq = np.where(table.is_varlen, np.maximum(table.max_q, table.max_kv), seq)
+    hd = np.maximum(table.head_dim_qk, table.head_dim_v)
+    on_memory = (kinds == "decode") & (rf.bound != "compute")
+    bands = lookup_bands(getattr(gpu, "key", None), getattr(gpu, "arch", None), kinds, _mask_classes(table),
+                         _dtype_names(table), table.heads_q > table.heads_kv, on_memory, hd, seq,
+                         work.bytes_compulsory / MB)
+    sm_count = getattr(gpu, "sm_count", None)
+    if sm_count:
+        tq, _ = token_counts(table)
+        tiles = np.where(table.is_varlen, np.ceil(tq / FILL_TILE_ROWS) * table.heads_q,
+                         table.batch * np.ceil(np.maximum(table.seq_q, table.seq_kv) / FILL_TILE_ROWS)
+                         * table.heads_q)
+        under = (kinds != "decode") & (tiles < sm_count) & np.isfinite(bands.low)
+        if under.any():
+            for name in ("low", "high", "reference_pct"):
+                getattr(bands, name)[under] = np.nan
+            for name in ("metric", "band_id", "reference_kernel", "reference_source", "borrowed_from"):
+                getattr(bands, name)[under] = None
+            bands.note_code[under] = NOTE_UNDERFILLED
+    return bands
+
 
 def regime_of(intensity: F64, ridge: F64, known: NDArray[np.bool_]) -> OBJ:
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -201,7 +246,8 @@ def assess(
         eff_ds = np.where(rf.has_measurement & np.isfinite(ideal_ds), 100.0 * ideal_ds / measured, np.nan)
 
     known = ~rf.peak_missing
-    regime = regime_of(rf.intensity, rf.ridge, known)
+    regime_intensity = rf.intensity.astype(np.float64).copy()
+    regime_bytes = np.asarray(used, dtype=np.float64).copy()
     bytes_unfused = np.full(n, np.nan)
     if attention_types is not None:
         unfused = np.asarray(attention_types, dtype=object) == "unfused"
@@ -209,18 +255,24 @@ def assess(
             bytes_unfused[unfused] = (used + work.bytes_score_matrix)[unfused]
             with np.errstate(divide="ignore", invalid="ignore"):
                 own_intensity = work.flops_useful / np.where(bytes_unfused > 0, bytes_unfused, np.nan)
-            regime[unfused] = regime_of(own_intensity, rf.ridge, known)[unfused]
+            regime_intensity[unfused] = own_intensity[unfused]
+            regime_bytes[unfused] = bytes_unfused[unfused]
+    regime = regime_of(regime_intensity, rf.ridge, known)
 
     kinds = row_kinds(table)
-    seq = np.maximum(table.seq_q, table.seq_kv)
-    seq = np.where(table.is_varlen, np.maximum(table.max_q, table.max_kv), seq)
-    hd = np.maximum(table.head_dim_qk, table.head_dim_v)
-    bands = lookup_bands(getattr(gpu, "arch", None), kinds, _mask_classes(table), _dtype_names(table), hd, seq)
+    bands = _bands(table, work, gpu, kinds, rf)
     value = np.where(bands.metric == "memory", memory_ds, compute_ds)
     bound = work.work_bound.astype(object)
     exact = bound == "exact"
-    low, high = np.where(exact, bands.low, np.nan), np.where(exact, bands.high, np.nan)
-    status = np.where(exact, band_status(value, bands.low, bands.high), "none").astype(object)
+    band_ok = exact & np.isfinite(bands.low)
+    low, high = np.where(band_ok, bands.low, np.nan), np.where(band_ok, bands.high, np.nan)
+    status = np.where(band_ok, band_status(value, bands.low, bands.high), "none").astype(object)
+    note_code = np.where(exact, bands.note_code, NOTE_BOUND)
+    ref_pct = np.where(band_ok, bands.reference_pct, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ref_time = np.where(bands.metric == "memory", used / (ref_pct / 100 * peak_b_ds * 1e6),
+                            work.flops_useful / (ref_pct / 100 * peak_t_ds * 1e6))
+    ref_time = np.where(np.isfinite(ref_time), ref_time, np.nan)
     return Assessment(
         compute_spec=specs,
         peak_tflops=peak_t,
@@ -241,11 +293,19 @@ def assess(
         kind=kinds,
         band_low=low,
         band_high=high,
-        band_metric=np.where(exact, bands.metric, None).astype(object),
-        band_id=np.where(exact, bands.band_id, None).astype(object),
+        band_metric=np.where(band_ok, bands.metric, None).astype(object),
+        band_id=np.where(band_ok, bands.band_id, None).astype(object),
         band_value=np.where(np.isfinite(low), value, np.nan),
         band_status=status,
         work_bound=bound,
+        band_reference_kernel=np.where(band_ok, bands.reference_kernel, None).astype(object),
+        band_reference_pct=ref_pct,
+        band_reference_source=np.where(band_ok, bands.reference_source_text, None).astype(object),
+        band_reference_time_us=ref_time,
+        band_borrowed_from=np.where(band_ok, bands.borrowed_from, None).astype(object),
+        band_note=np.asarray(NO_BAND_NOTES, dtype=object)[note_code],
+        regime_intensity=regime_intensity,
+        regime_bytes=regime_bytes,
     )
 
 

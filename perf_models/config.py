@@ -169,6 +169,10 @@ class AttentionConfig:
     # A sliding-window layer whose window size the trace does not give (the kernel name says "sliding"): the mask
     # modeled keeps at least the pairs the kernel computes, so FLOPs and bytes are upper bounds.
     window_unknown: bool = False
+    # Bytes one cached token occupies per KV head as stored, K and V together, when the cache layout is not plain
+    # elements of dtype_kv_cache: FlashMLA's fp8 "with scale" MLA cache is 656 B (512 fp8 + 4 fp32 scales + 64 bf16
+    # RoPE values; perf_models.traffic.flashmla_fp8_token_bytes). None: (d_qk [+ d_v]) × the cache dtype's size.
+    kv_cache_token_bytes: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v"):
@@ -197,6 +201,11 @@ class AttentionConfig:
             v = getattr(self, name)
             if v is not None and (not isinstance(v, str) or not v.startswith("matrix_")):
                 raise ConfigError(name, v, "None or a matrix spec (matrix_int8, matrix_fp8, matrix_bf16, ...)")
+        if self.kv_cache_token_bytes is not None:
+            _positive_int("kv_cache_token_bytes", self.kv_cache_token_bytes)
+            if self.direction is Direction.BWD:
+                raise ConfigError("kv_cache_token_bytes", self.kv_cache_token_bytes,
+                                  "None on a backward (a KV-cache layout is read by forward/decode kernels only)")
         if self.shared_kv and self.head_dim_v > self.head_dim_qk:
             limit = f"<= head_dim_qk={self.head_dim_qk} when V is a slice of K (shared_kv)"
             raise ConfigError("head_dim_v", self.head_dim_v, limit)

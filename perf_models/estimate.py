@@ -13,7 +13,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from perf_models.config import BwdConvention
 from perf_models.errors import ConfigError
-from perf_models.flops import SeqGroup, flops_per_pair, paged_pairs, paged_window_cap, varlen_sequences
+from perf_models.flops import (
+    SeqGroup,
+    flops_per_pair,
+    paged_pairs,
+    paged_query_tokens,
+    paged_window_cap,
+    paged_window_floor,
+    varlen_sequences,
+)
 from perf_models.limits import check_table
 from perf_models.masks import MASK_NONE, TileSums, kept_and_tiles
 from perf_models.table import ConfigTable
@@ -159,7 +167,9 @@ def _row_totals(table: ConfigTable, bq: I64, bk: I64, skip: bool) -> tuple[I64, 
         low, high = paged_pairs(paged)
         cap, windowed = paged_window_cap(paged)
         useful[pi], upper[pi] = np.minimum(low, cap), np.minimum(high, cap)
-        capped[pi] = windowed & (np.minimum(high, cap) < high)
+        one_query = paged_query_tokens(paged) <= paged.num_requests
+        loose = np.where(one_query, paged_window_floor(paged) < np.minimum(high, cap), np.minimum(high, cap) < high)
+        capped[pi] = windowed & loose
         tiles.visits[pi] = 0
         tiles.pairs[pi] = useful[pi]
     return useful, upper, tiles, capped
@@ -172,7 +182,7 @@ _OUTPUTS = (*_INT_OUTPUTS, "flops_useful", "flops_executed", "flops_upper", "byt
 
 
 def _chunk(table: ConfigTable, bq: I64, bk: I64, conv: BwdConvention, skip: bool,
-           tiled_bwd_model: str, families: NDArray[np.object_]) -> dict[str, NDArray[np.generic]]:
+           tiled_bwd_model: str, families: NDArray[np.object_], num_sms: int | None) -> dict[str, NDArray[np.generic]]:
     useful, upper, tiles, capped = _row_totals(table, bq, bk, skip)
     per_pair = flops_per_pair(table, conv)
     terms = compulsory_terms(table)
@@ -187,7 +197,7 @@ def _chunk(table: ConfigTable, bq: I64, bk: I64, conv: BwdConvention, skip: bool
         "flops_upper": per_pair * upper,
         "bytes_compulsory": compulsory,
         "bytes_tiled": tiled_bytes(table, tiles, tiled_bwd_model=tiled_bwd_model, terms=terms,
-                                   compulsory=compulsory, block_q=bq, family=families),
+                                   compulsory=compulsory, block_q=bq, family=families, num_sms=num_sms),
         "bytes_fa_convention": fa_convention_bytes(table),
         "bytes_score_matrix": score_matrix_bytes(table),
         "work_bound": _work_bound(useful < upper, capped | table.window_unknown),
@@ -211,9 +221,11 @@ def estimate_work(
     skip_masked_tiles: bool = True,
     tiled_bwd_model: str = "two_pass",
     family: str | ArrayLike | None = None,
+    num_sms: int | None = None,
 ) -> WorkEstimate:
     """FLOPs, pairs and bytes for every row. Block sizes: scalars/arrays, or defaults by family (one for every
-    row, or one per row: the kernel family a row's kernels belong to).
+    row, or one per row: the kernel family a row's kernels belong to). `num_sms` (the GPU's SMs or CUs) adds the
+    split-KV partials of small decode calls to the tiled bytes (traffic.split_kv_partial_bytes).
 
     `skip_masked_tiles=False` models a kernel that visits every tile: executed pairs become dense and
     the tiled re-reads cover the whole grid (the seed PR's 721 MB assumes this).
@@ -245,7 +257,7 @@ def estimate_work(
     # which spend much of their time faulting in fresh pages for each temporary.
     for start in range(0, n, CHUNK_ROWS):
         rows = slice(start, min(start + CHUNK_ROWS, n))
-        chunk = _chunk(table.rows(rows), bq[rows], bk[rows], conv, skip, tiled_bwd_model, families[rows])
+        chunk = _chunk(table.rows(rows), bq[rows], bk[rows], conv, skip, tiled_bwd_model, families[rows], num_sms)
         for name, arr in chunk.items():
             out[name][rows] = arr
     return WorkEstimate(

@@ -34,7 +34,8 @@ requests (`sum_qq`, `sum_qk`: SGLang and newer vLLM write them); a decode reques
 the decode formula 2·Σctx·Hq·(d_qk + d_v). Without those sums only bounds follow: each request's last query
 token sees its whole context, and each extra (chunked-prefill) query token sees at least one and at most
 Σctx − (R − 1) keys. A sliding window of w keys (left) caps each query at w + 1 keys: with the sums alone,
-min(P, Σq · (w + 1)) is an upper bound (exact when every request's context reaches past its window).
+min(P, Σq · (w + 1)) is an upper bound, exact for a decode step only when the sums pin every request down
+(`paged_window_floor`); with per-request contexts the window is folded into them (perf_models.table) and exact.
 """
 
 from __future__ import annotations
@@ -142,3 +143,11 @@ def paged_window_cap(table: ConfigTable) -> tuple[I64, NDArray[np.bool_]]:
     big = np.iinfo(np.int64).max
     cap = np.where(windowed, paged_query_tokens(table) * (np.maximum(table.window_left, 0) + 1), big)
     return cap, windowed
+
+
+def paged_window_floor(table: ConfigTable) -> I64:
+    """The fewest pairs a decode step (one query per request) under a left window w can keep given only its sums:
+    Σ min(k_b, w + 1) is concave in each k_b, least when R − 1 requests hold one key and one holds the rest:
+    (R − 1) + min(Σk − R + 1, w + 1). Equal to the cap min(Σk, R·(w + 1)) only when the sums pin it down."""
+    r, w1 = table.num_requests, np.maximum(table.window_left, 0) + 1
+    return (r - 1) + np.minimum(table.sum_ctx - r + 1, w1)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from perf_models.assess import assess
-from perf_models.bands import band_by_id
+from perf_models.bands import family_by_id
 from perf_models.config import AttentionConfig, BwdConvention, Direction
 from perf_models.estimate import TILED_BYTES_NOTE, estimate_work
 from perf_models.hardware import GpuSpec
@@ -29,8 +29,13 @@ class Band:
     low_pct: float
     high_pct: float
     metric: str  # compute | memory: which utilization (against the datasheet) the band is compared with
-    anchor: str
-    source: str
+    anchor: str  # the reference in words: kernel and its efficiency at this shape
+    source: str  # where the reference kernel's figure is published
+    reference_kernel: str  # the best published kernel for this shape and GPU class
+    reference_pct: float  # its efficiency at this shape (% of the datasheet peak of `metric`)
+    reference_time_us: float  # this call's time at the reference efficiency
+    borrowed_from: str | None  # the part the band was measured on, when it is not this GPU
+    measured_on: str
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,7 @@ def model_attention(
     table = ConfigTable.from_configs([cfg])
     work = estimate_work(table, bwd_convention=bwd_convention, block_q=block_q, block_kv=block_kv,
                          skip_masked_tiles=skip_masked_tiles, tiled_bwd_model=tiled_bwd_model,
-                         family=family or default_family(gpu))
+                         family=family or default_family(gpu), num_sms=getattr(gpu, "sm_count", None))
     m = np.nan if measured_us is None else float(measured_us)
     a = assess(table, work, gpu, np.array([m]), bytes_model=bytes_model)
     rf = a.roofline
@@ -115,8 +120,13 @@ def model_attention(
         notes.append(f"efficiency above {ANOMALY_PCT:g} % of the roofline: an anomaly, not an excellent kernel")
     band = None
     if a.band_id[0] is not None:
-        b = band_by_id(str(a.band_id[0]))
-        band = Band(b.id, b.low, b.high, b.metric, b.anchor, b.source)
+        fam = family_by_id(str(a.band_id[0]))
+        kernel, ref = str(a.band_reference_kernel[0]), float(a.band_reference_pct[0])
+        borrowed = a.band_borrowed_from[0]
+        band = Band(fam.id, float(a.band_low[0]), float(a.band_high[0]), fam.metric,
+                    f"{kernel}: {ref:.1f} % of the datasheet at this shape (interpolated between published anchors)",
+                    str(a.band_reference_source[0]), kernel, ref, float(a.band_reference_time_us[0]),
+                    None if borrowed is None else str(borrowed), fam.measured_on_name)
     return AttentionEstimate(
         values=MappingProxyType(values),
         direction=Direction(cfg.direction).value,

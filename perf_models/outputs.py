@@ -123,6 +123,9 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
             "the regime with compulsory bytes (each tensor once)"),
     declare("regime_tiled", "text", "", None, "regime tiled", "mjc",
             "the regime with tiled bytes (tile re-reads missing the cache: the better estimate on MI300-class parts)"),
+    declare("regime_intensity", "float", "FLOP/B", 2, "regime FLOP/B", "mjc",
+            "the intensity the regime was judged from (unfused rows: with their score matrices)"),
+    declare("regime_bytes", "float", "B", 0, "regime bytes", "mjc", "the bytes behind regime_intensity"),
     declare("regime", "text", "", None, "regime", "rmjc",
             "compute | memory | balanced (intensity within ±30 % of the ridge)"),
     declare("measurement_status", "text", "", None, "measured", "m",
@@ -153,21 +156,31 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
             "upper edge of the expected band (% of the datasheet peak of band_metric)"),
     declare("band_value", "float", "%", 2, "vs band", "rmjc",
             "the utilization the band is compared with (tensor % or HBM % against the datasheet)"),
+    declare("band_reference_kernel", "text", "", None, "reference", "rmjc",
+            "the best published kernel for this shape and GPU class (the band rests on it)"),
+    declare("band_reference_pct", "float", "%", 1, "reference %", "rmjc",
+            "its efficiency at this shape, % of the datasheet peak of band_metric (interpolated between published "
+            "anchors)"),
+    declare("band_reference_source", "text", "", None, "reference source", "jc", "where that figure is published"),
+    declare("band_reference_time_us", "float", "µs", 3, "at reference µs", "mjc",
+            "one call's time at the reference kernel's efficiency: what the best published kernel for this shape "
+            "would take"),
+    declare("band_borrowed_from", "text", "", None, "borrowed from", "rmjc",
+            "the GPU the band was measured on, when it is not this one (a borrowed band)"),
+    declare("band_note", "text", "", None, "no band because", "rmjc", "why there is no band (empty when there is "
+            "one)"),
     declare("band_status", "text", "", None, "band status", "rmjc",
             "within | below | above | none (no reference band)"),
     declare("in_expected_band", "bool", "", None, "in band", "jc",
             "band_status is within: as good as the best published kernels for this shape"),
     # what-ifs (perf_models.advice)
-    declare("band_time_us", "float", "µs", 3, "at band µs", "mjc",
-            "one call's time at the upper edge of its expected band: what the best published kernels for this "
-            "shape take"),
     declare("fp8_time_us", "float", "µs", 3, "fp8 µs", "mjc",
             "one call's time with Q/K/V in fp8 at the same % of its roofline (compute-bound bf16/fp16 calls on a "
             "GPU with fp8 tensor cores)"),
     declare("head_dim_alt", "int", "", None, "alt d", "mjc",
             "the head dim of the head-dim what-if (128, the hidden size kept); 0 when it does not apply"),
     declare("head_dim_alt_time_us", "float", "µs", 3, "alt d µs", "mjc",
-            "one call's time at the upper edge of the expected band of the same hidden size with head dim "
+            "one call's time at the best published kernel's efficiency for the same hidden size with head dim "
             "head_dim_alt"),
 )
 
@@ -206,6 +219,10 @@ def row_outputs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuS
         "memory_datasheet_pct": a.memory_datasheet_pct, "is_anomaly": rf.is_anomaly, "anomaly_flag": rf.anomaly_flag,
         "band_id": a.band_id, "band_metric": a.band_metric, "band_low": a.band_low, "band_high": a.band_high,
         "band_value": a.band_value, "band_status": a.band_status, "in_expected_band": a.band_status == "within",
+        "band_reference_kernel": a.band_reference_kernel, "band_reference_pct": a.band_reference_pct,
+        "band_reference_source": a.band_reference_source, "band_reference_time_us": a.band_reference_time_us,
+        "band_borrowed_from": a.band_borrowed_from, "band_note": a.band_note,
+        "regime_intensity": a.regime_intensity, "regime_bytes": a.regime_bytes,
     }  # fmt: skip
     out |= regimes_by_bytes_model(work, a)
     out |= what_ifs(table, work, a, gpu, bytes_model)

@@ -12,7 +12,15 @@ benchmarks and bulk callers). Row conventions the models rely on:
 * `window_unknown` rows are sliding-window layers modeled with a causal mask (window size not known): their
   pairs and bytes are upper bounds;
 * `window_left/right` are −1 unless `mask_code == MASK_WINDOW`;
-* element sizes are bytes per element of each tensor's own dtype (dO has O's dtype, dQ Q's, and so on).
+* element sizes are bytes per element of each tensor's own dtype (dO has O's dtype, dQ Q's, and so on);
+  `elem_kv_cache` is the cache's bytes per element *as stored*: a layout with scales or unquantized parts
+  (AttentionConfig.kv_cache_token_bytes, e.g. FlashMLA's 656-byte fp8 MLA token) gives a fractional size, so every
+  K/V read is the layout's bytes per token;
+* a paged decode step with a left sliding window w and known per-request context lengths k_b
+  (PagedInfo.context_lens) has its window folded into the contexts: `sum_ctx` = Σ_b min(k_b, w + 1) and a
+  bottom-right causal mask. A decode query under the window attends — and the kernel reads — exactly the last
+  min(k_b, w + 1) keys, as a causal decode over that many keys does, so pairs and bytes are exact (with the sums
+  alone they are bounds).
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perf_models.config import AttentionConfig, Direction, Mask, MaskKind
+from perf_models.config import CAUSAL_BOTTOM_RIGHT, AttentionConfig, Direction, Mask, MaskKind
 from perf_models.dtypes import element_size, matrix_compute_spec
 from perf_models.errors import ConfigError
 from perf_models.masks import MASK_CODES, MASK_WINDOW, mask_code
@@ -188,10 +196,11 @@ def config_columns(
         cols["elem_k"].append(element_size(cfg.dtype_k))  # type: ignore[arg-type]
         cols["elem_v"].append(element_size(cfg.dtype_v))  # type: ignore[arg-type]
         cols["elem_o"].append(element_size(cfg.dtype_o))  # type: ignore[arg-type]
-        cols["elem_kv_cache"].append(element_size(cfg.kv_dtype))
+        cols["elem_kv_cache"].append(_cache_element_size(cfg))
         cols["is_bwd"].append(cfg.direction is Direction.BWD)
-        cols["mask_code"].append(mask_code(cfg.mask))
-        left, right = mask_window(cfg.mask)
+        mask = CAUSAL_BOTTOM_RIGHT if _folded_window(cfg) else cfg.mask
+        cols["mask_code"].append(mask_code(mask))
+        left, right = mask_window(mask)
         cols["window_left"].append(left)
         cols["window_right"].append(right)
         v = cfg.varlen
@@ -201,7 +210,7 @@ def config_columns(
         cols["max_q"].append(v.max_seqlen_q if v else 0)
         cols["max_kv"].append(v.max_seqlen_kv if v else 0)
         p = cfg.paged
-        cols["sum_ctx"].append(p.sum_context_tokens if p else 0)
+        cols["sum_ctx"].append(_attended_context(cfg) if p else 0)
         cols["num_requests"].append(p.num_requests if p else 0)
         cols["sum_query_tokens"].append((p.sum_query_tokens or 0) if p else 0)
         cols["sum_qq"].append((p.sum_query_sq or 0) if p else 0)
@@ -213,6 +222,33 @@ def config_columns(
     dtypes = {name: column_dtype(name) for name in cols}
     # _column: an int beyond int64 is a ConfigError naming the row, not an OverflowError
     return {k: _column(v, len(configs), dtypes[k], k) if v else np.zeros(0, dtype=dtypes[k]) for k, v in cols.items()}
+
+
+def _cache_element_size(cfg: AttentionConfig) -> float:
+    """Bytes per cached element as stored: the cache dtype's size, or the layout's token bytes spread over the
+    elements a token holds (d_qk for an MLA latent cache, d_qk + d_v otherwise)."""
+    if cfg.kv_cache_token_bytes is None:
+        return element_size(cfg.kv_dtype)
+    per_token = cfg.head_dim_qk if cfg.shared_kv else cfg.head_dim_qk + cfg.head_dim_v
+    return cfg.kv_cache_token_bytes / per_token
+
+
+def _folded_window(cfg: AttentionConfig) -> bool:
+    """A paged decode step with a left window and known per-request contexts: the window is folded into the
+    contexts (see the module docstring)."""
+    p = cfg.paged
+    if p is None or p.context_lens is None or cfg.mask.kind is not MaskKind.SLIDING_WINDOW:
+        return False
+    return cfg.mask.window_left >= 0 and p.sum_query_tokens in (None, p.num_requests)
+
+
+def _attended_context(cfg: AttentionConfig) -> int:
+    """sum_ctx of a paged row: Σ context tokens, or Σ min(ctx, window + 1) when the window is folded in."""
+    p = cfg.paged
+    assert p is not None and (p.context_lens is not None or not _folded_window(cfg))
+    if not _folded_window(cfg):
+        return p.sum_context_tokens
+    return sum(min(k, cfg.mask.window_left + 1) for k in p.context_lens or ())
 
 
 def mask_window(mask: Mask) -> tuple[int, int]:

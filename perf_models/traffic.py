@@ -46,7 +46,19 @@ loads: dense grids when masked tiles are not skipped, only the visited tiles oth
 * backward with GQA: FA2/CK-style kernels write dK/dV expanded to every query head and sum them
   (+ a write and a read of Hq-head dK/dV); FA3 accumulates them in fp32 per KV head (+ a zero-init write and
   a read, 8 B per element);
-* paged rows: tiled = compulsory (a decode kernel streams the cache once).
+* paged rows: tiled = compulsory (a decode kernel streams the cache once);
+* split-KV decode (`split_kv_partial_bytes`, when the GPU's compute-unit count is known): a decode call too small
+  to fill the GPU splits each sequence's keys into s chunks; every chunk writes a partial O and LSE in fp32 that
+  the combine kernel reads back: 2 · 4 · s · B · Hq · Nq · (round32(d_v) + 1) bytes on top of the tiled
+  traffic. s follows FlashAttention-2's `num_splits_heuristic` (csrc/flash_attn/flash_api.cpp): 1 split when
+  B · Hkv · ⌈g·Nq/64⌉ (the GQA group packed into the query rows) reaches 80 % of 2 × #SMs; else the smallest
+  eligible s ≤ min(128, 2 × #SMs, ⌈Nkv / block_n⌉) whose wave efficiency is ≥ 85 % of the best (block_n 256 /
+  128 / 64 for d ≤ 64 / ≤ 128 / larger). Paged rows known by their sums use the mean context per request.
+  Small batch × long context is where it matters (FlashMLA-style MLA with 128 query heads: partials of
+  128 × 513 fp32 per split and request can exceed the latent cache itself).
+
+Cache layouts: `elem_kv_cache` is the bytes per element as stored, so a layout with scales (FlashMLA's fp8 MLA
+cache, `flashmla_fp8_token_bytes`: 656 B per token) is read at its own size.
 
 Unfused attention (matmul → softmax → matmul) also moves the score matrix: `score_matrix_bytes` counts the
 passes an eager chain makes at least (forward: S written and read, P written and read; backward: P read
@@ -65,6 +77,22 @@ from perf_models.table import ConfigTable
 F64 = NDArray[np.float64]
 TILED_BWD_MODELS = ("two_pass", "single_pass")
 FP32 = 4.0
+DECODE_MAX_QUERY_TOKENS = 16  # a forward with at most this many query tokens per sequence is a decode step
+# FlashAttention-2 split-KV (csrc/flash_attn/flash_api.cpp set_params_splitkv / num_splits_heuristic)
+SPLIT_MAX = 128
+SPLIT_BLOCK_M = 64
+SPLIT_SM_FACTOR = 2  # "we multiply number of SMs by 2 ... 128 threads per block"
+SPLIT_FILL = 0.8
+SPLIT_EFFICIENCY = 0.85
+# FlashMLA's fp8 "with scale" MLA cache (deepseek-ai/FlashMLA README, "FP8 KV Cache"): per token the quantized
+# NoPE part (d_v fp8 values), one fp32 scale per 128 of them, and the RoPE part (d_qk - d_v values) kept in bf16.
+FLASHMLA_SCALE_GROUP = 128
+
+
+def flashmla_fp8_token_bytes(head_dim_qk: int = 576, head_dim_v: int = 512) -> int:
+    """Bytes of one token of FlashMLA's fp8 MLA cache: d_v · 1 + 4 · ⌈d_v / 128⌉ + 2 · (d_qk − d_v) (656 for
+    DeepSeek's 576 / 512)."""
+    return head_dim_v + 4 * -(-head_dim_v // FLASHMLA_SCALE_GROUP) + 2 * (head_dim_qk - head_dim_v)
 
 
 def token_counts(table: ConfigTable) -> tuple[F64, F64]:
@@ -194,13 +222,77 @@ def _gqa_packing(table: ConfigTable, block_q: NDArray[np.int64] | None) -> F64:
     return np.ceil(g * nq / bq) / (g * np.ceil(nq / bq))
 
 
+def decode_rows(table: ConfigTable) -> NDArray[np.bool_]:
+    """Forward rows that are decode steps: paged steps of one query token per request, and plain forwards of at
+    most DECODE_MAX_QUERY_TOKENS query tokens over a longer key sequence."""
+    paged = table.is_paged & (np.where(table.sum_query_tokens > 0, table.sum_query_tokens, table.num_requests)
+                              <= table.num_requests)
+    plain = (~table.is_paged & ~table.is_bwd & ~table.is_varlen & (table.seq_q <= DECODE_MAX_QUERY_TOKENS)
+             & (table.seq_kv > table.seq_q))
+    return paged | plain
+
+
+def split_kv_splits(tiles: F64, num_sms: int, n_blocks: F64) -> F64:
+    """FlashAttention-2's num_splits_heuristic, vectorized over rows (see the module docstring)."""
+    sms = float(SPLIT_SM_FACTOR * num_sms)
+    need = tiles < SPLIT_FILL * sms
+    splits = np.ones(len(tiles))
+    if not need.any():
+        return splits
+    # decode rows repeat a few (tiles, key blocks) pairs: the heuristic runs once per distinct pair
+    pairs, inverse = np.unique(np.stack([tiles[need], np.maximum(n_blocks[need], 1.0)]), axis=1, return_inverse=True)
+    t, nb = pairs[0], pairs[1]
+    lim = np.minimum(min(float(SPLIT_MAX), sms), nb)
+
+    def efficiency(s: int) -> F64:
+        waves = t * s / sms
+        eligible = (s == 1) | (np.ceil(nb / s) != np.ceil(nb / (s - 1 if s > 1 else 1)))
+        return np.where(eligible & (s <= lim), waves / np.ceil(waves), 0.0)
+
+    best = np.zeros(len(t))
+    for s in range(1, SPLIT_MAX + 1):
+        best = np.maximum(best, efficiency(s))
+    chosen = np.zeros(len(t))
+    for s in range(1, SPLIT_MAX + 1):
+        take = (chosen == 0) & (efficiency(s) >= SPLIT_EFFICIENCY * best) & (efficiency(s) > 0)
+        chosen[take] = s
+    splits[need] = np.where(chosen > 0, chosen, 1.0)[inverse.reshape(-1)]
+    return splits
+
+
+def split_kv_partial_bytes(table: ConfigTable, num_sms: int | None) -> F64:
+    """fp32 partial O and LSE a split-KV decode writes and its combine kernel reads (0 where no split, or when the
+    compute-unit count is unknown)."""
+    out = np.zeros(len(table))
+    if not num_sms:
+        return out
+    dec = decode_rows(table)
+    if not dec.any():
+        return out
+    t = table.take(dec)
+    paged = t.is_paged
+    batch = np.where(paged, t.num_requests, t.batch).astype(np.float64)
+    q_rows = np.where(paged, 1, t.seq_q).astype(np.float64)  # query tokens per sequence
+    keys = np.where(paged, t.sum_ctx / np.maximum(t.num_requests, 1), t.seq_kv).astype(np.float64)
+    group = (t.heads_q // t.heads_kv).astype(np.float64)
+    tiles = batch * t.heads_kv * np.ceil(group * q_rows / SPLIT_BLOCK_M)
+    block_n = np.where(t.head_dim_qk <= 64, 256.0, np.where(t.head_dim_qk <= 128, 128.0, 64.0))
+    splits = split_kv_splits(tiles, num_sms, np.ceil(keys / block_n))
+    width = 32.0 * np.ceil(t.head_dim_v / 32.0) + 1.0  # the rounded O row and its LSE
+    partial = 2.0 * FP32 * splits * batch * t.heads_q * q_rows * width
+    out[dec] = np.where(splits > 1, partial, 0.0)
+    return out
+
+
 def tiled_bytes(table: ConfigTable, tiles: TileSums, *, tiled_bwd_model: str = "two_pass",
                 terms: dict[str, F64] | None = None, compulsory: F64 | None = None,
-                block_q: NDArray[np.int64] | None = None, family: NDArray[np.object_] | None = None) -> F64:
+                block_q: NDArray[np.int64] | None = None, family: NDArray[np.object_] | None = None,
+                num_sms: int | None = None) -> F64:
     """Tiled HBM traffic per row; `tiles` holds per-query-head totals over the batch (or sequences).
 
     `block_q` (the tiles' query rows) sets the GQA packing of forward K/V re-reads; `family` (fa2 / fa3 / ck /
-    triton per row) picks how a GQA backward reduces dK/dV.
+    triton per row) picks how a GQA backward reduces dK/dV; `num_sms` (the GPU's SMs or CUs) adds the split-KV
+    partials of decode rows.
     """
     if tiled_bwd_model not in TILED_BWD_MODELS:
         raise ConfigError("tiled_bwd_model", tiled_bwd_model, f"one of {', '.join(TILED_BWD_MODELS)}")
@@ -234,4 +326,4 @@ def tiled_bytes(table: ConfigTable, tiles: TileSums, *, tiled_bwd_model: str = "
     pi = table.paged_rows
     if pi.size:
         out[pi] = (compulsory_bytes(table, t) if compulsory is None else compulsory)[pi]
-    return out
+    return out + split_kv_partial_bytes(table, num_sms)

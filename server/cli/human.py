@@ -114,7 +114,7 @@ RANK_COLUMNS = [
 ]  # fmt: skip
 RANK_UNIT_NOTE = (
     f"impact in {IMPACT_UNIT}: high = what the members would give back at 100 % of their roofline, mid 0.875 x, "
-    "low 0.75 x; to band: at the upper edge of their expected band; in band: members already inside it"
+    "low 0.75 x; to band: matching the best published kernel for their shape; in band: members already inside it"
 )
 
 

@@ -21,7 +21,8 @@ IN_BAND_SENTENCE = (
     "they are not findings."
 )
 LEVER_COLUMNS = ("Change", "Time (ms)", "Time after (ms)", "Saved (ms)", "Saved (% of E2E)")
-REFERENCE_COLUMNS = ("Band", "Compared with the band", "Published kernels at this shape", "Source")
+REFERENCE_COLUMNS = ("Band", "Compared with the band", "Best published kernel at this shape", "Its efficiency (%)",
+                     "Source")
 AROUND_COLUMNS = ("Around the calls", "Time (ms)", "Share", "% of E2E")
 METRIC_WORDS = {"compute": "tensor", "memory": "HBM"}
 
@@ -124,8 +125,11 @@ def advice_tables(raw: dict[str, Any]) -> list[str]:
     if ref:
         compared = band_comparison(ref.get("band_metric"), ref.get("band_value"), ref.get("band_low"),
                                    ref.get("band_high"), ref.get("band_status"))
-        out += [*_table(REFERENCE_COLUMNS, [[ref.get("band_id"), compared, ref.get("published"), ref.get("source")]]),
-                ""]
+        kernel = ref.get("kernel")
+        if ref.get("borrowed_from"):
+            kernel = f"{kernel} (measured on {ref.get('borrowed_from')})"
+        row = [ref.get("band_id"), compared, kernel, ref.get("kernel_pct"), ref.get("source")]
+        out += [*_table(REFERENCE_COLUMNS, [row]), ""]
     facts = _dict(raw.get("facts"))
     around = []
     copies = _dict(facts.get("copy_overhead"))

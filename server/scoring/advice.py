@@ -2,11 +2,11 @@
 
 For each finding (its member rows of the records):
 
-* `advice`: the members' kernel time; what reaching the upper edge of their expected band and the roofline would
-  save, in ms and % of E2E; the band's reference (the published kernels it rests on, with the source) for the
-  dominant member; the what-ifs the models computed (perf_models.advice): fp8 Q/K/V at the same % of roofline for
-  compute-bound calls on a GPU with fp8 tensor cores, and the same hidden size at head dim 128 where its band is
-  higher — each with the time after, the ms saved and the % of E2E;
+* `advice`: the members' kernel time; what matching the best published kernel for their shape (the band's
+  reference) and reaching the roofline would save, in ms and % of E2E; that reference (kernel, its efficiency at
+  this shape, the source) for the dominant member; the what-ifs the models computed (perf_models.advice): fp8
+  Q/K/V at the same % of roofline for compute-bound calls on a GPU with fp8 tensor cores, and the same hidden
+  size at head dim 128 where its band is higher — each with the time after, the ms saved and the % of E2E;
 * `facts`: layout copies around the calls (`.contiguous()` on Q/K/V before, on the output after: the seed's
   contiguous-copy pattern) with their time and share of the attention time; KV-cache writes beside paged calls with
   their share of the op (attention + write) and whether they pass the seed's 10 % rule.
@@ -33,6 +33,7 @@ from server.vocab import KV_WRITE_SHARE_PCT
 
 IN_BAND_STATUSES = ("within", "above")
 _SHAPE_KEY = ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v", "mask")
+MATCH_REFERENCE = "match the best published kernel for this shape"
 MIN_WHAT_IF_GAIN = 0.05  # a what-if is shown when it saves at least this share of the members' time
 
 
@@ -85,12 +86,12 @@ def finding_advice(records: pd.DataFrame, rows: list[int], e2e_ms: float) -> dic
     total = float(time_ms.sum())
     eff = r["efficiency_pct"].to_numpy(dtype=float)
     to_roof = float(np.nansum(np.where(np.isfinite(eff), time_ms * np.maximum(0.0, 1 - eff / 100.0), 0.0)))
-    band_ms = count * r["band_time_us"].to_numpy(dtype=float) / 1000.0
+    band_ms = count * r["band_reference_time_us"].to_numpy(dtype=float) / 1000.0
     banded = np.isfinite(band_ms)
     levers: list[dict[str, Any]] = []
     if banded.any():
-        levers.append(_saving("reach the upper edge of the expected band", float(time_ms[banded].sum()),
-                              float(band_ms[banded].sum()), e2e_ms, members=int(banded.sum())))
+        levers.append(_saving(MATCH_REFERENCE, float(time_ms[banded].sum()), float(band_ms[banded].sum()), e2e_ms,
+                              members=int(banded.sum())))
     if np.isfinite(eff).any():
         levers.append({"change": "reach the roofline (a bound no kernel reaches)", "time_ms": finite(total, 3),
                        "saved_ms": finite(to_roof, 3), "saved_pct_e2e": _pct(to_roof, e2e_ms)})
@@ -103,9 +104,9 @@ def finding_advice(records: pd.DataFrame, rows: list[int], e2e_ms: float) -> dic
     alt = np.isfinite(alt_ms) & banded
     if alt.any() and band_ms[alt].sum() - alt_ms[alt].sum() >= MIN_WHAT_IF_GAIN * band_ms[alt].sum():
         d = int(r["head_dim_alt"].to_numpy(dtype=float)[alt].max())
-        levers.append(_saving(f"head dim {d} at the same hidden size, at its band's upper edge",
+        levers.append(_saving(f"head dim {d} at the same hidden size, at the best published kernel for it",
                               float(band_ms[alt].sum()), float(alt_ms[alt].sum()), e2e_ms, members=int(alt.sum()),
-                              compared_with="the upper edge of today's band"))
+                              compared_with="the best published kernel at today's head dim"))
     copy_ms = float(np.nansum(r["copy_overhead_us"].to_numpy(dtype=float))) / 1000.0
     if copy_ms > 0:  # the seed's contiguous-copy pattern: copies the attention backend may not need
         levers.append({"change": "drop the layout copies of Q/K/V/output around the calls (the attention backend "
@@ -120,17 +121,12 @@ def finding_advice(records: pd.DataFrame, rows: list[int], e2e_ms: float) -> dic
             "operation": str(x["name"]), "band_id": x["band_id"], "band_metric": x["band_metric"],
             "band_low": finite(x["band_low"], 1), "band_high": finite(x["band_high"], 1),
             "band_value": finite(x["band_value"], 2), "band_status": x["band_status"],
-            "time_ms": finite(x["time_ms"], 3), "time_at_band_edge_ms": _ms(float(x["count"]) * x["band_time_us"]),
-            **_band_reference(str(x["band_id"])),
+            "kernel": x["band_reference_kernel"], "kernel_pct": finite(x["band_reference_pct"], 1),
+            "source": x["band_reference_source"], "borrowed_from": x["band_borrowed_from"],
+            "time_ms": finite(x["time_ms"], 3),
+            "time_at_reference_ms": _ms(float(x["count"]) * x["band_reference_time_us"]),
         }  # fmt: skip
     return advice
-
-
-def _band_reference(band_id: str) -> dict[str, Any]:
-    from perf_models.bands import band_by_id
-
-    b = band_by_id(band_id)
-    return {"published": b.anchor, "source": b.source}
 
 
 def finding_facts(records: pd.DataFrame, rows: list[int], e2e_ms: float) -> dict[str, Any]:

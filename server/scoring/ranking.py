@@ -388,10 +388,10 @@ def _impact_estimates(
     finite = np.isfinite(eff)
     quantified = finite & ((np.nan_to_num(eff) <= ANOMALY_FLAG_PCT) | comparative) & (e2e > 0)
     high = np.maximum(0.0, 1.0 - np.nan_to_num(eff) / 100.0) * time_ms / e2e * 100.0
-    # band-aware: what reaching the upper edge of the expected band would give back (% of E2E); 0 in comparative
-    band_value, band_high = r["band_value"].to_numpy(dtype=float), r["band_high"].to_numpy(dtype=float)
+    # what matching the band's reference (the best published kernel for the shape) would give back, % of E2E
+    band_value, reference = r["band_value"].to_numpy(dtype=float), r["band_reference_pct"].to_numpy(dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        to_band = np.maximum(0.0, 1.0 - band_value / band_high) * time_ms / e2e * 100.0
+        to_band = np.maximum(0.0, 1.0 - band_value / reference) * time_ms / e2e * 100.0
     to_band_r = _rounded(np.where(np.isfinite(to_band) & ~comparative, to_band, np.nan), 2)
     band_status = r["band_status"].tolist()
     work_bound = r["work_bound"].tolist()

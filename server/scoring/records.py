@@ -310,7 +310,7 @@ def compute_records(
         tile_families = _per_row([getattr(k, "tile_family", None) for k in classes], class_of)[idx]
         tile_families = np.where(tile_families == None, default_family(gpu), tile_families)  # noqa: E711
         work = estimate_work(t, bwd_convention=bwd_convention, skip_masked_tiles=skip_masked_tiles,
-                             family=tile_families)
+                             family=tile_families, num_sms=getattr(gpu, "sm_count", None))
         a = assess(t, work, gpu, mean_us[idx], bytes_model=bytes_model, attention_types=att_types[idx])
         rf = a.roofline
         for name, values in row_outputs(t, work, a, gpu, bytes_model).items():

@@ -2,7 +2,10 @@
 
 The words are chosen to say no more than the numbers: a result below its band is "below the best published
 kernels for this shape" (not a bottleneck by itself); one inside it is "within the band of the best published
-kernels"; a shape with no published data has "no reference band"; above 100 % of the roofline is an anomaly.
+kernels"; a shape with no published data has "no reference band" (and why); above 100 % of the roofline is an
+anomaly. A band measured on another part of the same architecture says it is borrowed. An unfused row says which
+numbers its regime comes from (its own traffic, the score matrices included) and which its efficiency is scored
+against (the fused kernel's roofline), so the sentence never contradicts the intensity shown beside it.
 """
 
 from __future__ import annotations
@@ -30,17 +33,39 @@ def _num(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
 
 
-def band_words(status: str | None, low: float | None, high: float | None, metric: str | None) -> str:
-    """`within the expected band (… 35–50 % of tensor peak)`, `below …`, `no reference band …`."""
+def band_words(status: str | None, low: float | None, high: float | None, metric: str | None, *,
+               note: str | None = None, reference_kernel: str | None = None, reference_pct: float | None = None,
+               borrowed_from: str | None = None) -> str:
+    """`within the expected band (… 35–50 % of tensor peak); best published here: FlashAttention-3 at 47.0 %`,
+    `below …`, `no reference band: <why>`; a borrowed band says where it was measured."""
     if status in (None, "none") or not (_num(low) and _num(high)):
-        return NO_BAND_WORDS
+        return note or NO_BAND_WORDS
     unit = "HBM bandwidth" if metric == "memory" else "tensor peak"
-    span = f"{low:g}–{high:g} % of {unit} (datasheet)"
+    span = f"{low:.3g}–{high:.3g} % of {unit} (datasheet)"
+    if reference_kernel and _num(reference_pct):
+        span += f"; best published here: {reference_kernel} at {reference_pct:.1f} %"
+    if borrowed_from:
+        span += f"; band borrowed from {borrowed_from} measurements"
     if status == "within":
         return f"{WITHIN_WORDS}: {span}"
     if status == "below":
         return f"{BELOW_WORDS}: band {span}"
     return f"{ABOVE_WORDS}: band {span}"
+
+
+def regime_words(regime: str | None, *, unfused_intensity: float | None = None, unfused_bytes: float | None = None,
+                 fused_intensity: float | None = None, ridge: float | None = None) -> str:
+    """The regime; for an unfused row, with the intensity and bytes it was judged from and what it is scored
+    against (the fused kernel's roofline)."""
+    words = REGIME_WORDS.get(regime or "", "bound unknown")
+    if not (_num(unfused_intensity) and _num(unfused_bytes)):
+        return words
+    size = f"{unfused_bytes / 1e9:,.2f} GB" if unfused_bytes >= 1e9 else f"{unfused_bytes / 1e6:,.1f} MB"
+    own = f"{unfused_intensity:,.1f} FLOP/B counting the score matrices ({size})"
+    if _num(ridge):
+        own += f" against a ridge of {ridge:,.0f}"
+    fused = f" (the fused kernel's {fused_intensity:,.0f} FLOP/B)" if _num(fused_intensity) else ""
+    return f"{words} on its own unfused traffic: {own}; efficiency scored against the fused kernel's roofline{fused}"
 
 
 def verdict(
@@ -53,6 +78,15 @@ def verdict(
     band_metric: str | None,
     is_anomaly: bool,
     work_bound: str | None = None,
+    *,
+    band_note: str | None = None,
+    band_reference_kernel: str | None = None,
+    band_reference_pct: float | None = None,
+    band_borrowed_from: str | None = None,
+    unfused_intensity: float | None = None,
+    unfused_bytes: float | None = None,
+    fused_intensity: float | None = None,
+    ridge: float | None = None,
 ) -> str:
     """One sentence: both utilizations, the regime, the band (or the anomaly). A row whose work is a bound says so
     ("at least" / "at most") and gets no band verdict (perf_models.assess)."""
@@ -63,5 +97,9 @@ def verdict(
         return f"{BOUND_WORDS[work_bound]} {head}: {BOUND_WHY[work_bound]}; a bound, so no band verdict"
     if is_anomaly:
         return f"{head}: above the roofline, an anomaly (check shapes, peaks, or a time that misses kernels)"
-    regime_words = REGIME_WORDS.get(regime or "", "bound unknown")
-    return f"{head}; {regime_words}; {band_words(band_status, band_low, band_high, band_metric)}"
+    regime_text = regime_words(regime, unfused_intensity=unfused_intensity, unfused_bytes=unfused_bytes,
+                               fused_intensity=fused_intensity, ridge=ridge)
+    band_text = band_words(band_status, band_low, band_high, band_metric, note=band_note,
+                           reference_kernel=band_reference_kernel, reference_pct=band_reference_pct,
+                           borrowed_from=band_borrowed_from)
+    return f"{head}; {regime_text}; {band_text}"

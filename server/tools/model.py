@@ -147,6 +147,10 @@ class BandOut(BaseModel):
                         "with the HBM utilization against the datasheet")
     anchor: str = Field(description="the published figures the band rests on")
     source: str
+    reference_kernel: str = Field(description="the best published kernel for this shape and GPU class")
+    reference_pct: float = Field(description="its efficiency at this shape, % of the datasheet peak of metric")
+    borrowed_from: str | None = Field(None, description="the GPU the band was measured on, when it is not this one")
+    measured_on: str = Field(description="the GPU the band's published figures come from")
 
 
 class _ModelHead(BaseModel):
@@ -243,7 +247,10 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
     band = est.band
     band_low, band_high, metric = (band.low_pct, band.high_pct, band.metric) if band else (None, None, None)
     words = verdict(est.regime, est.compute_pct, est.memory_pct, est.band_status, band_low, band_high, metric,
-                    est.is_anomaly, est.work_bound)
+                    est.is_anomaly, est.work_bound, band_note=est.band_note,
+                    band_reference_kernel=band.reference_kernel if band else None,
+                    band_reference_pct=band.reference_pct if band else None,
+                    band_borrowed_from=band.borrowed_from if band else None)
     return ModelResult(
         config=ConfigOut(
             batch=cfg.batch,
@@ -271,7 +278,9 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
         skip_masked_tiles=est.skip_masked_tiles,
         tiled_bwd_model=est.tiled_bwd_model,
         band=BandOut(id=band.id, low_pct=band.low_pct, high_pct=band.high_pct, metric=band.metric,
-                     anchor=band.anchor, source=band.source) if band else None,
+                     anchor=band.anchor, source=band.source, reference_kernel=band.reference_kernel,
+                     reference_pct=band.reference_pct, borrowed_from=band.borrowed_from,
+                     measured_on=band.measured_on) if band else None,
         notes=list(est.notes),
     )
 

@@ -59,10 +59,12 @@ class BandReference(BaseModel):
     band_high: float | None = None
     band_value: float | None = Field(None, description="the member's utilization the band is compared with, %")
     band_status: str | None = None
+    kernel: str | None = Field(None, description="the best published kernel for this shape and GPU class")
+    kernel_pct: float | None = Field(None, description="its efficiency at this shape, % of the datasheet peak")
+    source: str | None = Field(None, description="where that figure is published")
+    borrowed_from: str | None = Field(None, description="the GPU the band was measured on, when not this one")
     time_ms: float | None = None
-    time_at_band_edge_ms: float | None = Field(None, description="the member's time at the band's upper edge, ms")
-    published: str = Field(description="what the published kernels reach at this shape")
-    source: str
+    time_at_reference_ms: float | None = Field(None, description="the member's time at the reference's efficiency")
 
 
 class FindingSummary(BaseModel):
@@ -76,7 +78,7 @@ class FindingSummary(BaseModel):
     impact_score_high: float
     percent_of_total: float | None = None
     impact_to_band: float | None = Field(
-        None, description="what reaching the upper edge of the members' expected bands would give back, % of E2E"
+        None, description="what matching the best published kernel for the members' shapes would give back, % of E2E"
     )
     members_within_band: int | None = Field(None, description="members inside their expected band (not bottlenecks)")
     member_count: int
@@ -206,10 +208,10 @@ TOOL = ToolSpec(
     description=(
         "Impact estimates (impact_score in % of the E2E baseline), grouped into ranked category_findings "
         "(the P-items, in order; ops within or above their expected band are not findings, listed in in_band); "
-        "per finding what each change buys (levers: ms and % of E2E saved at the band's upper edge, at the "
-        "roofline, with fp8, with head dim 128), the published kernels behind the band and their source, and "
-        "facts (layout copies, KV-cache writes); category facts (attention kernels outside every op, backward vs "
-        "forward). Writes category_data/<category>_metrics.json atomically."
+        "per finding what each change buys (levers: ms and % of E2E saved by matching the best published kernel "
+        "for the shape, at the roofline, with fp8, with head dim 128), the published kernels behind the band and "
+        "their source, and facts (layout copies, KV-cache writes); category facts (attention kernels outside "
+        "every op, backward vs forward). Writes category_data/<category>_metrics.json atomically."
     ),
     input_model=RankInput,
     result_model=RankResult,

@@ -80,10 +80,17 @@ def _text(x: object) -> str | None:
 
 def row_verdict(r: pd.Series) -> str:
     """The verdict in words of one records row."""
+    unfused = r["attention_type"] == "unfused"
     return verdict(
         _text(r["regime"]), finite(r["compute_pct"], 2), finite(r["memory_pct"], 2), str(r["band_status"]),
         finite(r["band_low"]), finite(r["band_high"]), _text(r["band_metric"]), bool(r["is_anomaly"]),
-        _text(r["work_bound"]),
+        _text(r["work_bound"]), band_note=_text(r["band_note"]),
+        band_reference_kernel=_text(r["band_reference_kernel"]), band_reference_pct=finite(r["band_reference_pct"], 1),
+        band_borrowed_from=_text(r["band_borrowed_from"]),
+        unfused_intensity=finite(r["regime_intensity"], 1) if unfused else None,
+        unfused_bytes=finite(r["regime_bytes"], 0) if unfused else None,
+        fused_intensity=finite(r["intensity"], 1) if unfused else None,
+        ridge=finite(r["ridge"], 1) if unfused else None,
     )  # fmt: skip
 
 

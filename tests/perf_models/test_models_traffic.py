@@ -133,3 +133,90 @@ def test_bad_tiled_model_raises() -> None:
     table = ConfigTable.from_configs([seed_cfg()])
     with pytest.raises(ConfigError, match="tiled_bwd_model"):
         tiled_bytes(table, dense_tile_sums(table.seq_q, table.seq_kv, 64, 64), tiled_bwd_model="x")
+
+
+# --- decode bytes that follow the kernel: FlashMLA's fp8 layout, per-request windows, split-KV partials ----------
+
+
+def test_flashmla_fp8_cache_is_656_bytes_per_token() -> None:
+    from perf_models.traffic import flashmla_fp8_token_bytes
+
+    # FlashMLA README "FP8 KV Cache": 512 float8_e4m3 NoPE values + 4 float32 scales (one per 128) + 64 bf16 RoPE
+    assert flashmla_fp8_token_bytes(576, 512) == 512 + 4 * 4 + 64 * 2 == 656
+    # DeepSeek decode, 128 requests × 4096 tokens, 128 query heads, one latent head read once
+    kw = dict(batch=128, heads_q=128, heads_kv=1, seq_q=1, seq_kv=4096, head_dim_qk=576, head_dim_v=512,
+              shared_kv=True, dtype_kv_cache="fp8")
+    laid_out = work(AttentionConfig(**kw, kv_cache_token_bytes=656))  # type: ignore[arg-type]
+    plain_fp8 = work(AttentionConfig(**kw))  # type: ignore[arg-type]
+    q_o_lse = 128 * 128 * 576 * 2 + 128 * 128 * 512 * 2 + 128 * 128 * 4
+    assert laid_out.bytes_compulsory[0] == 128 * 4096 * 656 + q_o_lse == 379_650_048
+    assert plain_fp8.bytes_compulsory[0] == 128 * 4096 * 576 + q_o_lse  # 576 plain fp8 elements: 12 % short
+    # the same layout on the paged path (one request per context)
+    paged = work(AttentionConfig(128, 128, 1, 1, 1, 576, 512, shared_kv=True, dtype_kv_cache="fp8",
+                                 kv_cache_token_bytes=656,
+                                 paged=PagedInfo(num_requests=128, sum_context_tokens=128 * 4096)))
+    assert paged.bytes_compulsory[0] == 128 * 4096 * 656 + 128 * 128 * (576 + 512) * 2  # decode kernels: no LSE
+    with pytest.raises(ConfigError, match="kv_cache_token_bytes"):
+        AttentionConfig(1, 8, 8, 128, 128, 64, 64, direction="bwd", kv_cache_token_bytes=128)  # type: ignore[arg-type]
+
+
+def test_paged_window_with_known_contexts_is_exact() -> None:
+    from perf_models.config import Mask
+
+    # 4 decode requests of 100, 200, 5000 and 8000 keys under a 4096 left window: each query sees min(k, 4097)
+    lens = (100, 200, 5000, 8000)
+    window = Mask("sliding_window", window_left=4096, window_right=0)
+    known = PagedInfo(num_requests=4, sum_context_tokens=sum(lens), context_lens=lens)
+    sums = PagedInfo(num_requests=4, sum_context_tokens=sum(lens))
+    exact = work(AttentionConfig(4, 32, 8, 1, 1, 128, 128, mask=window, paged=known))
+    bound = work(AttentionConfig(4, 32, 8, 1, 1, 128, 128, mask=window, paged=sums))
+    keys = 100 + 200 + 4097 + 4097  # 8,494
+    q_o = 2 * 4 * 32 * 128 * 2
+    assert exact.kept_pairs[0] == keys and exact.work_bound[0] == "exact"
+    assert exact.bytes_compulsory[0] == keys * 8 * 128 * 2 * 2 + q_o
+    # from the sums alone: min(Σctx = 13,300, 4 · 4097 = 16,388) keys — 57 % too many, and a bound
+    assert bound.bytes_compulsory[0] == 13_300 * 8 * 128 * 2 * 2 + q_o and bound.work_bound[0] == "upper"
+    # every context shorter than the window: the whole cache, exactly
+    short = (100, 200)
+    w = work(AttentionConfig(2, 32, 8, 1, 1, 128, 128, mask=window,
+                             paged=PagedInfo(num_requests=2, sum_context_tokens=300, context_lens=short)))
+    assert w.kept_pairs[0] == 300 and w.work_bound[0] == "exact"
+
+
+def test_split_kv_heuristic_matches_flash_attention_2() -> None:
+    import numpy as np
+
+    from perf_models.traffic import split_kv_splits
+
+    # flash_api.cpp's own example: batch · n_heads = 48 on 108 (SM slots) -> 2 splits (0.89 beats 3 splits' 0.67).
+    # Our argument is the SM count; FA2 passes 2 × SMs, so 54 SMs give its 108. With 64 key blocks the eligible
+    # splits (⌈64/s⌉ changes) reach 0.981 at s = 64; 85 % of that is 0.834, first met at s = 2 (48·2/108 = 0.889)
+    assert split_kv_splits(np.array([48.0]), 54, np.array([64.0]))[0] == 2
+    # 500 tiles fill 0.8 × 264 slots: no split
+    assert split_kv_splits(np.array([500.0]), 132, np.array([64.0]))[0] == 1
+    # one key block: nothing to split
+    assert split_kv_splits(np.array([1.0]), 132, np.array([1.0]))[0] == 1
+
+
+def test_split_kv_partials_by_hand() -> None:
+    # GQA decode: B1, Hq 32 / Hkv 8, ctx 32768, d128 on 132 SMs. FA2 packs the 4 query heads of a group into the
+    # query rows: tiles = 1·8·⌈4/64⌉ = 8 < 0.8 · 264; n_blocks = 32768/128 = 256; max splits min(128, 264, 256) = 128;
+    # waves 8s/264 -> best efficiency 1.0 (s = 33); smallest s with 8s/264 >= 0.85: s = 29 (0.879; eligible:
+    # ⌈256/29⌉ = 9 != ⌈256/28⌉ = 10). Partials: 2 (write + read) · 4 B · 29 · 1 · 32 · 1 · (128 + 1)
+    cfg = AttentionConfig(1, 32, 8, 1, 32768, 128, 128)
+    with_sms = work(cfg, num_sms=132)
+    assert with_sms.bytes_tiled[0] - with_sms.bytes_compulsory[0] == 2 * 4 * 29 * 32 * 129 == 957_696
+    assert work(cfg).bytes_tiled[0] == work(cfg).bytes_compulsory[0]  # SM count unknown: no partials
+    # MLA decode, one request of 4096 tokens, 128 heads: tiles 1·1·⌈128/64⌉ = 2; block_n 64 (d > 128) -> 64 blocks;
+    # waves 2s/264 < 1 for every s <= 64, best at s = 64 (0.485); the smallest eligible s with >= 0.412 is 64
+    # (55…63 all give ⌈64/s⌉ = 2, as 54 does). Partials 2·4·64·128·(512 + 1) = 33.6 MB — 7× the latent cache
+    mla = work(AttentionConfig(1, 128, 1, 1, 4096, 576, 512, shared_kv=True), num_sms=132)
+    assert mla.bytes_tiled[0] - mla.bytes_compulsory[0] == 2 * 4 * 64 * 128 * 513 == 33_619_968
+    # a large batch fills the GPU: one split, no partials
+    big = work(AttentionConfig(64, 32, 8, 1, 4096, 128, 128), num_sms=132)
+    assert big.bytes_tiled[0] == big.bytes_compulsory[0]
+    # paged rows use the mean context per request: 2 requests of 16384 tokens each, as the plain B2 row
+    paged = work(AttentionConfig(2, 32, 8, 1, 1, 128, 128, paged=PagedInfo(num_requests=2, sum_context_tokens=32768)),
+                 num_sms=132)
+    plain = work(AttentionConfig(2, 32, 8, 1, 16384, 128, 128), num_sms=132)
+    assert paged.bytes_tiled[0] - paged.bytes_compulsory[0] == plain.bytes_tiled[0] - plain.bytes_compulsory[0] > 0

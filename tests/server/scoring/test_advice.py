@@ -7,25 +7,31 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 from mcp import Client
 
-from perf_models.bands import lookup_bands
+from perf_models.config import AttentionConfig, Mask
+from perf_models.hardware import get_gpu
+from perf_models.model_attention import Band, model_attention
 from server.mcp_server import create_server
 from server.roots import DataRoots
+from server.scoring.advice import MATCH_REFERENCE
 from server.tools import call
 from server.tools.base import ToolFailure
 from tests.support import FLASH_ROW, OPS_HEADER, make_folder
 
-# FLASH_ROW: B2 H8 N1024 d64 causal bf16, 10 calls, 1000 µs in all (100 µs each), E2E 10 ms in make_folder
-FLOPS = 4.0 * 2 * 8 * (1024 * 1025 // 2) * 64
+# FLASH_ROW's op at B8 H8 N1024 d64 causal bf16 (enough query tiles to fill an H100: smaller calls get no band),
+# 10 calls, 1000 µs in all (100 µs each), E2E 10 ms in make_folder
+FLOPS = 4.0 * 8 * 8 * (1024 * 1025 // 2) * 64
 TENSOR_PCT = 100.0 * FLOPS / 100e-6 / 989.4e12  # achieved / H100 datasheet bf16, the compute band's metric
 
 
-def _band_high(hd: int, n: int, mask: str) -> float:
-    args = [np.array([x], dtype=object) for x in ("fwd", mask, "bf16")]
-    return float(lookup_bands("sm_90", *args, np.array([hd]), np.array([n])).high[0])
+def _band(b: int, h: int, hd: int) -> Band:
+    """The expected band of a causal bf16 forward at N = 1024 on an H100 SXM (from the band table)."""
+    band = model_attention(AttentionConfig(b, h, h, 1024, 1024, hd, hd, dtype_q="bf16", mask=Mask("causal")),
+                           get_gpu("h100-sxm")).band
+    assert band is not None
+    return band
 
 
 def _row(name_dims: str, calls: int, total_us: float) -> str:
@@ -36,6 +42,9 @@ def _row(name_dims: str, calls: int, total_us: float) -> str:
                        f"'count': {calls}, 'total_duration_us': np.float64({total_us})")
 
 
+BASE_ROW = _row("(8, 8, 1024, 64)", 10, 1000.0)
+
+
 def _rank(tmp_path: Path, folder: Path, category: str = "sdpa_fwd") -> dict:
     roots = DataRoots([tmp_path])
     call("rank_findings", roots, output_dir=str(folder), category=category, arch="h100-sxm")
@@ -43,32 +52,33 @@ def _rank(tmp_path: Path, folder: Path, category: str = "sdpa_fwd") -> dict:
 
 
 def test_the_band_edge_lever_is_the_rows_time_scaled_to_the_band(tmp_path: Path) -> None:
-    folder = make_folder(tmp_path, [FLASH_ROW])
+    folder = make_folder(tmp_path, [BASE_ROW])
     metrics = _rank(tmp_path, folder)
     (finding,) = metrics["category_findings"]
     levers = {x["change"]: x for x in finding["advice"]["levers"]}
-    high = _band_high(64, 1024, "causal")
-    assert TENSOR_PCT < _band_high(64, 1024, "causal")  # the row is below its band: a finding
-    edge = levers["reach the upper edge of the expected band"]
+    band = _band(8, 8, 64)
+    assert TENSOR_PCT < band.low_pct  # the row is below its band: a finding
+    edge = levers[MATCH_REFERENCE]
     assert edge["time_ms"] == 1.0
-    assert edge["time_after_ms"] == pytest.approx(1.0 * TENSOR_PCT / high, abs=6e-4)
-    assert edge["saved_ms"] == pytest.approx(1.0 - 1.0 * TENSOR_PCT / high, abs=6e-4)
+    assert edge["time_after_ms"] == pytest.approx(1.0 * TENSOR_PCT / band.reference_pct, abs=6e-4)
+    assert edge["saved_ms"] == pytest.approx(1.0 - 1.0 * TENSOR_PCT / band.reference_pct, abs=6e-4)
     assert edge["saved_pct_e2e"] == pytest.approx(100.0 * edge["saved_ms"] / 10.0, abs=6e-3)
     ref = finding["advice"]["reference"]
-    assert ref["band_value"] == pytest.approx(TENSOR_PCT, abs=0.006) and ref["band_high"] == high
-    assert ref["source"] and ref["published"]
-    # head dim 128 at the same hidden size (H8 d64 -> H4 d128): at the d128 band's upper edge
-    alt = levers["head dim 128 at the same hidden size, at its band's upper edge"]
-    alt_us = FLOPS / (989.4e12 * _band_high(128, 1024, "causal") / 100.0) * 1e6
+    assert ref["band_value"] == pytest.approx(TENSOR_PCT, abs=0.006) and ref["band_high"] == round(band.high_pct, 1)
+    assert ref["source"] and ref["kernel"] == band.reference_kernel
+    # head dim 128 at the same hidden size (H8 d64 -> H4 d128): at the best published d128 kernel's efficiency
+    alt = levers["head dim 128 at the same hidden size, at the best published kernel for it"]
+    alt_us = FLOPS / (989.4e12 * _band(8, 4, 128).reference_pct / 100.0) * 1e6
     assert alt["time_after_ms"] == pytest.approx(10 * alt_us / 1000.0, abs=6e-4)
 
 
 def test_an_in_band_op_is_listed_not_ranked(tmp_path: Path) -> None:
     # the same shape at a time that puts it inside its band: its tensor % lands mid-band
-    band_mid = (_band_high(64, 1024, "causal") + 0.75 * _band_high(64, 1024, "causal")) / 2
+    band = _band(8, 8, 64)
+    band_mid = (band.low_pct + band.high_pct) / 2
     per_call = FLOPS / (989.4e12 * band_mid / 100.0) * 1e6
-    fast = _row("(2, 8, 1024, 64)", 10, round(10 * per_call, 3))
-    slow = _row("(4, 8, 1024, 64)", 10, 4000.0)
+    fast = _row("(8, 8, 1024, 64)", 10, round(10 * per_call, 3))
+    slow = _row("(16, 8, 1024, 64)", 10, 4000.0)
     folder = make_folder(tmp_path, [fast, slow], e2e_ms=20.0)
     metrics = _rank(tmp_path, folder)
     ours = metrics["sdpa_analyzer"]
