@@ -110,12 +110,19 @@ def human_roofline(r: Any) -> str:
 
 
 RANK_COLUMNS = [
-    "rank", "bound", "library", "eff", "method", "impact low", "mid", "high", "to band", "in band", "members"
+    "rank", "bound", "library", "eff", "method", "impact low", "mid", "high", "to band", "saved ms", "members"
 ]  # fmt: skip
 RANK_UNIT_NOTE = (
     f"impact in {IMPACT_UNIT}: high = what the members would give back at 100 % of their roofline, mid 0.875 x, "
-    "low 0.75 x; to band: matching the best published kernel for their shape; in band: members already inside it"
+    "low 0.75 x; to band: matching the best published kernel for their shape; saved ms: the finding's first lever "
+    "(every lever, with what it changes, is in the metrics JSON and the findings template)"
 )
+
+
+def _first_lever(f: Any) -> str:
+    if not f.levers:
+        return "—"
+    return fmt(f.levers[0].saved_ms, 3)
 
 
 def human_rank(r: Any) -> str:
@@ -132,7 +139,7 @@ def human_rank(r: Any) -> str:
             f.impact_score,
             f.impact_score_high,
             f.impact_to_band,
-            f"{f.members_within_band}/{f.member_count}" if f.members_within_band is not None else "—",
+            _first_lever(f),
             ", ".join(f.members),
         ]
         for f in r.findings
@@ -144,9 +151,30 @@ def human_rank(r: Any) -> str:
         table(RANK_COLUMNS, rows) + f"\n{RANK_UNIT_NOTE}"
         if rows
         else f"(no findings: {r.no_findings_reason})" if r.no_findings_reason else "(no findings)",
+        *(f"within the expected band (not a finding): {x}" for x in r.in_band),
+        *_fact_lines(r.facts),
         f"metrics: {r.metrics_file}",
     ]
     return "\n".join(out + _warnings(r.warnings))
+
+
+def _fact_lines(facts: dict[str, Any]) -> list[str]:
+    out = []
+    for trace, x in (facts.get("attention_outside_rows") or {}).items():
+        if x.get("kernels"):
+            out.append(f"fact: {x['kernels']} attention kernels outside every op ({trace}): {x['time_us']} µs, "
+                       f"{x['percent_of_e2e']} % of E2E")
+    if c := facts.get("copy_overhead"):
+        out.append(f"fact: layout copies around the calls {c['time_ms']} ms = {c['percent_of_attention']} % of the "
+                   f"attention time ({c['percent_of_e2e']} % of E2E)")
+    if kv := facts.get("kv_cache_write"):
+        rule = "over" if kv["over_threshold"] else "under"
+        out.append(f"fact: KV-cache writes {kv['time_ms']} ms = {kv['percent_of_op']} % of the op ({rule} the "
+                   f"{kv['threshold_pct']:g} % rule)")
+    for x in (facts.get("backward_vs_forward") or [])[:3]:
+        out.append(f"fact: backward {x['shape']}: {x['time_ratio']} x its forward's time for {x['flops_ratio']} x "
+                   "the FLOPs")
+    return out
 
 
 def human_validate(r: Any) -> str:

@@ -158,11 +158,12 @@ def test_rank_table_gives_the_impact_unit_and_band_columns(tmp_path: Path, capsy
     assert rc == 0
     header = next(line for line in out.splitlines() if line.startswith("rank "))
     assert header.split()[:8] == ["rank", "bound", "library", "eff", "method", "impact", "low", "mid"]
-    assert "to band" in header and "in band" in header
+    assert "to band" in header and "saved ms" in header
     row = next(line for line in out.splitlines() if line.startswith("P1 "))
     cells = row.split()
     assert f"{finding['impact_score_low']:.2f}" in cells and f"{finding['impact_score']:.2f}" in cells
-    assert f"{finding['members_within_band']}/{finding['member_count']}" in cells
+    levers = finding.get("advice", {}).get("levers", [])
+    assert (f"{levers[0]['saved_ms']:.3f}" if levers else "—") in cells
     assert "impact in % of E2E" in out
 
 
