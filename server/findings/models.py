@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
+
+from server.results import ResultModel
 
 
-class FindingError(BaseModel):
+class FindingError(ResultModel):
     """One broken rule of prompts/findings_format.md, where it is, and how to fix it."""
 
     rule: str = Field(description="rule id, e.g. 'R5-columns' (rule number of prompts/findings_format.md + sub-id)")
@@ -23,7 +25,7 @@ class FindingError(BaseModel):
 FileKind = Literal["findings", "empty", "no_data", "error"]
 
 
-class ValidationReport(BaseModel):
+class ValidationReport(ResultModel):
     passed: bool
     errors: list[FindingError] = Field(description="the broken rules, in file order (a result lists the first 40)")
     warnings: list[FindingError]

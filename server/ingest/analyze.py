@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from perf_models.errors import UnknownArchError
 from perf_models.hardware import GpuSpec, describe_properties, get_gpu, match_device_properties
@@ -42,6 +42,7 @@ from server.ingest.serving import (
     split_kv_kernels,
 )
 from server.ingest.unfused import find_unfused_backward, find_unfused_calls
+from server.results import ResultModel
 from server.roots import UNRESTRICTED, DataRoots
 from server.vocab import CATEGORIES
 
@@ -50,7 +51,7 @@ Progress = Callable[[float, float, str], None]
 __all__ = ["AnalyzeResult", "TraceError", "analyze_trace"]
 
 
-class CategoryResult(BaseModel):
+class CategoryResult(ResultModel):
     name: str
     display_name: str
     rows: int
@@ -61,14 +62,14 @@ class CategoryResult(BaseModel):
     files: list[str] = Field(default_factory=list)
 
 
-class GpuResult(BaseModel):
+class GpuResult(ResultModel):
     device_name: str | None = None
     arch: str | None = Field(None, description="GPU table key used for the peaks (None: no peaks written)")
     name: str | None = None
     source: str = Field("none", description="argument | trace | none")
 
 
-class E2EResult(BaseModel):
+class E2EResult(ResultModel):
     total_time_ms: float
     window_source: str = Field(description="gpu_profiler_step | cpu_profiler_step | gpu_activity")
     steps: list[str] = Field(default_factory=list)
@@ -78,7 +79,7 @@ class E2EResult(BaseModel):
     idle_time_percent: float
 
 
-class UnlinkedResult(BaseModel):
+class UnlinkedResult(ResultModel):
     kernels_without_cpu_launch: int = 0
     time_without_cpu_launch_us: float = 0.0
     in_window: int = 0
@@ -93,7 +94,7 @@ class UnlinkedResult(BaseModel):
     attention_time_outside_rows_us: float = 0.0
 
 
-class AnalyzeResult(BaseModel):
+class AnalyzeResult(ResultModel):
     status: str = Field(description="OK, or NO_DATA when the trace has no attention calls")
     trace_path: str
     output_dir: str

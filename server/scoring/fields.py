@@ -19,6 +19,7 @@ import pandas as pd
 from pydantic import BaseModel, Field, create_model
 
 from perf_models.outputs import MODEL_OUTPUTS, Output, Surface, declare
+from server.results import ResultModel
 from server.writers.json_columns import Bools, Column, Ints, Numbers, Texts, Values
 from server.writers.json_columns import Field as JsonField
 
@@ -82,7 +83,7 @@ _TYPES: dict[str, Any] = {"float": float, "int": int, "text": str, "bool": bool,
 
 
 def result_model(name: str, surface: Surface, doc: str, *, required: Sequence[str] = (),
-                 base: type[BaseModel] = BaseModel, **extra: Any) -> type[BaseModel]:
+                 base: type[BaseModel] = ResultModel, **extra: Any) -> type[BaseModel]:
     """A pydantic model with the surface's fields (typed, described with their units), then `extra` fields given
     as create_model takes them. Fields in `required` have no default; the others default to None (False for bools,
     an empty list for lists)."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BeforeValidator, Field
 
 from perf_models.hardware import GpuSpec, get_gpu, list_gpus
+from server.results import ResultModel
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchKey, canonical_arch
 
@@ -19,7 +20,7 @@ class ArchsInput(ToolInput):
     ] = None
 
 
-class ArchSummary(BaseModel):
+class ArchSummary(ResultModel):
     key: str
     name: str
     vendor: str
@@ -30,7 +31,7 @@ class ArchSummary(BaseModel):
     sm_count: int | None = Field(None, description="SMs (NVIDIA) or CUs (AMD)")
 
 
-class ArchInfo(BaseModel):
+class ArchInfo(ResultModel):
     key: str
     name: str
     vendor: str
@@ -50,7 +51,7 @@ class ArchInfo(BaseModel):
     sources: dict[str, str]
 
 
-class ArchList(BaseModel):
+class ArchList(ResultModel):
     count: int
     architectures: list[ArchSummary] = Field(default_factory=list, description="the short table (no gpu given)")
     details: ArchInfo | None = Field(None, description="the GPU asked for, in full")

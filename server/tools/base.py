@@ -10,7 +10,6 @@ unexpected exception is logged with its traceback and reported as an internal er
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -154,16 +153,9 @@ _TEXT_LISTS = ("warnings", "notes")  # free-text fields that quote the input: ea
 
 
 def checked_result(spec: ToolSpec[In, Out], result: Out) -> Out:
-    """The result as its client will check it: valid against its own model (fields assigned after
-    construction are not validated by pydantic; a client rejects the whole result), with no NaN or infinity
-    in a number (JSON has none: it would reach the client as null in a float field), and every warning or
-    note one line of at most MESSAGE_LIMIT characters. A violation is a bug of ours: an internal error."""
+    """The result with every warning or note one line of at most MESSAGE_LIMIT characters. Finite numbers and valid
+    fields are the result models' own checks (server.results.ResultModel)."""
     _shorten_text_lists(result)
-    data = result.model_dump(mode="python")
-    bad = _non_finite(data)
-    if bad is not None:
-        raise ValueError(f"{spec.name} result has a non-finite number at {bad}")
-    spec.result_model.model_validate(data)  # raises ValidationError, reported as an internal error
     return result
 
 
@@ -172,19 +164,3 @@ def _shorten_text_lists(model: BaseModel) -> None:
         items = getattr(model, name, None)
         if isinstance(items, list) and any(isinstance(x, str) and len(x) > MESSAGE_LIMIT for x in items):
             setattr(model, name, [shorten_message(x) if isinstance(x, str) else x for x in items])
-
-
-def _non_finite(value: Any, where: str = "result") -> str | None:
-    """The path of the first NaN or infinite float in a dumped result, or None (iterative: results are small but
-    may hold lists of rows)."""
-    stack = [(value, where)]
-    while stack:
-        v, at = stack.pop()
-        if isinstance(v, float):
-            if not math.isfinite(v):
-                return at
-        elif isinstance(v, dict):
-            stack.extend((x, f"{at}.{k}") for k, x in v.items())
-        elif isinstance(v, list | tuple):
-            stack.extend((x, f"{at}[{i}]") for i, x in enumerate(v))
-    return None

@@ -10,13 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, StringConstraints
+from pydantic import BeforeValidator, Field, StringConstraints
 
 from perf_models.assess import spec_roof
 from perf_models.dtypes import try_normalize_dtype
 from perf_models.errors import UnknownArchError
 from perf_models.hardware import GpuSpec, get_gpu, known_keys
 from server.errors import shorten_message
+from server.results import ResultModel
 from server.roots import DataRoots
 from server.scoring.arch import ResolvedArch
 from server.scoring.records import RooflineTable
@@ -91,7 +92,7 @@ def resolve_output_dir(roots: DataRoots, output_dir: str) -> Path:
     return roots.resolve(output_dir, what="output_dir")
 
 
-class PeaksUsed(BaseModel):
+class PeaksUsed(ResultModel):
     """The roofs a result was scored against, what they are and where they come from, and where the GPU came
     from. A roof is the datasheet dense peak, or an achievable peak measured with a stated method (AMD MAF)."""
 

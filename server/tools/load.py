@@ -6,13 +6,14 @@ import math
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from perf_models.registry import lookup
 from server.errors import shorten_middle
 from server.folder import layout
 from server.folder.cache import cached_load
 from server.numbers import finite
+from server.results import ResultModel
 from server.scoring.records import short_args
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import CategoryArg, OutputDir, resolve_output_dir
@@ -25,7 +26,7 @@ class LoadInput(ToolInput):
     category: CategoryArg
 
 
-class TopOp(BaseModel):
+class TopOp(ResultModel):
     row: int = Field(description="row index in <cat>_ops.csv (0-based, header excluded)")
     name: str
     args: str = Field(description="tensor inputs as `(shape) dtype`, `<br>` between inputs")
@@ -34,7 +35,7 @@ class TopOp(BaseModel):
     percent_of_total: float | None = Field(None, description="% of the E2E baseline")
 
 
-class LoadResult(BaseModel):
+class LoadResult(ResultModel):
     status: Literal["OK", "NO_DATA"] = Field(
         description="OK, or NO_DATA: the trace has no attention ops of this category (write 'No SDPA operations "
         "found in trace')"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import math
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import Field, model_validator
 
 from perf_models.config import AttentionConfig, BwdConvention, Mask, PagedInfo, VarlenInfo
 from perf_models.errors import PerfModelError
 from perf_models.model_attention import model_attention as estimate_attention
 from server.errors import InputError
+from server.results import ResultModel
 from server.scoring.arch import gpu_by_name_or_file
 from server.scoring.fields import result_model, result_values
 from server.scoring.verdicts import verdict
@@ -113,7 +114,7 @@ class ModelInput(ToolInput):
         return self
 
 
-class MaskOut(BaseModel):
+class MaskOut(ResultModel):
     kind: str = Field(description="none | causal | sliding_window")
     alignment: str | None = Field(None, description="top_left | bottom_right (causal and windows)")
     window_left: int | None = None
@@ -121,7 +122,7 @@ class MaskOut(BaseModel):
     label: str
 
 
-class ConfigOut(BaseModel):
+class ConfigOut(ResultModel):
     batch: int
     heads_q: int
     heads_kv: int
@@ -139,7 +140,7 @@ class ConfigOut(BaseModel):
     paged_context_tokens: int | None = None
 
 
-class BandOut(BaseModel):
+class BandOut(ResultModel):
     id: str
     low_pct: float
     high_pct: float
@@ -153,7 +154,7 @@ class BandOut(BaseModel):
     measured_on: str = Field(description="the GPU the band's published figures come from")
 
 
-class _ModelHead(BaseModel):
+class _ModelHead(ResultModel):
     """What was modeled, on which roofs (the catalogue's fields follow)."""
 
     config: ConfigOut

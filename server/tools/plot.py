@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from server.errors import InputError
 from server.folder import layout
+from server.results import ResultModel
 from server.scoring.category import scored_categories
 from server.scoring.chart import chart_ceilings, chart_points
 from server.scoring.ranked import ranking_mismatch
@@ -29,7 +30,7 @@ class PlotInput(ToolInput):
     bytes_model: BytesModelArg = "compulsory"
 
 
-class PlotResult(BaseModel):
+class PlotResult(ResultModel):
     categories: list[str]
     files: list[str] = Field(description="PNG files written under <output_dir>/plots/")
     gpu: str

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from server.errors import InputError
+from server.results import ResultModel
 from server.scoring.category import score_category
 from server.scoring.outputs import write_metrics, write_roofline_table
 from server.scoring.ranked import metrics_no_findings_reason
@@ -37,7 +38,7 @@ class RankInput(ToolInput):
     bytes_model: BytesModelArg = "compulsory"
 
 
-class Lever(BaseModel):
+class Lever(ResultModel):
     """One change and what it buys the finding's members (from the models; the numbers to write)."""
 
     change: str
@@ -49,7 +50,7 @@ class Lever(BaseModel):
     compared_with: str | None = Field(None, description="what time_ms is, when not today's time")
 
 
-class BandReference(BaseModel):
+class BandReference(ResultModel):
     """The published kernels behind the dominant member's expected band (name and source go in a table cell)."""
 
     operation: str
@@ -67,7 +68,7 @@ class BandReference(BaseModel):
     time_at_reference_ms: float | None = Field(None, description="the member's time at the reference's efficiency")
 
 
-class FindingSummary(BaseModel):
+class FindingSummary(ResultModel):
     rank: int
     bound_type: str | None
     library: str
@@ -94,7 +95,7 @@ class FindingSummary(BaseModel):
     )
 
 
-class RankResult(BaseModel):
+class RankResult(ResultModel):
     category: str
     status: Literal["OK", "NO_DATA"]
     comparison_scope: str

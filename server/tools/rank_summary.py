@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from server.ranks.read import load_summary
 from server.ranks.result import MAX_LISTED, CategorySpread, RankError, Straggler, spreads, stragglers
+from server.results import ResultModel
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import OutputDir, resolve_output_dir
 from server.vocab import CATEGORY_HELP, STRAGGLER_RATIO, Category
@@ -22,7 +23,7 @@ class RankSummaryInput(ToolInput):
     offset: Annotated[int, Field(ge=0, description="findings to skip before the page (paging)")] = 0
 
 
-class PartialShape(BaseModel):
+class PartialShape(ResultModel):
     """An attention shape that only some ranks run (uneven packing or sharding)."""
 
     category: str
@@ -35,7 +36,7 @@ class PartialShape(BaseModel):
     absent_ranks: list[int] | None = Field(None, description=f"where it does not (at most {MAX_LISTED})")
 
 
-class RankSummaryResult(BaseModel):
+class RankSummaryResult(ResultModel):
     summary_file: str
     output_dir: str
     folder_rank: int | None = Field(None, description="the rank of output_dir when it is one of the rank folders")

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from server.errors import InputError, shorten_message
 from server.folder import layout
 from server.render.report import CategorySection, FindingRow, PeakSource, ReportContext, render_report_html
+from server.results import ResultModel
 from server.roots import DataRoots
 from server.scoring.category import scored_categories
 from server.scoring.chart import chart_ceilings, chart_points, report_op_rows
@@ -36,7 +37,7 @@ class ReportInput(ToolInput):
     ] = None
 
 
-class ReportResult(BaseModel):
+class ReportResult(ResultModel):
     report_file: str
     categories: list[str] = Field(description="categories in the report (those with an ops CSV)")
     warnings: list[str] = Field(

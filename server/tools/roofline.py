@@ -9,6 +9,7 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from server.numbers import finite
+from server.results import ResultModel
 from server.scoring.category import score_category
 from server.scoring.fields import result_model, result_values
 from server.scoring.outputs import write_roofline_table
@@ -53,7 +54,7 @@ RooflineRow = result_model(
 )
 
 
-class RooflineResult(BaseModel):
+class RooflineResult(ResultModel):
     category: str
     status: Literal["OK", "NO_DATA"]
     bytes_model: str

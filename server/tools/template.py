@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from server.errors import InputError, shorten_middle
 from server.findings.spec import SLOT_CLOSE, SLOT_OPEN
 from server.findings.template import render_findings_template as render_template
 from server.folder import layout
 from server.folder.read import check_analysis_folder, read_json_file
+from server.results import ResultModel
 from server.scoring.ranking import OURS
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import CategoryArg, OutputDir, resolve_output_dir
@@ -24,12 +25,12 @@ MAX_SLOTS_LISTED = 60
 SLOT_HINT_CHARS = 160
 
 
-class Slot(BaseModel):
+class Slot(ResultModel):
     line: int = Field(description="1-based line of the findings file")
     hint: str = Field(description="what the slot needs (shortened)")
 
 
-class TemplateResult(BaseModel):
+class TemplateResult(ResultModel):
     category: str
     findings_file: str = Field(description="where the skeleton was written: read it with the Read tool")
     wrote_main_file: bool = Field(description="False when a findings file existed and was left untouched")

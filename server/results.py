@@ -1,0 +1,18 @@
+"""The base of every tool result model: what a client checks, pydantic checks when the result is built.
+
+JSON has no NaN or infinity (a NaN float reaches a client as null in a float field and fails its schema), so a
+non-finite float is refused at construction (`allow_inf_nan=False`), and a field assigned after construction is
+validated too (`validate_assignment=True`). A violation is a bug of ours: the tools report it as an internal
+error, never as a result.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+
+class ResultModel(BaseModel):
+    model_config = ConfigDict(allow_inf_nan=False, validate_assignment=True)
+
+
+__all__ = ["ResultModel"]
