@@ -1,13 +1,13 @@
 """Write a compact JSON document whose one big list of objects is built column by column, in pieces.
 
-Why hand-written: a metrics document holds one object of ~70 values per op row; on 10^5 rows with real call
-stacks that is ~500 MB of JSON. Building the 10^5 nested dicts and handing them to orjson (the fastest JSON
-library) takes ~2.3 s and holds every dict and the whole output in memory at once; no library writes a list
-of records from columns. Here each field of the per-row object is a column of ready JSON texts (numbers
-formatted by orjson from numpy arrays, each distinct string or list encoded once) and rows are joined a chunk
-at a time with C-level joins, streamed to the file. The bytes are exactly those of
-`orjson.dumps(doc, option=OPT_SERIALIZE_NUMPY | OPT_NON_STR_KEYS) + b"\\n"` with the list in place
-(tests/server/writers/test_server_json_columns.py checks it against orjson on every kind of field).
+Kept hand-written for bench/bench_server.py (the 100,000-row path's memory and time targets). Why: a metrics
+document holds one object of ~70 values per op row; on 10^5 rows with real call stacks that is ~500 MB of JSON.
+Building the 10^5 nested dicts and handing them to orjson (the fastest JSON library) takes ~2.3 s and holds every
+dict and the whole output in memory at once; no library writes a list of records from columns. Here each field of
+the per-row object is a column of ready JSON texts (numbers formatted by orjson from numpy arrays, each distinct
+string or list encoded once) and rows are joined a chunk at a time with C-level joins, streamed to the file. The
+bytes are exactly those of `orjson.dumps(doc, option=OPT_SERIALIZE_NUMPY | OPT_NON_STR_KEYS) + b"\\n"` with the list
+in place (tests/server/writers/test_server_json_columns.py checks it against orjson on every kind of field).
 
 An item is an `Obj` of `Field`s; a field's value is a nested `Obj` or a `Column` that gives the JSON text of
 rows [start, stop). Runs of consecutive fields whose columns have few distinct values are pre-rendered once per
