@@ -11,10 +11,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from perf_models.config import Direction
 from perf_models.kernels import is_decode_kernel as kernels_is_decode
 from perf_models.kernels import kernel_group_role
+from perf_models.ops.types import AttentionType
 from perf_models.registry import is_attention_op as registry_is_attention_op
-from perf_models.registry import is_wrapper_op
+from perf_models.registry import is_wrapper_op, lookup
 
 # Ops that only dispatch to the op doing the work: the row is the op below them.
 WRAPPER_OPS = frozenset({"aten::scaled_dot_product_attention"})
@@ -25,12 +27,6 @@ SOFTMAX_OPS = frozenset({"aten::softmax", "aten::_softmax", "aten::_safe_softmax
 COPY_OPS = frozenset({"aten::contiguous", "aten::clone", "aten::copy_"})
 DROPOUT_OPS = frozenset({"aten::dropout", "aten::native_dropout", "aten::feature_dropout"})
 MASK_OPS = frozenset({"aten::add", "aten::add_", "aten::masked_fill", "aten::masked_fill_", "aten::where"})
-INFERENCE_OPS_PREFIXES = (
-    "vllm::unified_attention",
-    "aiter::mha_batch_prefill",
-    "sglang_profiler::attention_paged_attention_ragged",
-    "sglang_profiler::mha__mha_batch_prefill",
-)
 # KV-cache writes: their own ops (vLLM's unified_kv_cache_update / reshape_and_cache_flash, SGLang's set_kv_buffer /
 # store_cache) whose kernels are accounted beside the attention call they feed, never inside its time
 KV_CACHE_OPS_RE = re.compile(
@@ -59,13 +55,26 @@ def is_autograd_node(name: str) -> bool:
     return bool(_AUTOGRAD_NODE_RE.match(name))
 
 
-def is_backward_name(name: str) -> bool:
+def _name_says_backward(name: str) -> bool:
     n = name.lower()
     return "backward" in n or n.endswith("_bwd") or "::bwd" in n or "mha_bwd" in n
 
 
+@lru_cache(maxsize=65536)
+def is_backward_name(name: str) -> bool:
+    """Whether an op of a call's chain is a backward: the registry's direction for the ops it knows; the name's
+    words only for the ops around them it does not (autograd evaluate_function wrappers, unknown wrappers)."""
+    spec = lookup(name)
+    if spec is not None:
+        return spec.direction is Direction.BWD
+    return _name_says_backward(name)
+
+
+@lru_cache(maxsize=65536)
 def is_inference_op(name: str) -> bool:
-    return name.startswith(INFERENCE_OPS_PREFIXES)
+    """Whether an op is paged (serving) attention, as the registry declares it (category inferenceattention)."""
+    spec = lookup(name)
+    return spec is not None and spec.attention_type is AttentionType.PAGED
 
 
 @lru_cache(maxsize=65536)
