@@ -202,7 +202,7 @@ def human_model(r: Any) -> str:
         ["efficiency % (roofline)", r.efficiency_pct],
         ["efficiency % (datasheet)", r.efficiency_datasheet_pct],
         ["tensor % / HBM %", f"{fmt(r.compute_pct)} / {fmt(r.memory_pct)}"],
-        ["expected band", f"{r.band.low_pct:g}-{r.band.high_pct:g} % {r.band.metric} ({r.band_status})" if r.band
+        ["expected band", f"{r.band.low_pct:.1f}-{r.band.high_pct:.1f} % {r.band.metric} ({r.band_status})" if r.band
          else "no reference band"],
     ]
     lines = [_peaks_line(r.peaks), table(["quantity", "value"], rows), f"verdict: {r.verdict}"]

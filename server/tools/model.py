@@ -85,6 +85,11 @@ class ModelInput(ToolInput):
         Field(description="MLA latent cache (DeepSeek/FlashMLA): V is the first head_dim_v columns of K's cache, so "
               "each cached token is read once"),
     ] = False
+    kv_cache_token_bytes: Annotated[
+        PositiveInt | None,
+        Field(description="bytes of one cached token per KV head when the cache has its own layout (FlashMLA's fp8 "
+              "MLA cache: 656 = 512 fp8 latent + 4 fp32 scales + 64 bf16 RoPE); default: head dims × the cache dtype"),
+    ] = None
     tiled_bwd_model: Annotated[
         Literal["two_pass", "single_pass"],
         Field(description="tiled backward bytes: two_pass (a dK/dV pass and a dQ pass, the seed PR's model) or "
@@ -224,6 +229,7 @@ def _config(args: ModelInput) -> AttentionConfig:
         varlen=varlen,
         paged=paged,
         shared_kv=args.shared_kv,
+        kv_cache_token_bytes=args.kv_cache_token_bytes,
     )
 
 

@@ -405,3 +405,11 @@ def test_gpus_without_published_numbers_say_so() -> None:
     # a call too small to fill the GPU: 1 × 8 heads × 512 tokens = 32 tiles of 128 rows for 132 SMs
     r = model(batch=1, heads_q=8, seq_q=512, head_dim=128, arch="h100-sxm", measured_us=20.0)
     assert r.band is None and "too small to fill the GPU" in r.verdict
+
+
+def test_flashmla_fp8_cache_layout_through_the_tool() -> None:
+    # 128 decode requests x 4096 context, 128 query heads, one latent KV head: Q 128·128·576·2 B, O 128·128·512·2 B,
+    # LSE 128·128·4 B, and the cache 128·4096 tokens × 656 B (512 fp8 latent + 4 fp32 scales + 64 bf16 RoPE)
+    r = model(batch=128, heads_q=128, heads_kv=1, seq_q=1, seq_kv=4096, head_dim=576, head_dim_v=512,
+              shared_kv=True, kv_cache_token_bytes=656, arch="h100-sxm")
+    assert r.bytes_compulsory == 128 * 128 * 576 * 2 + 128 * 128 * 512 * 2 + 128 * 128 * 4 + 128 * 4096 * 656
