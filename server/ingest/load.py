@@ -18,6 +18,7 @@ from server.ingest.tree import HostForest
 from server.roots import UNRESTRICTED, DataRoots
 
 Stage = Callable[[float, str], None]
+STREAMING = True  # False: every trace parsed as one document (the reference the streamed read is tested against)
 
 
 def load_trace(
@@ -26,8 +27,10 @@ def load_trace(
     """Read and index one trace (opened through `roots`). Raises TraceError (one line) for anything that is not
     a GPU trace (a graph-capture trace may have no kernels at all: `require_gpu=False`)."""
     report = stage or (lambda _f, _m: None)
-    reader = TraceReader(path, progress=lambda frac: report(frac, "parse"), roots=roots)
     builder = EventTablesBuilder(keep_args=N.keep_args)
+    reader = TraceReader(
+        path, progress=lambda frac: report(frac, "parse"), roots=roots, decode=builder.decoder(), stream=STREAMING
+    )
     # The raw event objects are acyclic and die with their chunk; the cyclic GC only rescans them.
     try:
         with gc_paused():
