@@ -67,6 +67,39 @@ class Table:
         return len(next(iter(self.cols.values()))) if self.cols else 0
 
 
+class _Growing:
+    """Columns appended a piece at a time into arrays that grow by doubling. A large numpy array is mapped memory whose
+    untouched tail costs nothing, and the old one is unmapped when it grows: the columns are held once, never as
+    thousands of small heap blocks (which the allocator keeps after they are freed) plus their concatenation."""
+
+    _FIRST = 1 << 15
+
+    def __init__(self) -> None:
+        self.cols: dict[str, np.ndarray] = {}
+        self.n = 0
+
+    def append(self, part: dict[str, np.ndarray]) -> None:
+        k = len(next(iter(part.values()))) if part else 0
+        if not k:
+            return
+        need = self.n + k
+        for key, values in part.items():
+            col = self.cols.get(key)
+            if col is None or len(col) < need:
+                cap = max(self._FIRST, need, 2 * (len(col) if col is not None else 0))
+                grown = np.empty(cap, dtype=values.dtype)
+                if col is not None:
+                    grown[: self.n] = col[: self.n]
+                col = self.cols[key] = grown
+            elif col.dtype != values.dtype:
+                raise TypeError(f"column {key}: {values.dtype} after {col.dtype}")
+            col[self.n : need] = values
+        self.n = need
+
+    def columns(self) -> dict[str, np.ndarray]:
+        return {key: col[: self.n] for key, col in self.cols.items()}
+
+
 @dataclass
 class TraceEvents:
     names: list[str]
@@ -120,7 +153,7 @@ class EventTablesBuilder:
         self._thread_ids: dict[tuple[Any, Any], int] = {}
         self._cat_cache: dict[Any, int] = {}
         self.rows: dict[str, list[tuple[Any, ...]]] = {k: [] for k in _COLS}
-        self._parts: dict[str, list[dict[str, np.ndarray]]] = {k: [] for k in _COLS}
+        self._parts: dict[str, _Growing] = {k: _Growing() for k in _COLS}
         self._cpu_done = 0  # cpu rows already moved into `_parts`
         self._sig_ids: dict[bytes, int] = {}
         self.signatures: list[tuple[Any, Any, Any, Any]] = []
@@ -395,12 +428,8 @@ class EventTablesBuilder:
             threads[i] = key
         tables = {}
         for family, spec in _SPECS.items():
-            parts = self._parts[family]
-            self._parts[family] = []
-            if not parts:
-                tables[family] = Table(_columns({k: () for k in _COLS[family]}, *spec))
-            else:
-                tables[family] = Table({k: np.concatenate([p[k] for p in parts]) for k in _COLS[family]})
+            grown = self._parts.pop(family).columns()
+            tables[family] = Table(grown if grown else _columns({k: () for k in _COLS[family]}, *spec))
         excluded, example, cpu_sig = _drop_unusable_times(tables, self.cpu_sig, self._names)
         return TraceEvents(
             names=self._names,
@@ -519,6 +548,9 @@ def _prepare_signature(fields: Signature) -> PreparedSignature:
 
 
 # per family: (int columns, id columns, bool columns); the rest are float
+# codes into `names` / `threads` and the GPU kind fit narrower integers (the limit on a trace's size keeps a code below
+# 2**31); every other integer column is int64
+_NARROW: dict[str, type[np.integer[Any]]] = {"name": np.int32, "thread": np.int32, "kernel": np.int32, "kind": np.int8}
 _SPECS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     "cpu": (("name", "thread", "ordinal"), ("ext", "seq", "fwd_tid"), ()),
     "rt": (("name", "thread", "ordinal", "kernel"), ("corr", "ext"), ()),
@@ -578,7 +610,7 @@ def _columns(
     out: dict[str, np.ndarray] = {}
     for k, v in cols.items():
         if k in ints:
-            out[k] = np.asarray(v, dtype=np.int64)
+            out[k] = np.asarray(v, dtype=_NARROW.get(k, np.int64))
         elif k in ids:
             out[k] = _id_array(v, bad_ids)
         elif k in bools:
@@ -636,14 +668,15 @@ def _drop_unusable_times(
     all the trace's time stamps, at least 1 s, from their median). One kernel at ts=1e30 would otherwise push
     every interval computation into float64 rounding and zero every kernel time. Returns how many went, one
     example, and the cpu signature map renumbered for the kept cpu rows."""
-    stamps = [t["ts"][np.isfinite(t["ts"])] for t in tables.values() if len(t)]
+    stamps = [t["ts"][np.abs(t["ts"]) <= _MAX_TIME_US] for t in tables.values() if len(t)]  # finite, and not far
     every = np.concatenate(stamps) if stamps else np.zeros(0)
-    every = every[np.abs(every) <= _MAX_TIME_US]
+    del stamps
     if len(every):
-        lo, mid, hi = np.quantile(every, [0.01, 0.5, 0.99])
+        lo, mid, hi = np.quantile(every, [0.01, 0.5, 0.99], overwrite_input=True)  # the same values, no copy
         reach = min(_OUTLIER_SPREADS * max(float(hi - lo), _SPREAD_FLOOR_US), _MAX_TIME_US)
     else:
         mid, reach = 0.0, _MAX_TIME_US
+    del every
     excluded = 0
     example: str | None = None
     for family, table in tables.items():

@@ -37,9 +37,9 @@ import orjson
 from server.ingest.errors import TraceError
 from server.roots import UNRESTRICTED, DataRoots
 
-CHUNK_BYTES = 4 << 20  # parse granularity: big enough to amortise, small enough to stay in cache/RAM
-READ_BYTES = 8 << 20  # compressed (or plain) bytes read per block
-_MAX_OUT = 16 << 20  # decompressed bytes produced per zlib call
+CHUNK_BYTES = 2 << 20  # parse granularity: big enough to amortise, small enough that a piece's objects stay small
+READ_BYTES = 4 << 20  # compressed (or plain) bytes read per block
+_MAX_OUT = 4 << 20  # decompressed bytes produced per zlib call
 
 MAX_BYTES_ENV = "SDPA_ANALYZER_MAX_TRACE_BYTES"  # the uncompressed-size limit: bytes, or with K/M/G/T (binary)
 DEFAULT_MAX_BYTES = 64 << 30
