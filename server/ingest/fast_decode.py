@@ -136,11 +136,9 @@ class PieceDecoder:
         keep, cache = self._keep_args, self._raw_cache
         for i in cpu_at:
             e = events[i]
-            if e.args is None or e.ts is None:
+            if e.ts is None or not keep(e.name if e.name is not None else ""):
                 continue
-            if not keep(e.name if e.name is not None else ""):
-                continue
-            a = e.args
+            a = e.args or NO_ARGS
             raws = (a.dims, a.types, a.strides, a.concrete)
             key = b"\x00".join(bytes(r) for r in raws)  # NUL never occurs in a JSON value's text
             got = cache.get(key)
