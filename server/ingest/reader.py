@@ -51,6 +51,7 @@ _END_RE = re.compile(rb"\}\s*\]")
 _TOKEN_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|["{}\[\]]', re.S)
 _WS = b" \t\r\n"
 _WS_RUN = re.compile(rb"[ \t\r\n]*+")
+_SPACE_RUN = re.compile(rb" *+")  # a single-byte repeat: sre's tightest loop, ~2.5x the class above on padding
 _STRING_BODY = re.compile(rb'(?:[^"\\]++|\\.)*+', re.S)  # up to a string's closing quote (or the block's end)
 _KEY = b'"traceEvents"'
 _FAST_TRIES = 4  # boundary candidates tried by parsing before the token scan takes over
@@ -402,8 +403,8 @@ class _Buffer:
         return True
 
     def skip_ws(self) -> None:
-        m = _WS_RUN.match(self.buf, self.pos)  # C speed: megabytes of padding in one call
-        self.pos = m.end() if m is not None else self.pos
+        pos = _SPACE_RUN.match(self.buf, self.pos).end()  # C speed: megabytes of padding in one call
+        self.pos = _WS_RUN.match(self.buf, pos).end()  # type: ignore[union-attr]
 
 
 class _Compactor:
@@ -442,9 +443,9 @@ class _Compactor:
                 pos = self._string(block, pos, n)
                 continue
             if self.key_state:
-                m = _WS_RUN.match(block, pos)
-                self.removed += m.end() - pos
-                pos = m.end()
+                end = _WS_RUN.match(block, _SPACE_RUN.match(block, pos).end()).end()  # type: ignore[union-attr]
+                self.removed += end - pos
+                pos = end
                 if pos == n:
                     break
                 c = block[pos]
