@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from dataclasses import fields, replace
 from html.parser import HTMLParser
@@ -189,6 +190,19 @@ def kernel_trace(kernels: list[dict], device: str | None = "NVIDIA H100 80GB HBM
     return doc
 
 
+_RUN_FIELDS = re.compile(rb'("(?:sdpa_analyzer_)?run_id": ")[0-9a-f]+(")|("(?:started|finished)_at": ")[^"]+(")')
+
+
+def folder_bytes(folder: Path) -> dict[str, bytes]:
+    """Every file of an analysis folder, by relative path, with what differs between two runs of the same analysis
+    (the run id and the finish time) blanked: two runs that computed the same thing compare equal."""
+    return {
+        str(p.relative_to(folder)): _RUN_FIELDS.sub(rb"\1\3-\2\4", p.read_bytes())
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
 __all__ = [
     "FIXTURES_WITH_OPS",
     "FLASH_OP",
@@ -196,6 +210,7 @@ __all__ = [
     "SDPA_ARGS",
     "SHARED",
     "copy_fixture",
+    "folder_bytes",
     "kernel_trace",
     "make_folder",
     "make_large_folder",

@@ -31,12 +31,14 @@ class TraceContext:
     def name_mask(self, pred: Any, family: int | None = None) -> np.ndarray:
         """Boolean mask over host nodes whose name satisfies `pred` (evaluated once per distinct name)."""
         f = self.forest
-        nodes = np.arange(len(f)) if family is None else np.flatnonzero(f.fam == family)
-        codes = f.name[nodes]
-        uniq, inv = np.unique(codes, return_inverse=True)
-        flags = np.fromiter((bool(pred(self.ev.names[c])) for c in uniq.tolist()), dtype=bool, count=len(uniq))
+        codes = f.name if family is None else f.name[f.fam == family]
+        uniq = np.unique(codes)
+        flags = np.zeros(len(self.ev.names), dtype=bool)  # per name code (a lookup table, not an inverse per node)
+        flags[uniq] = np.fromiter((bool(pred(self.ev.names[c])) for c in uniq.tolist()), dtype=bool, count=len(uniq))
+        if family is None:
+            return flags[codes]
         out = np.zeros(len(f), dtype=bool)
-        out[nodes] = flags[inv]
+        out[f.fam == family] = flags[codes]
         return out
 
     def node_name(self, node: int) -> str:

@@ -27,6 +27,7 @@ import orjson
 
 from perf_models.literals import MAX_NESTING
 from server.ingest.errors import TraceError
+from server.ingest.fast_decode import NO_ARGS, Event, FastPiece, PieceDecoder, PreparedSignature, Signature
 
 # event families (host side)
 CPU, RT, PY, ANN = 0, 1, 2, 3
@@ -64,6 +65,39 @@ class Table:
 
     def __len__(self) -> int:
         return len(next(iter(self.cols.values()))) if self.cols else 0
+
+
+class _Growing:
+    """Columns appended a piece at a time into arrays that grow by doubling. A large numpy array is mapped memory whose
+    untouched tail costs nothing, and the old one is unmapped when it grows: the columns are held once, never as
+    thousands of small heap blocks (which the allocator keeps after they are freed) plus their concatenation."""
+
+    _FIRST = 1 << 15
+
+    def __init__(self) -> None:
+        self.cols: dict[str, np.ndarray] = {}
+        self.n = 0
+
+    def append(self, part: dict[str, np.ndarray]) -> None:
+        k = len(next(iter(part.values()))) if part else 0
+        if not k:
+            return
+        need = self.n + k
+        for key, values in part.items():
+            col = self.cols.get(key)
+            if col is None or len(col) < need:
+                cap = max(self._FIRST, need, 2 * (len(col) if col is not None else 0))
+                grown = np.empty(cap, dtype=values.dtype)
+                if col is not None:
+                    grown[: self.n] = col[: self.n]
+                col = self.cols[key] = grown
+            elif col.dtype != values.dtype:
+                raise TypeError(f"column {key}: {values.dtype} after {col.dtype}")
+            col[self.n : need] = values
+        self.n = need
+
+    def columns(self) -> dict[str, np.ndarray]:
+        return {key: col[: self.n] for key, col in self.cols.items()}
 
 
 @dataclass
@@ -119,7 +153,7 @@ class EventTablesBuilder:
         self._thread_ids: dict[tuple[Any, Any], int] = {}
         self._cat_cache: dict[Any, int] = {}
         self.rows: dict[str, list[tuple[Any, ...]]] = {k: [] for k in _COLS}
-        self._parts: dict[str, list[dict[str, np.ndarray]]] = {k: [] for k in _COLS}
+        self._parts: dict[str, _Growing] = {k: _Growing() for k in _COLS}
         self._cpu_done = 0  # cpu rows already moved into `_parts`
         self._sig_ids: dict[bytes, int] = {}
         self.signatures: list[tuple[Any, Any, Any, Any]] = []
@@ -128,6 +162,7 @@ class EventTablesBuilder:
         self.process_labels: dict[Any, str] = {}
         self.thread_names: dict[tuple[Any, Any], str] = {}
         self.n = 0
+        self._pair_codes = _PairCodes()
         self.bad_ids = [0]  # a counter _columns adds to
         self.deep_args = 0  # ops whose shape arguments nest deeper than MAX_NESTING (kept without them)
 
@@ -150,17 +185,19 @@ class EventTablesBuilder:
         return i
 
     def _cat(self, cat: Any) -> int:
-        c = str(cat).lower() if cat is not None else ""
-        if c in _HOST_CATS:
-            r = _HOST_CATS[c]
-        elif c in _GPU_CATS:
-            r = _GPU_BASE + _GPU_CATS[c]
-        else:
-            r = -1
+        r = _family(cat)
         self._cat_cache[cat] = r
         return r
 
-    def add(self, chunk: Iterable[Any]) -> None:
+    def decoder(self) -> PieceDecoder:
+        """The reader's piece decoder for this builder: typed events (see fast_decode) whose kept shape fields are
+        prepared the way `_signature` prepares them."""
+        return PieceDecoder(self._keep_args, _prepare_signature, self._pair_codes, CPU)
+
+    def add(self, chunk: Iterable[Any] | FastPiece) -> None:
+        if isinstance(chunk, FastPiece):
+            self._add_fast(chunk)
+            return
         start = self.n
         try:
             self._add(chunk)
@@ -177,14 +214,16 @@ class EventTablesBuilder:
             args.get("Input Strides"),
             args.get("Concrete Inputs"),
         )
-        if not _nesting_within(fields, MAX_NESTING):  # everything downstream recurses once per level
+        return self._intern(_prepare_signature(fields))
+
+    def _intern(self, sig: PreparedSignature) -> int:
+        """The id of a signature (identical ones stored once, numbered in order of first appearance)."""
+        if sig.deep:
             self.deep_args += 1
-            fields = (None, None, None, None)
-        key = orjson.dumps(fields)
-        sid = self._sig_ids.get(key)
+        sid = self._sig_ids.get(sig.key)
         if sid is None:
-            sid = self._sig_ids[key] = len(self.signatures)
-            self.signatures.append(tuple(_as_tuple(f) for f in fields))  # type: ignore[arg-type]
+            sid = self._sig_ids[sig.key] = len(self.signatures)
+            self.signatures.append(tuple(_as_tuple(f) for f in sig.fields))  # type: ignore[arg-type]
         return sid
 
     def _flush(self) -> None:
@@ -296,15 +335,91 @@ class EventTablesBuilder:
         finally:
             self.n = n
 
+    def _add_fast(self, piece: FastPiece) -> None:
+        """The typed events of one piece (fast_decode), with the same rows, codes and counters as `_add` gives for
+        the same events: name and thread codes are handed out in event order, as `_add` does one event at a time."""
+        evs, base, code = piece.events, self.n, piece.codes
+        x_at = np.flatnonzero((code >= 0) & (code < _FLOW))  # X events of a family we keep
+        flow_at = np.flatnonzero(code == _FLOW)
+        x_at, xs, x_ts = _with_times(evs, x_at)
+        flow_at, fs, flow_ts = _with_times(evs, flow_at)
+        x_code = code[x_at]
+        rt_sel = np.flatnonzero(x_code == RT)
+        kernels = [(xs[j].args or NO_ARGS).kernel for j in rt_sel.tolist()]
+        has_kernel = np.flatnonzero(np.array([k is not None for k in kernels], dtype=bool))
+        name_codes, kernel_codes = _encode(
+            [
+                ([e.name for e in xs], 2 * x_at),
+                ([kernels[j] for j in has_kernel.tolist()], 2 * x_at[rt_sel[has_kernel]] + 1),
+            ],
+            self._name_ids,
+            self._name,
+        )
+        x_threads, flow_threads = _encode_threads(xs, x_at, fs, flow_at, self._thread_ids, self._thread)
+        rt_kernel = np.full(len(rt_sel), -1, dtype=np.int64)
+        rt_kernel[has_kernel] = kernel_codes
+        for family, fam_code in (("cpu", CPU), ("rt", RT), ("py", PY), ("ann", ANN), ("gpu", _GPU_BASE)):
+            if fam_code == RT:
+                sel = rt_sel
+            else:
+                sel = np.flatnonzero(x_code == fam_code if fam_code < _GPU_BASE else x_code >= fam_code)
+            if not len(sel):
+                continue
+            picked = sel.tolist()
+            sub = [xs[j] for j in picked]
+            cols: dict[str, Any] = {
+                "name": name_codes[sel],
+                "thread": x_threads[sel],
+                "ts": [x_ts[j] for j in picked],
+                "dur": [e.dur or 0.0 for e in sub],
+                "ordinal": base + x_at[sel],
+            }
+            if family in ("cpu", "rt", "gpu"):
+                args = [e.args or NO_ARGS for e in sub]
+                cols["ext"] = [a.ext for a in args]
+                if family == "cpu":
+                    cols["seq"] = [a.seq for a in args]
+                    cols["fwd_tid"] = [a.fwd_tid for a in args]
+                    self._fast_signatures(piece, x_at[sel])
+                else:
+                    cols["corr"] = [a.corr for a in args]
+                if family == "rt":
+                    cols["kernel"] = rt_kernel
+                elif family == "gpu":
+                    cols["kind"] = x_code[sel] - _GPU_BASE
+                    cols["stream"] = [a.stream for a in args]
+                    cols["device"] = [a.device for a in args]
+            self._parts[family].append(_columns({k: cols[k] for k in _COLS[family]}, *_SPECS[family], self.bad_ids))
+        if len(flow_at):
+            cols = {"is_start": [e.ph == "s" for e in fs], "id": [e.id for e in fs], "thread": flow_threads,
+                    "ts": flow_ts}
+            self._parts["flow"].append(_columns(cols, *_SPECS["flow"], self.bad_ids))
+        for i in np.flatnonzero(code == _META).tolist():
+            e = evs[i]
+            self._metadata_fields(e.name, e.pid, e.tid, (e.args or NO_ARGS).name, (e.args or NO_ARGS).labels)
+        self.n = base + len(evs)
+
+    def _fast_signatures(self, piece: FastPiece, at: np.ndarray) -> None:
+        """Shape signatures of this piece's cpu rows at event positions `at` whose names keep their shapes."""
+        cpu_base = self._cpu_done
+        self._cpu_done += len(at)
+        prepared = piece.signatures
+        for row, i in enumerate(at.tolist()):
+            sig = prepared.get(i)
+            if sig is not None:
+                self.cpu_sig[cpu_base + row] = self._intern(sig)
+
     def _metadata(self, e: dict[str, Any]) -> None:
-        nm = e.get("name")
         a = e.get("args") or {}
+        self._metadata_fields(e.get("name"), e.get("pid"), e.get("tid"), a.get("name", ""), a.get("labels", ""))
+
+    def _metadata_fields(self, nm: Any, pid: Any, tid: Any, name: Any, labels: Any) -> None:
         if nm == "process_name":
-            self.process_names[e.get("pid")] = str(a.get("name", ""))
+            self.process_names[pid] = str(name)
         elif nm == "process_labels":
-            self.process_labels[e.get("pid")] = str(a.get("labels", ""))
+            self.process_labels[pid] = str(labels)
         elif nm == "thread_name":
-            self.thread_names[(e.get("pid"), e.get("tid"))] = str(a.get("name", ""))
+            self.thread_names[(pid, tid)] = str(name)
 
     def finish(self) -> TraceEvents:
         self._flush()
@@ -313,12 +428,8 @@ class EventTablesBuilder:
             threads[i] = key
         tables = {}
         for family, spec in _SPECS.items():
-            parts = self._parts[family]
-            self._parts[family] = []
-            if not parts:
-                tables[family] = Table(_columns({k: () for k in _COLS[family]}, *spec))
-            else:
-                tables[family] = Table({k: np.concatenate([p[k] for p in parts]) for k in _COLS[family]})
+            grown = self._parts.pop(family).columns()
+            tables[family] = Table(grown if grown else _columns({k: () for k in _COLS[family]}, *spec))
         excluded, example, cpu_sig = _drop_unusable_times(tables, self.cpu_sig, self._names)
         return TraceEvents(
             names=self._names,
@@ -342,7 +453,104 @@ class EventTablesBuilder:
         )
 
 
+_FLOW, _META = 20, 30  # fast-path codes of (ph, cat) pairs beside the families (0..3 host, 10..13 GPU, -1 ignored)
+
+
+def _family(cat: Any) -> int:
+    """The encoded family of an X event's category (host 0..3, GPU 10..13), -1 for the ones we ignore."""
+    c = str(cat).lower() if cat is not None else ""
+    if c in _HOST_CATS:
+        return _HOST_CATS[c]
+    if c in _GPU_CATS:
+        return _GPU_BASE + _GPU_CATS[c]
+    return -1
+
+
+class _PairCodes(dict[tuple[Any, Any], int]):
+    """(ph, cat) -> what `_add` does with such an event: its family, _FLOW, _META, or -1."""
+
+    def __missing__(self, key: tuple[Any, Any]) -> int:
+        ph, cat = key
+        if ph == "X":
+            code = _family(cat)
+        elif ph in ("s", "f"):
+            code = _FLOW if cat == "ac2g" else -1
+        else:
+            code = _META if ph == "M" else -1
+        self[key] = code
+        return code
+
+
+def _with_times(evs: list[Event], at: np.ndarray) -> tuple[np.ndarray, list[Event], list[float]]:
+    """The events at `at` that have a `ts` (`_add` skips the others): their positions, the events, their times."""
+    sub = [evs[i] for i in at.tolist()]
+    ts = [e.ts for e in sub]
+    if None in ts:
+        keep = np.array([t is not None for t in ts], dtype=bool)
+        at = at[keep]
+        sub = [e for e in sub if e.ts is not None]
+        ts = [e.ts for e in sub]
+    return at, sub, ts  # type: ignore[return-value]
+
+
+def _encode(
+    sources: list[tuple[list[Any], np.ndarray]], table: dict[Any, int], assign: Callable[[Any], int]
+) -> list[np.ndarray]:
+    """Codes of the keys of each source (keys, their positions in event order): known keys looked up, new ones
+    assigned by `assign` in position order, so every code is the one a one-event-at-a-time pass would give."""
+    out: list[np.ndarray] = []
+    misses: list[tuple[int, int, int]] = []
+    get = table.get
+    for s, (keys, pos) in enumerate(sources):
+        codes = np.array([get(k, -1) for k in keys], dtype=np.int64)
+        out.append(codes)
+        misses.extend((int(pos[j]), s, j) for j in np.flatnonzero(codes < 0).tolist())
+    misses.sort()
+    for _, s, j in misses:
+        key = sources[s][0][j]
+        got = get(key)
+        out[s][j] = assign(key) if got is None else got
+    return out
+
+
+def _encode_threads(
+    xs: list[Event], x_at: np.ndarray, fs: list[Event], flow_at: np.ndarray, table: dict[Any, int],
+    assign: Callable[[Any], int],
+) -> list[np.ndarray]:
+    """Thread codes of the X events and the flow events, as `_encode` gives for their (pid, tid) keys; integer pids
+    and tids (Kineto's) are grouped by numpy, so only each distinct pair of a piece is looked up."""
+    evs = xs + fs
+    order = np.argsort(np.concatenate([x_at, flow_at]), kind="stable")
+    pids = np.array([evs[i].pid for i in order.tolist()])
+    tids = np.array([evs[i].tid for i in order.tolist()])
+    if pids.dtype != np.int64 or tids.dtype != np.int64 or not len(evs):  # str or None ids: one key at a time
+        return _encode([([(e.pid, e.tid) for e in xs], x_at), ([(e.pid, e.tid) for e in fs], flow_at)], table, assign)
+    _, pinv = np.unique(pids, return_inverse=True)
+    tu, tinv = np.unique(tids, return_inverse=True)
+    _, first, inv = np.unique(pinv * len(tu) + tinv, return_index=True, return_inverse=True)
+    pair_codes = np.empty(len(first), dtype=np.int64)
+    for k in np.argsort(first, kind="stable").tolist():  # distinct pairs in order of first appearance
+        i = int(first[k])
+        key = (int(pids[i]), int(tids[i]))
+        got = table.get(key)
+        pair_codes[k] = assign(key) if got is None else got
+    codes = np.empty(len(evs), dtype=np.int64)
+    codes[order] = pair_codes[inv.reshape(-1)]
+    return [codes[: len(xs)], codes[len(xs) :]]
+
+
+def _prepare_signature(fields: Signature) -> PreparedSignature:
+    """Shape fields as `_signature` interns them: too deep -> Nones (everything downstream recurses once per level)."""
+    deep = not _nesting_within(fields, MAX_NESTING)
+    if deep:
+        fields = (None, None, None, None)
+    return PreparedSignature(orjson.dumps(fields), fields, deep)
+
+
 # per family: (int columns, id columns, bool columns); the rest are float
+# codes into `names` / `threads` and the GPU kind fit narrower integers (the limit on a trace's size keeps a code below
+# 2**31); every other integer column is int64
+_NARROW: dict[str, type[np.integer[Any]]] = {"name": np.int32, "thread": np.int32, "kernel": np.int32, "kind": np.int8}
 _SPECS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     "cpu": (("name", "thread", "ordinal"), ("ext", "seq", "fwd_tid"), ()),
     "rt": (("name", "thread", "ordinal", "kernel"), ("corr", "ext"), ()),
@@ -402,7 +610,7 @@ def _columns(
     out: dict[str, np.ndarray] = {}
     for k, v in cols.items():
         if k in ints:
-            out[k] = np.asarray(v, dtype=np.int64)
+            out[k] = np.asarray(v, dtype=_NARROW.get(k, np.int64))
         elif k in ids:
             out[k] = _id_array(v, bad_ids)
         elif k in bools:
@@ -460,14 +668,15 @@ def _drop_unusable_times(
     all the trace's time stamps, at least 1 s, from their median). One kernel at ts=1e30 would otherwise push
     every interval computation into float64 rounding and zero every kernel time. Returns how many went, one
     example, and the cpu signature map renumbered for the kept cpu rows."""
-    stamps = [t["ts"][np.isfinite(t["ts"])] for t in tables.values() if len(t)]
+    stamps = [t["ts"][np.abs(t["ts"]) <= _MAX_TIME_US] for t in tables.values() if len(t)]  # finite, and not far
     every = np.concatenate(stamps) if stamps else np.zeros(0)
-    every = every[np.abs(every) <= _MAX_TIME_US]
+    del stamps
     if len(every):
-        lo, mid, hi = np.quantile(every, [0.01, 0.5, 0.99])
+        lo, mid, hi = np.quantile(every, [0.01, 0.5, 0.99], overwrite_input=True)  # the same values, no copy
         reach = min(_OUTLIER_SPREADS * max(float(hi - lo), _SPREAD_FLOOR_US), _MAX_TIME_US)
     else:
         mid, reach = 0.0, _MAX_TIME_US
+    del every
     excluded = 0
     example: str | None = None
     for family, table in tables.items():

@@ -74,18 +74,26 @@ def link_gpu_events(ev: TraceEvents) -> Links:
 
 
 def _link_by_flow(ev: TraceEvents, missing: np.ndarray, launch: np.ndarray) -> int:
+    """Flow arrows for the GPU rows still unlinked. Only the arrows and runtime events that can meet one of them are
+    put in the dicts (numpy narrows them first: a time that no unlinked row has cannot match), the first of each key
+    winning as in a walk over all of them."""
     flow, gpu, rt = ev.flow, ev.gpu, ev.rt
+    is_start = flow["is_start"]
+    ends = np.flatnonzero(~is_start & np.isin(flow["ts"], gpu["ts"][missing]))
+    starts = np.flatnonzero(is_start & np.isin(flow["id"], flow["id"][ends]))
     finish: dict[tuple[int, float], int] = {}
-    start: dict[int, tuple[int, float]] = {}
-    for is_start, fid, thr, ts in zip(
-        flow["is_start"].tolist(), flow["id"].tolist(), flow["thread"].tolist(), flow["ts"].tolist(), strict=True
+    for fid, thr, ts in zip(
+        flow["id"][ends].tolist(), flow["thread"][ends].tolist(), flow["ts"][ends].tolist(), strict=True
     ):
-        if is_start:
-            start.setdefault(fid, (thr, ts))
-        else:
-            finish.setdefault((thr, ts), fid)
+        finish.setdefault((thr, ts), fid)
+    start: dict[int, tuple[int, float]] = {}
+    for fid, thr, ts in zip(
+        flow["id"][starts].tolist(), flow["thread"][starts].tolist(), flow["ts"][starts].tolist(), strict=True
+    ):
+        start.setdefault(fid, (thr, ts))
     rt_at: dict[tuple[int, float], int] = {}
-    for i, (thr, ts) in enumerate(zip(rt["thread"].tolist(), rt["ts"].tolist(), strict=True)):
+    near = np.flatnonzero(np.isin(rt["ts"], flow["ts"][starts]))
+    for i, thr, ts in zip(near.tolist(), rt["thread"][near].tolist(), rt["ts"][near].tolist(), strict=True):
         rt_at.setdefault((thr, ts), i)
     linked = 0
     g_thr, g_ts = gpu["thread"], gpu["ts"]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from perf_models.literals import MAX_NESTING
-from server.gc_pause import gc_paused
+from server.gc_pause import gc_paused, release_freed_heap
 from server.ingest import names as N
 from server.ingest.context import TraceContext
 from server.ingest.e2e import compute_baseline
@@ -18,6 +18,7 @@ from server.ingest.tree import HostForest
 from server.roots import UNRESTRICTED, DataRoots
 
 Stage = Callable[[float, str], None]
+STREAMING = True  # False: every trace parsed as one document (the reference the streamed read is tested against)
 
 
 def load_trace(
@@ -26,8 +27,10 @@ def load_trace(
     """Read and index one trace (opened through `roots`). Raises TraceError (one line) for anything that is not
     a GPU trace (a graph-capture trace may have no kernels at all: `require_gpu=False`)."""
     report = stage or (lambda _f, _m: None)
-    reader = TraceReader(path, progress=lambda frac: report(frac, "parse"), roots=roots)
     builder = EventTablesBuilder(keep_args=N.keep_args)
+    reader = TraceReader(
+        path, progress=lambda frac: report(frac, "parse"), roots=roots, decode=builder.decoder(), stream=STREAMING
+    )
     # The raw event objects are acyclic and die with their chunk; the cyclic GC only rescans them.
     try:
         with gc_paused():
@@ -37,6 +40,8 @@ def load_trace(
         msg = str(exc)
         raise TraceError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
     ev = builder.finish()
+    del builder
+    release_freed_heap()
     if reader.n_events == 0:
         raise TraceError(f"{path}: traceEvents is empty — record with torch.profiler and export the trace again")
     if require_gpu and (len(ev.gpu) == 0 or not (ev.gpu["kind"] == KERNEL).any()) and ev.excluded:
@@ -51,14 +56,7 @@ def load_trace(
             "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] so kernels are recorded"
         )
     report(1.0, "tree")
-    forest = HostForest(
-        [
-            (CPU, ev.cpu["thread"], ev.cpu["ts"], ev.cpu["dur"], ev.cpu["name"]),
-            (RT, ev.rt["thread"], ev.rt["ts"], ev.rt["dur"], ev.rt["name"]),
-            (PY, ev.py["thread"], ev.py["ts"], ev.py["dur"], ev.py["name"]),
-            (ANN, ev.ann["thread"], ev.ann["ts"], ev.ann["dur"], ev.ann["name"]),
-        ]
-    )
+    forest = HostForest.over_tables([(CPU, ev.cpu.cols), (RT, ev.rt.cols), (PY, ev.py.cols), (ANN, ev.ann.cols)])
     report(1.0, "link")
     links = link_gpu_events(ev)
     baseline = compute_baseline(ev, links)

@@ -2,20 +2,29 @@
 
 Parsing a whole 500 MB trace with one `orjson.loads` builds every event object at once (3-5x the
 file size in memory) and spends most of its time in the allocator. Instead we decompress in blocks,
-cut the `traceEvents` array at event boundaries every few MB and hand each piece to orjson. A cut is
-proven right by the parse itself: a piece that starts at a true element boundary parses as a JSON
-array only if it also ends at one, so a separator-looking `},{` inside a string or a nested object is
-rejected by orjson and the next candidate is tried. Only a few candidates are tried that way (each try
-parses the whole piece): when they all fail (a string full of `},{` or `}]`, an event orjson refuses), a
-token scan walks the events one by one, strings skipped and brackets counted, so the time stays linear
-in the input whatever it holds, and an event that is not valid JSON is named with orjson's reason. Top-level
-keys before and after the array (`deviceProperties`, `distributedInfo`, ...) are parsed once the stream ends.
+cut the `traceEvents` array at event boundaries every few MB and hand each piece to a decoder (the
+event builder's typed one, server.ingest.fast_decode, or plain orjson). A cut is proven right by the
+parse itself: a piece that starts at a true element boundary parses as a JSON array only if it also
+ends at one, so a separator-looking `},{` inside a string or a nested object is rejected and the next
+candidate is tried. Only a few candidates are tried that way (each try parses the whole piece): when
+they all fail (a string full of `},{` or `}]`, an event orjson refuses), a token scan walks the events
+one by one, strings skipped and brackets counted, so the time stays linear in the input whatever it
+holds, and an event that is not valid JSON is named with orjson's reason.
+
+The bytes around the array are never held whole: before it, the top-level object is walked at C speed
+(bytes.find, bytes.translate, one regex per string), its whitespace outside strings dropped and its
+depth counted, so the top-level `"traceEvents": [` is recognised where it stands (a nested key or a
+string holding those bytes is not) and megabytes of padding cost neither memory nor a Python loop;
+the other top-level keys (`deviceProperties`, ...) before and after the array are parsed once, when
+the stream ends. The uncompressed size is bounded (MAX_BYTES_ENV, default 64 GiB): a gzip bomb stops
+with one line naming the limit.
 
 Anything that is not a readable trace raises TraceError with one line.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import stat
 import zlib
@@ -28,30 +37,74 @@ import orjson
 from server.ingest.errors import TraceError
 from server.roots import UNRESTRICTED, DataRoots
 
-CHUNK_BYTES = 4 << 20  # parse granularity: big enough to amortise, small enough to stay in cache/RAM
-READ_BYTES = 8 << 20  # compressed (or plain) bytes read per block
-_MAX_OUT = 16 << 20  # decompressed bytes produced per zlib call
+CHUNK_BYTES = 2 << 20  # parse granularity: big enough to amortise, small enough that a piece's objects stay small
+READ_BYTES = 4 << 20  # compressed (or plain) bytes read per block
+_MAX_OUT = 4 << 20  # decompressed bytes produced per zlib call
 
-_KEY_RE = re.compile(rb'"traceEvents"\s*:\s*\[')
+MAX_BYTES_ENV = "SDPA_ANALYZER_MAX_TRACE_BYTES"  # the uncompressed-size limit: bytes, or with K/M/G/T (binary)
+DEFAULT_MAX_BYTES = 64 << 30
+_SIZE_RE = re.compile(r"\s*(\d+)\s*([KMGT]?)(?:I?B)?\s*", re.I)
+
 _SEP_RE = re.compile(rb"\}\s*,\s*\{")
 _END_RE = re.compile(rb"\}\s*\]")
 # a complete string, or a lone quote (a string the buffer cuts), or a bracket: what the token scan looks at
 _TOKEN_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|["{}\[\]]', re.S)
-_WS = frozenset(b" \t\r\n")
+_WS = b" \t\r\n"
+_WS_RUN = re.compile(rb"[ \t\r\n]*+")
+_SPACE_RUN = re.compile(rb" *+")  # a single-byte repeat: sre's tightest loop, ~2.5x the class above on padding
+_STRING_BODY = re.compile(rb'(?:[^"\\]++|\\.)*+', re.S)  # up to a string's closing quote (or the block's end)
+_KEY = b'"traceEvents"'
 _FAST_TRIES = 4  # boundary candidates tried by parsing before the token scan takes over
-_KEY_TRIES = 16  # nested "traceEvents" keys skipped before the whole document is parsed instead
 _FIX = "re-export it with torch.profiler (export_chrome_trace) or pass the right file"
 
 Progress = Callable[[float], None]
+Decode = Callable[[Any], Any]  # a piece's JSON array text -> its events (any form the consumer reads), None: no array
+
+
+def max_trace_bytes() -> int:
+    """The uncompressed-size limit: MAX_BYTES_ENV when set (bytes, or a number with K, M, G or T), else 64 GiB."""
+    raw = os.environ.get(MAX_BYTES_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_MAX_BYTES
+    m = _SIZE_RE.fullmatch(raw)
+    if m is None or int(m.group(1)) == 0:
+        raise TraceError(
+            f"{MAX_BYTES_ENV}={raw[:40]!r} is invalid: expected a positive size such as 64G or 68719476736 (bytes)"
+        )
+    return int(m.group(1)) << (10 * "_KMGT".index(m.group(2).upper() or "_"))
+
+
+def _orjson_array(span: Any) -> list[Any] | None:
+    try:
+        return orjson.loads(span)
+    except orjson.JSONDecodeError:
+        return None
 
 
 class TraceReader:
-    """Iterate `chunks()` to get the events; `header` (top-level keys except traceEvents) is set after."""
+    """Iterate `chunks()` to get the events; `header` (top-level keys except traceEvents) is set after.
 
-    def __init__(self, path: Path, progress: Progress | None = None, roots: DataRoots = UNRESTRICTED) -> None:
+    `decode` turns each piece of the array (a JSON array text) into what `chunks()` yields (default: orjson's list of
+    event dicts); the token scan and the whole-document parse always yield lists of dicts. `stream=False` parses the
+    document whole (the reference the streamed read is tested against). `max_bytes`: the uncompressed-size limit
+    (default: max_trace_bytes())."""
+
+    def __init__(
+        self,
+        path: Path,
+        progress: Progress | None = None,
+        roots: DataRoots = UNRESTRICTED,
+        *,
+        decode: Decode | None = None,
+        stream: bool = True,
+        max_bytes: int | None = None,
+    ) -> None:
         self.path = Path(path)
         self.progress = progress
         self.roots = roots
+        self.decode = decode or _orjson_array
+        self.stream = stream
+        self.max_bytes = max_trace_bytes() if max_bytes is None else max_bytes
         self.header: dict[str, Any] = {}
         self.n_events = 0
         self.bytes_in = 0  # uncompressed size
@@ -67,6 +120,13 @@ class TraceReader:
         if self.size == 0:
             raise TraceError(f"{self.path} is empty (0 bytes) — {_FIX}")
 
+    def _too_big(self) -> TraceError:
+        return TraceError(
+            f"{self.path}: more than {_size_label(self.max_bytes)} of uncompressed JSON, the trace size limit — if the "
+            f"trace is real, raise the limit with the environment variable {MAX_BYTES_ENV} (e.g. "
+            f"{MAX_BYTES_ENV}={_size_label(4 * self.max_bytes).replace(' ', '')})"
+        )
+
     # ---- byte source -------------------------------------------------------------------------
     def _blocks(self) -> Iterator[bytes]:
         try:
@@ -79,8 +139,12 @@ class TraceReader:
             if self.compressed:
                 yield from self._gunzip(fh)
             else:
+                if self.size > self.max_bytes:
+                    raise self._too_big()
                 while block := fh.read(READ_BYTES):
                     self.bytes_in += len(block)
+                    if self.bytes_in > self.max_bytes:  # the file grew while we read it
+                        raise self._too_big()
                     self._report(fh.tell())
                     yield block
         finally:
@@ -95,6 +159,8 @@ class TraceReader:
                     out = d.decompress(raw, _MAX_OUT)
                     if out:
                         self.bytes_in += len(out)
+                        if self.bytes_in > self.max_bytes:
+                            raise self._too_big()
                         yield out
                     if d.eof:  # a concatenated gzip member may follow
                         raw = d.unused_data
@@ -105,6 +171,8 @@ class TraceReader:
             tail = d.flush()
             if tail:
                 self.bytes_in += len(tail)
+                if self.bytes_in > self.max_bytes:
+                    raise self._too_big()
                 yield tail
         except zlib.error as exc:
             raise TraceError(f"{self.path}: corrupt gzip data ({exc}) — {_FIX}") from None
@@ -119,32 +187,33 @@ class TraceReader:
             self.progress(min(1.0, done / self.size))
 
     # ---- structure ---------------------------------------------------------------------------
-    def chunks(self) -> Iterator[list[Any]]:
-        """Yield lists of raw event objects; afterwards `self.header` holds the other top-level keys."""
-        s = _Buffer(self._blocks())
+    def chunks(self) -> Iterator[Any]:
+        """Yield the events piece by piece (see `decode`); afterwards `self.header` holds the other top-level keys."""
+        blocks = self._blocks()
+        if not self.stream:
+            whole = bytearray()
+            for block in blocks:
+                whole += block
+            yield from self._full_parse(whole, exact=True)
+            return
 
-        # 1. the prefix up to `"traceEvents": [`
-        search_from = 0
-        tries = 0
-        while True:
-            m = _KEY_RE.search(s.buf, search_from)
-            if m is not None and tries >= _KEY_TRIES:  # each check parses the prefix: stay linear
-                while s.more():
-                    pass
-                yield from self._full_parse(s.buf)
-                return
-            if m is not None:
-                prefix = bytes(s.buf[: m.start()])
-                tries += 1
-                if _prefix_is_object_start(prefix):
-                    s.pos = m.end()  # s.buf[pos - 1] is the '[' : kept by every compaction
-                    break
-                search_from = m.end()  # the key of a nested object: keep looking
-                continue
-            search_from = max(0, len(s.buf) - 64)
-            if not s.more():
-                yield from self._full_parse(s.buf)
-                return
+        # 1. the prefix up to the top-level `"traceEvents": [`, whitespace dropped
+        head = _Compactor(find_key=True)
+        for block in blocks:
+            at = head.feed(block)
+            if at is not None:
+                break
+        else:
+            yield from self._full_parse(head.text(), exact=not head.removed)
+            return
+        prefix = head.text()[: head.key_start]
+        del head
+        try:
+            orjson.loads(prefix + b'"traceEvents":[]}')
+        except orjson.JSONDecodeError as exc:
+            raise TraceError(f"{self.path}: not valid JSON before the traceEvents array ({exc.msg}) — {_FIX}") from None
+        s = _Buffer(blocks, block[at - 1 :])  # s.buf[0] is the '[' : kept by every compaction
+        s.pos = 1
 
         # 2. the events array, in pieces of about CHUNK_BYTES
         while True:
@@ -179,11 +248,14 @@ class TraceReader:
             if ended:
                 break
 
-        # 3. the rest of the top-level object
-        while s.more():
-            pass
-        suffix = bytes(s.buf[s.pos :])
+        # 3. the rest of the top-level object, whitespace dropped
+        tail = _Compactor(find_key=False)
+        tail.feed(s.buf, s.pos)
         del s.buf[:]
+        for block in blocks:
+            tail.feed(block)
+        suffix = tail.text()
+        del tail
         try:
             header = orjson.loads(prefix + b'"traceEvents":[]' + suffix)
         except orjson.JSONDecodeError as exc:
@@ -194,14 +266,13 @@ class TraceReader:
         header.pop("traceEvents", None)
         self.header = header
 
-    @staticmethod
-    def _cut(s: _Buffer, pattern: re.Pattern[bytes], search_from: int, resume_back: int) -> Any:
+    def _cut(self, s: _Buffer, pattern: re.Pattern[bytes], search_from: int, resume_back: int) -> Any:
         """Parse from s.pos to the first candidate boundary at/after `search_from` that parses: the events, None
         when the buffer holds no candidate, or _SCAN after _FAST_TRIES candidates that did not parse."""
         for tries, m in enumerate(pattern.finditer(s.buf, search_from)):
             if tries == _FAST_TRIES:
                 return _SCAN
-            events = _parse_span(s.buf, s.pos, m.start() + 1)
+            events = _parse_span(s.buf, s.pos, m.start() + 1, self.decode)
             if events is not None:
                 s.pos = m.end() - resume_back  # at the next '{' (or just past ']')
                 return events
@@ -274,15 +345,16 @@ class TraceReader:
             if not s.more():
                 raise self._truncated("inside traceEvents")
 
-    def _full_parse(self, buf: bytearray) -> Iterator[list[Any]]:
-        """No top-level `"traceEvents": [` key found by the scanner: parse the document whole."""
+    def _full_parse(self, buf: bytearray, exact: bool) -> Iterator[list[Any]]:
+        """Parse the document whole: no top-level `"traceEvents": [` found (or stream=False). `exact`: `buf` is the
+        file's text as it is (not with its whitespace dropped), so orjson's byte offsets are the file's."""
         try:
             doc = orjson.loads(buf)
         except orjson.JSONDecodeError as exc:
-            stripped = bytes(buf[:64]).lstrip()
-            if not stripped:
+            if not bytes(buf[:64]).lstrip(_WS):
                 raise TraceError(f"{self.path} holds only whitespace — {_FIX}") from None
-            raise TraceError(f"{self.path}: not valid JSON ({exc.msg} at byte {exc.pos}) — {_FIX}") from None
+            where = f" at byte {exc.pos}" if exact else ""
+            raise TraceError(f"{self.path}: not valid JSON ({exc.msg}{where}) — {_FIX}") from None
         del buf[:]
         if not isinstance(doc, dict):
             raise TraceError(
@@ -311,9 +383,9 @@ _SCAN = object()  # _cut's answer when the token scan must take over
 class _Buffer:
     """A growing byte buffer with a read position; compaction keeps one byte before `pos`."""
 
-    def __init__(self, src: Iterator[bytes]) -> None:
+    def __init__(self, src: Iterator[bytes], start: bytes = b"") -> None:
         self.src = src
-        self.buf = bytearray()
+        self.buf = bytearray(start)
         self.pos = 0
         self.eof = False
 
@@ -331,22 +403,110 @@ class _Buffer:
         return True
 
     def skip_ws(self) -> None:
-        buf, pos, n = self.buf, self.pos, len(self.buf)
-        while pos < n and buf[pos] in _WS:
+        pos = _SPACE_RUN.match(self.buf, self.pos).end()  # C speed: megabytes of padding in one call
+        self.pos = _WS_RUN.match(self.buf, pos).end()  # type: ignore[union-attr]
+
+
+class _Compactor:
+    """JSON text fed block by block and kept with the whitespace outside strings dropped, its nesting depth counted,
+    at C speed (bytes.find and bytes.translate between strings, one regex per string). With `find_key`, `feed`
+    stops at the top-level `"traceEvents"` key followed by `:` and `[` (a nested key or a string holding those bytes
+    does not count) and returns the block offset just past the `[`; `key_start` is where the key starts in `text()`."""
+
+    def __init__(self, find_key: bool) -> None:
+        self.find_key = find_key
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.removed = 0  # whitespace bytes dropped
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False  # inside a string, the next byte is escaped (the backslash ended the last block)
+        self.string_start = 0  # where the current (or last) string starts in text()
+        self.string_head = b""  # the current string's first bytes (enough to tell the key)
+        self.key_state = 0  # 1: a top-level "traceEvents" string just closed; 2: and its ':' followed
+        self.key_start = -1
+
+    def _keep(self, piece: bytes) -> None:
+        if piece:
+            self.parts.append(piece)
+            self.size += len(piece)
+
+    def text(self) -> bytearray:
+        out = bytearray().join(self.parts)
+        self.parts = [bytes(out)] if out else []
+        return out
+
+    def feed(self, block: bytes | bytearray, pos: int = 0) -> int | None:
+        n = len(block)
+        while pos < n:
+            if self.in_string:
+                pos = self._string(block, pos, n)
+                continue
+            if self.key_state:
+                end = _WS_RUN.match(block, _SPACE_RUN.match(block, pos).end()).end()  # type: ignore[union-attr]
+                self.removed += end - pos
+                pos = end
+                if pos == n:
+                    break
+                c = block[pos]
+                if self.key_state == 1 and c == 0x3A:  # ':'
+                    self.key_state = 2
+                    self._keep(b":")
+                    pos += 1
+                    continue
+                if self.key_state == 2 and c == 0x5B:  # '[' : the events array starts
+                    return pos + 1
+                self.key_state = 0  # some other member: keep walking
+            q = block.find(b'"', pos)
+            end = n if q < 0 else q
+            seg = bytes(block[pos:end]).translate(None, _WS)
+            self.removed += end - pos - len(seg)
+            self.depth += seg.count(b"{") + seg.count(b"[") - seg.count(b"}") - seg.count(b"]")
+            self._keep(seg)
+            if q < 0:
+                break
+            self._keep(b'"')
+            self.in_string = True
+            self.string_start = self.size - 1
+            self.string_head = b'"'
+            pos = q + 1
+        return None
+
+    def _string(self, block: bytes | bytearray, pos: int, n: int) -> int:
+        """Walk a string's body from `pos` (where the last block left it, or just past its opening quote); returns the
+        new position (past the closing quote, or the block's end)."""
+        start = pos
+        if self.escaped:  # a backslash ended the last block: this byte is the one it escapes
+            self.escaped = False
             pos += 1
-        self.pos = pos
+        m = _STRING_BODY.match(block, pos)
+        end = m.end() if m is not None else pos
+        closed = end < n and block[end] == 0x22
+        if not closed and end < n:  # a lone backslash at the block's end
+            self.escaped = True
+        stop = end + 1 if closed else n
+        piece = bytes(block[start:stop])
+        if len(self.string_head) <= len(_KEY):
+            self.string_head += piece[: len(_KEY) + 1]
+        self._keep(piece)
+        if not closed:
+            return n
+        self.in_string = False
+        if self.find_key and self.depth == 1 and self.string_head == _KEY:
+            self.key_state = 1
+            self.key_start = self.string_start
+        return stop
 
 
-def _prefix_is_object_start(prefix: bytes) -> bool:
-    """True when `prefix` + the traceEvents member is a complete top-level object start (not a nested key)."""
-    try:
-        return isinstance(orjson.loads(prefix + b'"traceEvents":[]}'), dict)
-    except orjson.JSONDecodeError:
-        return False
+def _size_label(n: int) -> str:
+    for shift, unit in ((40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} bytes"
 
 
-def _parse_span(buf: bytearray, start: int, end: int) -> list[Any] | None:
-    """Parse buf[start:end] (comma-separated events) as a JSON array without copying it.
+def _parse_span(buf: bytearray, start: int, end: int, decode: Decode) -> Any:
+    """Decode buf[start:end] (comma-separated events) as a JSON array without copying it.
 
     The bytes just before and after the span are separators or whitespace that we own: overwrite them
     with '[' and ']' for the parse and put them back.
@@ -356,9 +516,7 @@ def _parse_span(buf: bytearray, start: int, end: int) -> list[Any] | None:
     buf[end] = 0x5D
     try:
         with memoryview(buf) as mv, mv[start - 1 : end + 1] as span:
-            return orjson.loads(span)
-    except orjson.JSONDecodeError:
-        return None
+            return decode(span)
     finally:
         buf[start - 1] = before
         buf[end] = after

@@ -21,19 +21,55 @@ _EPS_US = 1e-3  # 1 ns: tolerance for "contains" on µs timestamps
 def build_forest(thread: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray:
     """Parent index of every interval (-1 for roots). Intervals of different threads never nest."""
     n = len(start)
-    parent = np.full(n, -1, dtype=np.int64)
     if n == 0:
-        return parent
-    dur = np.maximum(np.nan_to_num(np.asarray(dur, dtype=float), nan=0.0), 0.0)
+        return np.full(0, -1, dtype=np.int64)
+    idx = np.int32 if n < 2**31 else np.int64  # rank indices: half the bytes of the working arrays
+    dur = np.asarray(dur, dtype=float)
+    if np.isnan(dur).any() or (dur < 0).any():
+        dur = np.maximum(np.nan_to_num(dur, nan=0.0), 0.0)
     start = np.asarray(start, dtype=float)
     order = np.lexsort((-dur, start, thread))  # rank -> original index (stable: input order breaks ties)
-    th, st = thread[order], start[order]
-    en = st + dur[order]
+    cand = np.arange(-1, n - 1, dtype=idx)
+    if n > 1:
+        th = thread[order]
+        cand[1:][th[1:] != th[:-1]] = -1
+        del th
+    st = start[order]
+    en = dur[order]
+    en += st
     # what a container's end must reach: i's end (minus the tolerance), and strictly past i's start
-    need = np.maximum(en - _EPS_US, np.nextafter(st, np.inf))
+    need = en - _EPS_US
+    np.maximum(need, np.nextafter(st, np.inf, out=st), out=need)
+    del st
+    todo = np.flatnonzero(cand >= 0).astype(idx)
+    todo = todo[en[cand[todo]] < need[todo]]
+    while len(todo):
+        nxt = cand[cand[todo]]
+        cand[todo] = nxt
+        still = nxt >= 0
+        still[still] = en[nxt[still]] < need[todo[still]]
+        todo = todo[still]
+    del en, need
+    parent = np.full(n, -1, dtype=np.int64)
+    parent[order] = np.where(cand >= 0, order[np.maximum(cand, 0)], -1)
+    return parent
+    dur = np.asarray(dur, dtype=float)
+    if np.isnan(dur).any() or (dur < 0).any():
+        dur = np.maximum(np.nan_to_num(dur, nan=0.0), 0.0)
+    start = np.asarray(start, dtype=float)
+    order = np.lexsort((-dur, start, thread))  # rank -> original index (stable: input order breaks ties)
     cand = np.arange(-1, n - 1, dtype=np.int64)
     if n > 1:
+        th = thread[order]
         cand[1:][th[1:] != th[:-1]] = -1
+        del th
+    st = start[order]
+    en = dur[order]
+    en += st
+    # what a container's end must reach: i's end (minus the tolerance), and strictly past i's start
+    need = en - _EPS_US
+    np.maximum(need, np.nextafter(st, np.inf, out=st), out=need)
+    del st
     todo = np.flatnonzero(cand >= 0)
     todo = todo[en[cand[todo]] < need[todo]]
     while len(todo):
@@ -46,20 +82,26 @@ def build_forest(thread: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.n
     return parent
 
 
+def _clean_dur(d: np.ndarray) -> np.ndarray:
+    """Durations as the forest reads them: NaN -> 0, negative -> 0 (the array itself when there is none)."""
+    d = np.asarray(d, dtype=float)
+    if np.isnan(d).any() or np.signbit(d).any():  # signbit: -0.0 too, which np.maximum may turn into 0.0
+        return np.maximum(np.nan_to_num(d, nan=0.0), 0.0)
+    return d
+
+
 def nearest_marked_ancestor(parent: np.ndarray, mark: np.ndarray) -> np.ndarray:
-    """For every node, the nearest strict ancestor with mark=True (-1 if none), by pointer jumping."""
-    n = len(parent)
-    up = parent.copy()  # invariant: nodes strictly between i and up[i] are unmarked
+    """For every node, the nearest strict ancestor with mark=True (-1 if none), by pointer jumping; node ids as int32
+    when they fit (these arrays are per host event: half the bytes)."""
+    idx = np.int32 if len(parent) < 2**31 else np.int64
+    up = parent.astype(idx)  # invariant: nodes strictly between i and up[i] are unmarked
     # `up[i]` walks towards the root; stop on a marked node (its answer is found)
-    done = (up < 0) | mark[np.maximum(up, 0)]
-    while True:
-        todo = np.flatnonzero(~done)
-        if len(todo) == 0:
-            break
+    todo = np.flatnonzero((up >= 0) & ~mark[np.maximum(up, 0)]).astype(idx)
+    while len(todo):
         nxt = up[up[todo]]
         up[todo] = nxt
-        done[todo] = (nxt < 0) | mark[np.maximum(nxt, 0)]
-    return up if n else up.copy()
+        todo = todo[(nxt >= 0) & ~mark[np.maximum(nxt, 0)]]
+    return up
 
 
 def ancestors(parent: np.ndarray, i: int) -> list[int]:
@@ -79,26 +121,58 @@ class HostForest:
     Node ids: family offset + row in that family's table (cpu, rt, py, ann, in this order).
     """
 
+    @classmethod
+    def over_tables(cls, families: list[tuple[int, dict[str, np.ndarray]]]) -> HostForest:
+        """The forest of (family code, columns) tables. Each table's thread, ts, dur and name columns are replaced,
+        one column at a time as the forest's is built, by views of the forest's (equal) array: a trace's host events
+        are held once, not twice."""
+        forest = cls.__new__(cls)
+        sizes = [len(cols["ts"]) for _, cols in families]
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64).tolist()
+        offset = {code: bounds[i] for i, (code, _) in enumerate(families)}
+        whole: dict[str, np.ndarray] = {}
+        for key in ("thread", "ts", "dur", "name"):
+            parts = [cols[key] for _, cols in families]
+            if key == "dur":
+                parts = [_clean_dur(d) for d in parts]
+            whole[key] = np.concatenate(parts) if parts else np.zeros(0)
+            del parts
+            for i, (_, cols) in enumerate(families):
+                mine, view = cols[key], whole[key][bounds[i] : bounds[i + 1]]
+                if mine.dtype == view.dtype and np.array_equal(mine.view(np.uint8), view.view(np.uint8)):
+                    cols[key] = view  # bit for bit the same values (a negative or NaN dur keeps its own)
+        fam = np.concatenate([np.full(n, code, dtype=np.int8) for (code, _), n in zip(families, sizes, strict=True)])
+        forest._build(offset, fam, whole["thread"], whole["ts"], whole["dur"], whole["name"])
+        return forest
+
     def __init__(self, families: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]) -> None:
         # families: (family code, thread, ts, dur, name) per family table, in node-id order
-        self.offset: dict[int, int] = {}
+        offset: dict[int, int] = {}
         fam, thread, ts, dur, name = [], [], [], [], []
         start = 0
         for code, th, t, d, nm in families:
-            self.offset[code] = start
+            offset[code] = start
             start += len(t)
             fam.append(np.full(len(t), code, dtype=np.int8))
             thread.append(th)
             ts.append(t)
-            dur.append(np.maximum(np.nan_to_num(d, nan=0.0), 0.0))
+            dur.append(_clean_dur(d))
             name.append(nm)
-        self.fam = np.concatenate(fam) if fam else np.zeros(0, dtype=np.int8)
-        self.thread = np.concatenate(thread) if thread else np.zeros(0, dtype=np.int64)
-        self.ts = np.concatenate(ts) if ts else np.zeros(0)
-        self.dur = np.concatenate(dur) if dur else np.zeros(0)
-        self.end = self.ts + self.dur
-        self.name = np.concatenate(name) if name else np.zeros(0, dtype=np.int64)
+        self._build(
+            offset,
+            np.concatenate(fam) if fam else np.zeros(0, dtype=np.int8),
+            np.concatenate(thread) if thread else np.zeros(0, dtype=np.int64),
+            np.concatenate(ts) if ts else np.zeros(0),
+            np.concatenate(dur) if dur else np.zeros(0),
+            np.concatenate(name) if name else np.zeros(0, dtype=np.int64),
+        )
+
+    def _build(self, offset: dict[int, int], fam: np.ndarray, thread: np.ndarray, ts: np.ndarray, dur: np.ndarray,
+               name: np.ndarray) -> None:  # fmt: skip
+        self.offset = offset
+        self.fam, self.thread, self.ts, self.dur, self.name = fam, thread, ts, dur, name
         self.parent = build_forest(self.thread, self.ts, self.dur)
+        self.end = self.ts + self.dur
         self._nma_cache: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:
