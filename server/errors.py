@@ -8,11 +8,39 @@ MESSAGE_LIMIT = 300  # characters of an error line (an LLM and a terminal read i
 _WORD_LIMIT = 150  # a longer word (a whole CSV cell, a very deep path) is shortened in its middle
 
 
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str, *, keep_lines: bool = False) -> str:
+    """`text` with every character a terminal or a reader would not show as itself escaped the way Python's repr
+    writes it (`\\x1b`, `\\u202e`): control characters (ESC sequences that clear a screen or set a window
+    title, carriage returns that overwrite a line), bidi overrides and isolates (U+202A-U+202E, U+2066-U+2069) that
+    reorder what is shown, zero-width and other format characters, unassigned code points and surrogates.
+    `keep_lines`: line breaks and tabs stay (multi-line result text); else they are escaped too. Everything we
+    print or return goes through here once: error lines (InputError, shorten_message), tool results
+    (server.tools.base.checked_result), the CLI's tables."""
+    if text.isprintable():  # the common case, at C speed
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable() or (keep_lines and ch in "\n\t"):
+            out.append(ch)
+            continue
+        code = ord(ch)
+        if ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
+            continue
+        out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    escaped = "".join(out)
+    return text if escaped == text else escaped  # only kept line breaks: the same string (callers compare by `is`)
+
+
 class InputError(ValueError):
-    """Bad input the user can fix. str(err) is the whole message: one line, no traceback."""
+    """Bad input the user can fix. str(err) is the whole message: one line, no traceback, nothing a terminal would
+    act on (control characters and bidi overrides quoted from a path or a trace are escaped)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(" ".join(str(message).split()))
+        super().__init__(printable(" ".join(str(message).split())))
 
 
 class PathOutsideRootsError(InputError):
@@ -29,10 +57,10 @@ def shorten_middle(text: str, limit: int) -> str:
 
 
 def shorten_message(message: str, limit: int = MESSAGE_LIMIT) -> str:
-    """One line of at most `limit` characters: whitespace collapsed, overlong words (cells, paths) shortened in
-    the middle, then the middle of the whole line if it is still too long, so the cause at the start and the
-    fix at the end both survive."""
-    words = [shorten_middle(w, _WORD_LIMIT) for w in str(message).split()]
+    """One line of at most `limit` characters: whitespace collapsed, non-printable characters escaped, overlong
+    words (cells, paths) shortened in the middle, then the middle of the whole line if it is still too long, so
+    the cause at the start and the fix at the end both survive."""
+    words = [shorten_middle(printable(w), _WORD_LIMIT) for w in str(message).split()]
     return shorten_middle(" ".join(words), limit)
 
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from prompts.render import PromptArgumentError, load_findings_format, render_analysis_prompt
 from server import __version__
+from server.errors import shorten_message
 from server.roots import DataRoots
 from server.tools import TOOLS
 from server.tools.archs import ArchInfo, full_table
@@ -83,10 +84,10 @@ class _Server(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
-                raise ToolError(f"{name}: {format_validation_error(exc.__cause__)}") from None
+                raise ToolError(shorten_message(f"{name}: {format_validation_error(exc.__cause__)}")) from None
             if isinstance(exc.__cause__, ToolError):  # ours: already one line of at most 300 characters, as is
                 raise ToolError(str(exc.__cause__)) from None
-            raise
+            raise ToolError(shorten_message(str(exc))) from None  # the SDK's own (an unknown tool's name, quoted)
 
 
 def _register(server: MCPServer, spec: ToolSpec[Any, Any], roots: DataRoots) -> None:
@@ -178,7 +179,7 @@ def create_server(roots: list[Path] | None = None) -> MCPServer:
         try:
             return render_analysis_prompt(output_dir, category, comparison_scope, prefix=prefix or None)
         except PromptArgumentError as exc:
-            raise MCPError(INVALID_PARAMS, str(exc)) from None
+            raise MCPError(INVALID_PARAMS, shorten_message(str(exc))) from None
 
     @server.resource(
         "sdpa://findings-format",

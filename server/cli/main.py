@@ -26,7 +26,7 @@ from server import __version__
 from server.cli.human import render
 from server.cli.human_ranks import RANK_RENDERERS
 from server.cli.progress import ProgressBar
-from server.errors import InputError, os_error_message, shorten_message
+from server.errors import InputError, os_error_message, printable, shorten_message
 from server.roots import DataRoots
 from server.tools import TOOLS
 from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute
@@ -38,7 +38,7 @@ log = logging.getLogger("sdpa_analyzer")
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> typing.NoReturn:  # one line on stderr, exit 2 (argparse's own code too)
         self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(f"{self.prog}: error: {shorten_message(message)}", file=sys.stderr)
         raise SystemExit(EXIT_INPUT)
 
 
@@ -130,7 +130,8 @@ def run_tool_command(args: argparse.Namespace) -> int:
         print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
     else:
         rank_renderer = RANK_RENDERERS.get(spec.name)
-        print(rank_renderer(result) if rank_renderer is not None else render(spec.name, result))
+        text = rank_renderer(result) if rank_renderer is not None else render(spec.name, result)
+        print(printable(text, keep_lines=True))  # the tables quote op names and paths from untrusted files
     if spec.name == "validate_findings" and not result.passed:
         return EXIT_INVALID
     return EXIT_OK

@@ -18,7 +18,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from perf_models.errors import PerfModelError
-from server.errors import MESSAGE_LIMIT, InputError, os_error_message, shorten_message
+from server.errors import MESSAGE_LIMIT, InputError, os_error_message, printable, shorten_message
 from server.gc_pause import gc_paused
 from server.memory import release_free_heap
 from server.roots import DataRoots
@@ -157,7 +157,10 @@ def checked_result(spec: ToolSpec[In, Out], result: Out) -> Out:
     """The result as its client will check it: valid against its own model (fields assigned after
     construction are not validated by pydantic; a client rejects the whole result), with no NaN or infinity
     in a number (JSON has none: it would reach the client as null in a float field), and every warning or
-    note one line of at most MESSAGE_LIMIT characters. A violation is a bug of ours: an internal error."""
+    note one line of at most MESSAGE_LIMIT characters, and no string that a terminal or a reader would act on
+    (control characters, bidi overrides: escaped, see server.errors.printable; op names and paths come from
+    untrusted traces). A violation is a bug of ours: an internal error."""
+    _escape_strings(result)
     _shorten_text_lists(result)
     data = result.model_dump(mode="python")
     bad = _non_finite(data)
@@ -165,6 +168,33 @@ def checked_result(spec: ToolSpec[In, Out], result: Out) -> Out:
         raise ValueError(f"{spec.name} result has a non-finite number at {bad}")
     spec.result_model.model_validate(data)  # raises ValidationError, reported as an internal error
     return result
+
+
+def _escape_strings(model: BaseModel) -> None:
+    """Every string of the result (any depth) through `printable`, line breaks kept; changed in place."""
+    for name in type(model).model_fields:
+        value = getattr(model, name, None)
+        escaped = _escaped(value)
+        if escaped is not value:
+            model.__dict__[name] = escaped  # no validation on assignment: the caller validates the dump next
+
+
+def _escaped(value: Any) -> Any:
+    """`value` with its strings escaped: the same object when nothing changed (a list or dict is copied otherwise,
+    never edited: it may be a cached table's)."""
+    if isinstance(value, str):
+        return printable(value, keep_lines=True)
+    if isinstance(value, BaseModel):
+        _escape_strings(value)
+        return value
+    if isinstance(value, list | tuple):
+        items = [_escaped(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
+    if isinstance(value, dict):
+        pairs = [(_escaped(k), _escaped(v)) for k, v in value.items()]
+        same = all(k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items(), strict=True))
+        return value if same else dict(pairs)
+    return value
 
 
 def _shorten_text_lists(model: BaseModel) -> None:
