@@ -86,8 +86,8 @@ async def test_bad_e2e_baselines_are_refused_before_anything_is_written(
     before = files(folder)
     async with Client(create_server([tmp_path]), raise_exceptions=True) as c:
         for tool in ("load_category_data", "compute_roofline", "rank_findings"):
-            r = await c.call_tool(tool, {"output_dir": "folder", "category": CAT, **({"arch": "h100-sxm"} if
-                                                                                    tool != "load_category_data" else {})})
+            arch = {} if tool == "load_category_data" else {"arch": "h100-sxm"}
+            r = await c.call_tool(tool, {"output_dir": "folder", "category": CAT, **arch})
             assert r.is_error, (tool, r.structured_content)
             text = r.content[0].text
             assert "gpu_utilization.total_time_ms" in text and said in text and "sdpa_fwd_metadata.json" in text, text
@@ -110,7 +110,7 @@ async def test_bad_trace2_baseline_is_named_not_dropped(tmp_path: Path) -> None:
 
 async def test_kernel_time_above_the_window_is_said(tmp_path: Path) -> None:
     """FLASH_ROW runs 1 ms: an E2E baseline of 0.5 ms is possible (overlap) but said, with the numbers."""
-    folder = make_folder(tmp_path, [FLASH_ROW], e2e_ms=0.5)
+    make_folder(tmp_path, [FLASH_ROW], e2e_ms=0.5)
     async with Client(create_server([tmp_path]), raise_exceptions=True) as c:
         r = await c.call_tool("load_category_data", {"output_dir": "folder", "category": CAT})
     assert not r.is_error, r.content[0].text
