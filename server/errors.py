@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import errno
 
+from pydantic import ValidationError
+
 MESSAGE_LIMIT = 300  # characters of an error line (an LLM and a terminal read it whole)
 _WORD_LIMIT = 150  # a longer word (a whole CSV cell, a very deep path) is shortened in its middle
 
@@ -80,3 +82,24 @@ def os_error_message(exc: OSError) -> str:
     where = exc.filename if exc.filename is not None else "a file"
     fix = _OS_FIXES.get(exc.errno or 0, "check the path and that its folder is writable")
     return f"{where}: {exc.strerror or type(exc).__name__} — {fix}"
+
+
+def format_validation_error(exc: ValidationError, limit: int = 3) -> str:
+    """A pydantic error as one line: `field=value is invalid: reason` for each error (at most `limit`)."""
+    parts = []
+    errors = exc.errors(include_url=False)
+    for err in errors[:limit]:
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__") or "arguments"
+        kind = err.get("type", "")
+        if kind == "missing":
+            parts.append(f"{loc} is required")
+        elif kind == "extra_forbidden":
+            parts.append(f"unknown argument {loc!r}")
+        else:
+            value = repr(err.get("input"))
+            value = value if len(value) <= 60 else value[:57] + "..."
+            msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+            parts.append(f"{loc}={value} is invalid: {msg}")
+    if len(errors) > limit:
+        parts.append(f"and {len(errors) - limit} more")
+    return "; ".join(parts)

@@ -90,7 +90,7 @@ class _Server(MCPServer):
             raise ToolError(shorten_message(str(exc))) from None  # the SDK's own (an unknown tool's name, quoted)
 
 
-def _register(server: MCPServer, spec: ToolSpec[Any, Any], roots: DataRoots) -> None:
+def _register(server: MCPServer, spec: ToolSpec[Any, Any], roots: DataRoots, settings: dict[str, Any]) -> None:
     async def handler(ctx: Context, **arguments: Any) -> CallToolResult:
         def progress(done: float, total: float, message: str) -> None:
             try:
@@ -99,7 +99,8 @@ def _register(server: MCPServer, spec: ToolSpec[Any, Any], roots: DataRoots) -> 
                 log.debug("progress notification dropped", exc_info=True)
 
         try:
-            result = await anyio.to_thread.run_sync(execute, spec, ToolContext(roots, progress), arguments)
+            tool_ctx = ToolContext(roots, progress, **settings)
+            result = await anyio.to_thread.run_sync(execute, spec, tool_ctx, arguments)
         except ToolFailure as exc:
             raise ToolError(str(exc)) from None
         content: list[Any] = [TextContent(type="text", text=_json_text(result))]
@@ -154,12 +155,15 @@ def http_app(server: MCPServer, host: str) -> Any:
     return server.streamable_http_app(transport_security=transport_security(host), host=host)
 
 
-def create_server(roots: list[Path] | None = None) -> MCPServer:
+def create_server(roots: list[Path] | None = None, *, settings: dict[str, Any] | None = None) -> MCPServer:
+    """`settings`: the ToolContext settings of whoever starts the server (e.g. `dask_address`), never a tool
+    argument (server.tools.base.Setting)."""
     data_roots = DataRoots(list(roots) if roots else [Path.cwd()])
+    chosen = {k: v for k, v in (settings or {}).items() if v is not None}
     server = _Server("sdpa-analyzer", instructions=INSTRUCTIONS, version=__version__)
     for spec in TOOLS:
         if spec.mcp:
-            _register(server, spec, data_roots)
+            _register(server, spec, data_roots, chosen)
 
     @server.prompt(title="SDPA analysis subagent instructions")
     def sdpa_analysis(

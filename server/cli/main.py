@@ -27,9 +27,10 @@ from server.cli.human import render
 from server.cli.human_ranks import RANK_RENDERERS
 from server.cli.progress import ProgressBar
 from server.errors import InputError, os_error_message, printable, shorten_message
+from server.ranks.children import Stopped, stop_on_signals
 from server.roots import DataRoots
 from server.tools import TOOLS
-from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute
+from server.tools.base import Setting, ToolContext, ToolFailure, ToolSpec, execute
 
 EXIT_OK, EXIT_INVALID, EXIT_INPUT = 0, 1, 2
 log = logging.getLogger("sdpa_analyzer")
@@ -97,6 +98,7 @@ def _add_tool_command(sub: Any, spec: ToolSpec[Any, Any]) -> None:
         if field.is_required():
             kw["required"] = True
         p.add_argument(*spellings, dest=name, default=argparse.SUPPRESS, **kw)
+    _add_settings(p, spec.cli.settings)
     p.add_argument("--json", action="store_true", help="print the structured result (as the MCP tool returns it)")
     p.add_argument(
         "--root",
@@ -106,6 +108,29 @@ def _add_tool_command(sub: Any, spec: ToolSpec[Any, Any]) -> None:
         help="restrict file access to these folders (repeatable; default: no restriction)",
     )
     p.set_defaults(tool=spec)
+
+
+def _add_settings(p: argparse.ArgumentParser, settings: Sequence[Setting]) -> None:
+    for setting in settings:
+        env = f" (default: ${setting.env})" if setting.env else ""
+        p.add_argument(setting.flag, dest=f"setting_{setting.field}", metavar=setting.metavar,
+                       help=(setting.help + env).replace("%", "%%"))  # fmt: skip
+
+
+def all_settings() -> list[Setting]:
+    """Every tool's settings, once each (what `serve` takes for the tools it serves)."""
+    return list({s.field: s for spec in TOOLS if spec.mcp for s in spec.cli.settings}.values())
+
+
+def settings_from(args: argparse.Namespace, settings: Sequence[Setting]) -> dict[str, Any]:
+    """The ToolContext settings: the flag, else the environment variable (read now, at start)."""
+    out = {}
+    for setting in settings:
+        value = getattr(args, f"setting_{setting.field}", None)
+        if value is None and setting.env:
+            value = os.environ.get(setting.env) or None
+        out[setting.field] = value
+    return out
 
 
 def _tool_arguments(args: argparse.Namespace, spec: ToolSpec[Any, Any]) -> dict[str, Any]:
@@ -123,7 +148,8 @@ def run_tool_command(args: argparse.Namespace) -> int:
     spec: ToolSpec[Any, Any] = args.tool
     bar = ProgressBar()
     try:
-        result = execute(spec, ToolContext(_cli_roots(args), bar), _tool_arguments(args, spec))
+        ctx = ToolContext(_cli_roots(args), bar, **settings_from(args, spec.cli.settings))
+        result = execute(spec, ctx, _tool_arguments(args, spec))
     finally:
         bar.close()
     if args.json:
@@ -145,7 +171,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for r in roots:
         if not r.is_dir():
             raise InputError(f"--root {r} is not a folder — pass an existing folder")
-    server = create_server(roots)
+    server = create_server(roots, settings=settings_from(args, all_settings()))
     if args.http:
         serve_http(server, args.host, args.port)
     else:
@@ -212,6 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="data roots the tools may read and write (repeatable; default: the working directory)",
     )
+    _add_settings(s, all_settings())
     s.set_defaults(fn=cmd_serve)
 
     for spec in TOOLS:
@@ -227,16 +254,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
-        if hasattr(args, "tool"):
-            return run_tool_command(args)
-        return int(args.fn(args))
+        with stop_on_signals():  # a host's SIGTERM/SIGHUP/SIGINT ends the pool and cluster processes too
+            if hasattr(args, "tool"):
+                return run_tool_command(args)
+            return int(args.fn(args))
     except (ToolFailure, InputError) as exc:
         print(f"sdpa-analyzer: error: {shorten_message(str(exc))}", file=sys.stderr)
         return EXIT_INPUT
     except OSError as exc:  # serve and demo outside the tools' wrapper: still one line, never a traceback
         print(f"sdpa-analyzer: error: {shorten_message(os_error_message(exc))}", file=sys.stderr)
         return EXIT_INPUT
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Stopped):
         return 130
     except BrokenPipeError:  # `sdpa-analyzer archs | head`: the reader left; say nothing more
         sys.stdout = open(os.devnull, "w")

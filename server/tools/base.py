@@ -18,7 +18,14 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from perf_models.errors import PerfModelError
-from server.errors import MESSAGE_LIMIT, InputError, os_error_message, printable, shorten_message
+from server.errors import (
+    MESSAGE_LIMIT,
+    InputError,
+    format_validation_error,
+    os_error_message,
+    printable,
+    shorten_message,
+)
 from server.gc_pause import gc_paused
 from server.memory import release_free_heap
 from server.roots import DataRoots
@@ -34,11 +41,26 @@ def _no_progress(done: float, total: float, message: str) -> None:
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a tool may use besides its arguments: the data roots, and a progress callback (MCP progress
-    notifications or the CLI's bar)."""
+    """What a tool may use besides its arguments: the data roots, a progress callback (MCP progress
+    notifications or the CLI's bar), and the settings of whoever started the CLI or the server (`Setting`): what
+    must never be a tool argument, such as where code runs."""
 
     roots: DataRoots
     progress: ProgressFn = _no_progress
+    dask_address: str | None = None  # the Dask scheduler analyze_ranks runs on (None: a private LocalCluster)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A ToolContext field chosen by the person starting the CLI or the server, never by an MCP client: the tool
+    command and `serve` take it as `flag` (or, read once at start, the environment variable `env`). Declared once,
+    in the tool's CliSpec; the MCP schema never shows it."""
+
+    field: str
+    flag: str
+    env: str | None
+    help: str
+    metavar: str = "VALUE"
 
 
 class ToolInput(BaseModel):
@@ -56,12 +78,14 @@ class CliSpec:
     """How the tool appears on the command line. Only spellings live here; the parameters are the input model's.
 
     `positional`: input fields given as positional arguments, in order. `flags`: extra spellings of a field's
-    option (e.g. `{"batch": ("-b",)}`); every non-positional field is also `--field-name`.
+    option (e.g. `{"batch": ("-b",)}`); every non-positional field is also `--field-name`. `settings`: the
+    context settings the command (and `serve`) takes beside the input model (see `Setting`).
     """
 
     command: str
     positional: tuple[str, ...] = ()
     flags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    settings: tuple[Setting, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -95,27 +119,6 @@ def capped(items: list[str], limit: int) -> list[str]:
     if len(items) <= limit:
         return items
     return [*items[: limit - 1], f"... and {len(items) - limit + 1} more"]
-
-
-def format_validation_error(exc: ValidationError, limit: int = 3) -> str:
-    """A pydantic error as one line: `field=value is invalid: reason` for each error (at most `limit`)."""
-    parts = []
-    errors = exc.errors(include_url=False)
-    for err in errors[:limit]:
-        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__") or "arguments"
-        kind = err.get("type", "")
-        if kind == "missing":
-            parts.append(f"{loc} is required")
-        elif kind == "extra_forbidden":
-            parts.append(f"unknown argument {loc!r}")
-        else:
-            value = repr(err.get("input"))
-            value = value if len(value) <= 60 else value[:57] + "..."
-            msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-            parts.append(f"{loc}={value} is invalid: {msg}")
-    if len(errors) > limit:
-        parts.append(f"and {len(errors) - limit} more")
-    return "; ".join(parts)
 
 
 def parse_input(spec: ToolSpec[In, Out], args: Mapping[str, Any] | In) -> In:
