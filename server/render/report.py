@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from server.render.markdown import render_markdown
 
 NO_OPS_MESSAGE = "No SDPA operations found in trace"
+# in the page's <head>: how render_report recognizes a page it wrote (it replaces no other file: server.writers.owned)
+REPORT_GENERATOR = "sdpa-analyzer render_report"
 MISSING = "—"
 ANOMALY_PCT = 110.0  # perf-model §4: efficiency above this is flagged, never "excellent"
 _BR_RE = re.compile(r"<br\s*/?>", re.IGNORECASE)
@@ -472,6 +474,7 @@ def render_report_html(ctx: ReportContext) -> str:
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="generator" content="{REPORT_GENERATOR}">'
         f'<meta http-equiv="Content-Security-Policy" content="{_esc(_CSP)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_esc(ctx.title)}</title><style>{_CSS}</style></head>\n"

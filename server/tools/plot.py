@@ -17,6 +17,7 @@ from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_outpu
 from server.tools.roofline import peaks_used
 from server.vocab import CATEGORIES, Category
 from server.writers.atomic import write_bytes_atomic
+from server.writers.owned import check_replaceable
 
 MAX_UNPLOTTED_LISTED = 10
 
@@ -94,7 +95,7 @@ def ranking_mismatch(
 
 def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
     # Imported here: matplotlib costs ~40 MB and ~0.5 s, and only chart-drawing calls need it.
-    from server.render.plots import render_roofline_png
+    from server.render.plots import PNG_SOFTWARE, render_roofline_png
 
     out = resolve_output_dir(ctx.roots, args.output_dir)
     scored = scored_categories(ctx.roots, out, args.category, args.arch, args.bytes_model)
@@ -125,9 +126,9 @@ def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
         bytes_model=args.bytes_model,
         warning=chart_warning,
     )
-    path = write_bytes_atomic(
-        out / "plots" / f"roofline_{args.category}_{args.bytes_model}.png", plot.png, roots=ctx.roots
-    )
+    target = out / "plots" / f"roofline_{args.category}_{args.bytes_model}.png"
+    check_replaceable(target, ctx.roots, PNG_SOFTWARE.encode(), what="chart file", tool="plot_roofline")
+    path = write_bytes_atomic(target, plot.png, roots=ctx.roots)
     result = PlotResult(
         categories=cats,
         files=[str(path)],

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, Field
 
 from server.errors import InputError, shorten_message
-from server.render.report import CategorySection, FindingRow, PeakSource, ReportContext, render_report_html
+from server.render.report import (
+    REPORT_GENERATOR,
+    CategorySection,
+    FindingRow,
+    PeakSource,
+    ReportContext,
+    render_report_html,
+)
 from server.roots import DataRoots
 from server.scoring.chart import chart_ceilings, chart_points, report_op_rows
 from server.scoring.ranked import NOT_RANKED, RankedMetrics
@@ -17,8 +25,12 @@ from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_outpu
 from server.tools.plot import ranking_mismatch, scored_categories
 from server.vocab import COMPARATIVE, IMPACT_UNIT
 from server.writers.atomic import write_text_atomic
+from server.writers.owned import check_replaceable
 
 MAX_WARNINGS = 10
+REPORT_NAME = "report.html"
+REPORTS_DIR = "reports"
+REPORT_FILE = re.compile(r"[^/\\\x00-\x1f.][^/\\\x00-\x1f]{0,249}\.html", re.IGNORECASE)  # a name, not a path
 _SOURCE_WORDS = {
     "argument": "named by the caller",
     "arch_json": "arch JSON file",
@@ -31,7 +43,12 @@ class ReportInput(ToolInput):
     arch: ArchArg = None
     bytes_model: BytesModelArg = "compulsory"
     output: Annotated[
-        str | None, Field(max_length=4096, description="HTML file to write; default <output_dir>/report.html")
+        str | None,
+        Field(
+            max_length=255,
+            description="file name of the page, written under <output_dir>/reports/ (a name ending .html, no "
+            "folders); default <output_dir>/report.html. A file there is replaced only if render_report wrote it",
+        ),
     ] = None
 
 
@@ -95,6 +112,19 @@ def _prose(
             "(render_findings_template, fill it again, validate_findings)"
         )
     return text, str(path), notes
+
+
+def report_target(roots: DataRoots, out: Path, name: str | None) -> Path:
+    """Where the page goes: <out>/report.html, or a file name of the caller's under <out>/reports/ (a plain name:
+    the tool writes its own files inside the analysis folder, nowhere else)."""
+    if name is None:
+        return roots.write_target(out / REPORT_NAME, what="report file")
+    if not REPORT_FILE.fullmatch(name):
+        raise InputError(
+            f"output={name!r} is invalid: pass a file name ending .html, without folders (it is written under "
+            f"{out.name}/{REPORTS_DIR}/)"
+        )
+    return roots.write_target(out / REPORTS_DIR / name, what="report file")
 
 
 def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
@@ -174,8 +204,10 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
         warnings=list(resolved.warnings) if resolved else [],
         sections=sections,
     )
-    target = ctx.roots.write_target(args.output if args.output else out / "report.html", what="report path")
-    write_text_atomic(target, render_report_html(report), roots=ctx.roots)
+    target = report_target(ctx.roots, out, args.output)
+    page = render_report_html(report)
+    check_replaceable(target, ctx.roots, REPORT_GENERATOR.encode(), what="report file", tool="render_report")
+    write_text_atomic(target, page, roots=ctx.roots)
     return ReportResult(
         report_file=str(target), categories=[s.data.category for s in scored], warnings=capped(warnings, MAX_WARNINGS)
     )

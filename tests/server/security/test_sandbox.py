@@ -252,10 +252,14 @@ async def test_analyze_trace_refuses_every_link_out(world: tuple[Path, Path]) ->
 
 async def test_report_output_outside_is_refused(world: tuple[Path, Path]) -> None:
     root, outside = world
-    own_folder(root)
-    (root / "reports").symlink_to(outside)
-    await refused(root, outside, "render_report", {"output_dir": "a", "arch": ARCH, "output": "reports/r.html"})
-    await refused(root, outside, "render_report", {"output_dir": "a", "arch": ARCH, "output": str(outside / "r.html")})
+    folder = own_folder(root)
+    (folder / "reports").symlink_to(outside)
+    await refused(root, outside, "render_report", {"output_dir": "a", "arch": ARCH, "output": "r.html"})
+    before = snapshot(outside)
+    for name in (str(outside / "r.html"), "../r.html", "reports/r.html"):  # a name only: never a path elsewhere
+        res = await call(root, "render_report", {"output_dir": "a", "arch": ARCH, "output": name})
+        assert res.is_error and "pass a file name ending .html, without folders" in res.content[0].text
+    assert snapshot(outside) == before
 
 
 @pytest.mark.parametrize("path", ["../outside/secret", "/etc", "a/../../outside/secret"])
