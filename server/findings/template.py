@@ -24,6 +24,7 @@ from server.findings.spec import (
     MISSING,
     NO_DATA_SENTENCE,
     NOT_QUANTIFIABLE,
+    RUN_LINE,
     SCOPES,
     SLOT_CLOSE,
     SLOT_OPEN,
@@ -34,6 +35,7 @@ from server.findings.spec import (
     columns_for,
     heuristic_warning_line,
     library_suffix,
+    metrics_run_id,
     number_text,
 )
 
@@ -74,7 +76,9 @@ def render_findings_template(metrics: dict[str, Any], category: str, tier: str =
     if not view.findings and not view.operations:
         return render_no_data_file(category)
     scope = view.scope if view.scope in SCOPES else "standalone"
-    parts = [f"# SDPA findings: {category}", "", _overview(view, category, scope), "", "## Recommendations", ""]
+    run_id = metrics_run_id(metrics)
+    parts = [f"# SDPA findings: {category}", *([RUN_LINE.format(run_id=run_id)] if run_id else []), "",
+             _overview(view, category, scope), "", "## Recommendations", ""]  # fmt: skip
     for finding in view.findings:
         parts.extend(_p_item(finding))
     parts.extend(["## Detailed Analysis", ""])

@@ -18,6 +18,7 @@ import pandas as pd
 
 from perf_models.kernels import KernelRole, classify_kernel
 from server.factorize import factorize
+from server.folder.manifest import current_run_id
 from server.folder.read import KERNEL_MEAN, CategoryData
 from server.numbers import finite
 from server.scoring.records import RooflineTable, step_workload, workload_profile
@@ -257,6 +258,7 @@ def build_metrics(data: CategoryData, table: RooflineTable, comparison_scope: st
         "category_findings": findings,
         "sdpa_analyzer": {
             "version": 1,
+            "run_id": current_run_id(data.manifest),  # the analysis these numbers come from (None: no run record)
             "e2e_baseline_ms": finite(e2e, 4),
             "trace2_e2e_baseline_ms": finite(data.trace2_e2e_ms, 4),
             "bytes_model": table.bytes_model,
