@@ -33,7 +33,7 @@ from prompts.render import PromptArgumentError, load_findings_format, render_ana
 from server import __version__
 from server.errors import shorten_message
 from server.roots import DataRoots
-from server.tools import TOOLS
+from server.tools import TOOLS, TOOLS_BY_NAME
 from server.tools.archs import ArchInfo, full_table
 from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute, format_validation_error
 from server.vocab import CATEGORY_HELP, SCOPE_HELP
@@ -77,9 +77,15 @@ def _json_text(result: BaseModel) -> str:
 class _Server(MCPServer):
     """MCPServer whose schema-violation errors are one line, like every other tool error, and whose tool errors
     reach the client as the tool wrote them (without the SDK's `Error executing tool <name>: ` in front, which
-    would take them past the 300-character budget)."""
+    would take them past the 300-character budget), and that refuses an argument the tool does not declare (the
+    SDK drops it silently: a caller who believes it chose something, e.g. a scheduler, must hear that it did not)."""
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:  # type: ignore[override]
+        spec = TOOLS_BY_NAME.get(name)
+        if spec is not None and isinstance(arguments, dict):
+            unknown = sorted(str(k) for k in arguments if k not in spec.input_model.model_fields)
+            if unknown:
+                raise ToolError(shorten_message(f"{name}: unknown argument {unknown[0]!r} (not a parameter of {name})"))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

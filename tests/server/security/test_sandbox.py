@@ -23,27 +23,11 @@ from server.errors import PathOutsideRootsError
 from server.mcp_server import create_server
 from server.roots import DataRoots
 from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
-from tests.support import FLASH_ROW, make_folder
+from tests.support import FLASH_ROW, make_folder, snapshot
 
 pytestmark = pytest.mark.anyio
 CAT = "sdpa_fwd"
 ARCH = "h100-sxm"
-
-
-def snapshot(folder: Path) -> dict[str, Any]:
-    """Every entry under `folder` (links not followed): kind, and content for files; mtimes for files too."""
-    out: dict[str, Any] = {}
-    for dirpath, dirnames, filenames in os.walk(folder):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            st = p.lstat()
-            if p.is_symlink():
-                out[str(p.relative_to(folder))] = ("link", os.readlink(p))
-            elif p.is_file():
-                out[str(p.relative_to(folder))] = ("file", p.read_bytes(), st.st_mtime_ns)
-            else:
-                out[str(p.relative_to(folder))] = ("dir",)
-    return out
 
 
 @pytest.fixture
