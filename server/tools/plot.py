@@ -98,6 +98,8 @@ def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
     from server.render.plots import PNG_SOFTWARE, render_roofline_png
 
     out = resolve_output_dir(ctx.roots, args.output_dir)
+    target = out / "plots" / f"roofline_{args.category}_{args.bytes_model}.png"
+    check_replaceable(target, ctx.roots, PNG_SOFTWARE.encode(), what="chart file", tool="plot_roofline")
     scored = scored_categories(ctx.roots, out, args.category, args.arch, args.bytes_model)
     with_rows = [s for s in scored if s.has_rows]
     cats = [s.data.category for s in scored]
@@ -126,8 +128,6 @@ def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
         bytes_model=args.bytes_model,
         warning=chart_warning,
     )
-    target = out / "plots" / f"roofline_{args.category}_{args.bytes_model}.png"
-    check_replaceable(target, ctx.roots, PNG_SOFTWARE.encode(), what="chart file", tool="plot_roofline")
     path = write_bytes_atomic(target, plot.png, roots=ctx.roots)
     result = PlotResult(
         categories=cats,

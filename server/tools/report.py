@@ -132,6 +132,8 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
     from server.render.plots import render_roofline_png
 
     out = resolve_output_dir(ctx.roots, args.output_dir)
+    target = report_target(ctx.roots, out, args.output)
+    check_replaceable(target, ctx.roots, REPORT_GENERATOR.encode(), what="report file", tool="render_report")
     scored = scored_categories(ctx.roots, out, "all", args.arch, args.bytes_model)
     with_rows = [s for s in scored if s.has_rows]
     resolved = with_rows[0].arch if with_rows else None
@@ -204,10 +206,7 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
         warnings=list(resolved.warnings) if resolved else [],
         sections=sections,
     )
-    target = report_target(ctx.roots, out, args.output)
-    page = render_report_html(report)
-    check_replaceable(target, ctx.roots, REPORT_GENERATOR.encode(), what="report file", tool="render_report")
-    write_text_atomic(target, page, roots=ctx.roots)
+    write_text_atomic(target, render_report_html(report), roots=ctx.roots)
     return ReportResult(
         report_file=str(target), categories=[s.data.category for s in scored], warnings=capped(warnings, MAX_WARNINGS)
     )
