@@ -27,7 +27,7 @@ from server.cli.human import render
 from server.cli.human_ranks import RANK_RENDERERS
 from server.cli.progress import ProgressBar
 from server.errors import InputError, os_error_message, printable, shorten_message
-from server.ranks.children import Stopped, stop_on_signals
+from server.ranks.children import Stopped, stop_children, stop_on_signals
 from server.roots import DataRoots
 from server.tools import TOOLS
 from server.tools.base import Setting, ToolContext, ToolFailure, ToolSpec, execute
@@ -212,8 +212,16 @@ def serve_http(server: Any, host: str, port: int) -> None:
         raise InputError(
             f"cannot listen on {host}:{port} ({exc.strerror or exc}) — pass another --host or --port"
         ) from None
+    class StoppingServer(uvicorn.Server):
+        """uvicorn's graceful shutdown waits for the calls in flight: the pool or cluster processes of one go first
+        (server.ranks.children), so SIGTERM/SIGINT end them within seconds here too."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            stop_children()
+            super().handle_exit(sig, frame)
+
     config = uvicorn.Config(http_app(server, host), log_level=server.settings.log_level.lower())
-    uvicorn.Server(config).run(sockets=[sock])
+    StoppingServer(config).run(sockets=[sock])
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -167,3 +167,39 @@ def test_serve_stops_every_child_during_analyze_ranks(tmp_path: Path, sig: int) 
         _stop_and_check(proc, sig, children)
     finally:
         proc.stdin.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: signal.Signals(s).name)
+def test_serve_http_stops_every_child_during_analyze_ranks(tmp_path: Path, sig: int) -> None:
+    """uvicorn waits for the calls in flight before it stops: the pool must not keep it (and itself) alive."""
+    import socket
+    import threading
+
+    import anyio
+    from mcp import Client
+
+    _job(tmp_path)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "server.cli.main", "serve", "--http", "--port", str(port), "--root", str(tmp_path)],
+        env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+    async def client() -> None:
+        for _ in range(300):
+            try:
+                async with Client(f"http://127.0.0.1:{port}/mcp") as c:
+                    await c.call_tool("analyze_ranks", {"trace_dir": "traces", "output_dir": "out", "workers": 2})
+                return
+            except Exception:  # not listening yet, or the server went away mid-call (what this test does)
+                if proc.poll() is not None:
+                    return
+                await anyio.sleep(0.1)
+
+    caller = threading.Thread(target=lambda: anyio.run(client), daemon=True)
+    caller.start()
+    children = _wait_for_workers(proc, at_least=4)
+    _stop_and_check(proc, sig, children)
