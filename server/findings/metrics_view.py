@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -199,6 +200,9 @@ def verbatim_text(value: Any) -> str:
     return str(value)
 
 
+_SMALL_RUN = 8  # operations of one time compared one by one; a longer run gets its efficiency index
+
+
 class _ByEfficiency:
     """Operations (of one name and one time) by efficiency: a member's efficiency finds its matches by binary search,
     so many operations sharing one time cost each member only what it matches."""
@@ -208,7 +212,7 @@ class _ByEfficiency:
     def __init__(self, pairs: list[tuple[float | None, int]]) -> None:
         self.no_eff = [i for e, i in pairs if e is None]
         numeric = sorted((e, i) for e, i in pairs if e is not None and math.isfinite(e))  # NaN, inf: equal nothing
-        self.effs = np.array([e for e, _ in numeric], dtype=float)
+        self.effs = [e for e, _ in numeric]
         self.at = [i for _, i in numeric]
 
     def matching(self, eff: float | None) -> list[int]:
@@ -217,9 +221,8 @@ class _ByEfficiency:
         if not math.isfinite(eff):
             return []
         tol = _REL_TOL * max(1.0, abs(eff)) * 2  # a window a little wider than any pair _same_number accepts
-        lo = int(np.searchsorted(self.effs, eff - tol, side="left"))
-        hi = int(np.searchsorted(self.effs, eff + tol, side="right"))
-        return [self.at[k] for k in range(lo, hi) if _same_number(float(self.effs[k]), eff)]
+        lo, hi = bisect_left(self.effs, eff - tol), bisect_right(self.effs, eff + tol)
+        return [self.at[k] for k in range(lo, hi) if _same_number(self.effs[k], eff)]
 
 
 class _NameGroup:
@@ -232,9 +235,9 @@ class _NameGroup:
         self.indices: list[int] = []
         self.by_args: dict[Any, list[int]] | None = None
         self.by_args_text: dict[str, int] | None = None
-        self.times: np.ndarray | None = None  # the finite times, sorted
+        self.times: list[float] | None = None  # the finite times, sorted (lists: bisect beats numpy on one value)
         self.timed: list[tuple[float | None, int]] = []  # (efficiency, index) in the order of `times`
-        self.run_starts: np.ndarray = np.zeros(0, dtype=np.int64)  # where each run of one time starts in `times`
+        self.run_starts: list[int] = []  # where each run of one time starts in `times`
         self.run_index: dict[int, _ByEfficiency] = {}  # built when a member first asks for that run
         self.no_time: _ByEfficiency | None = None
 
@@ -273,16 +276,20 @@ class _NameGroup:
         if not math.isfinite(t):  # NaN and infinities equal nothing
             return []
         tol = _REL_TOL * max(1.0, abs(t)) * 2  # a window a little wider than any pair _same_number accepts
-        lo = int(np.searchsorted(self.times, t - tol, side="left"))
-        hi = int(np.searchsorted(self.times, t + tol, side="right"))
+        lo, hi = bisect_left(self.times, t - tol), bisect_right(self.times, t + tol)
         if lo >= hi:
             return []
-        first = int(np.searchsorted(self.run_starts, lo, side="right")) - 1
-        last = int(np.searchsorted(self.run_starts, hi - 1, side="right")) - 1
+        first = bisect_right(self.run_starts, lo) - 1
+        last = bisect_right(self.run_starts, hi - 1) - 1
         out: list[int] = []
         for run in range(first, last + 1):
-            start = int(self.run_starts[run])
-            if _same_number(float(self.times[start]), t):  # one time per run: one comparison decides the run
+            start = self.run_starts[run]
+            if not _same_number(self.times[start], t):  # one time per run: one comparison decides the run
+                continue
+            end = self.run_starts[run + 1] if run + 1 < len(self.run_starts) else len(self.times)
+            if end - start <= _SMALL_RUN:  # a few operations at this time (the usual case): compared directly
+                out += [i for e, i in self.timed[start:end] if _same_number(e, eff)]
+            else:
                 out += self._run(run).matching(eff)
         return sorted(out)
 
@@ -293,18 +300,17 @@ class _NameGroup:
         timed = [(t, e, i) for i, t, e in zip(self.indices, times, effs, strict=True) if t is not None and
                  math.isfinite(t)]  # fmt: skip
         timed.sort(key=lambda x: x[0])  # stable: equal times keep index order
-        values = np.array([t for t, _, _ in timed], dtype=float)
+        values = [t for t, _, _ in timed]
         self.times = values
         self.timed = [(e, i) for _, e, i in timed]
-        changes = np.flatnonzero(values[1:] != values[:-1]) + 1 if len(values) else np.zeros(0, dtype=np.int64)
-        self.run_starts = np.concatenate([[0], changes]).astype(np.int64) if len(values) else changes
+        self.run_starts = [k for k in range(len(values)) if k == 0 or values[k] != values[k - 1]]
 
     def _run(self, run: int) -> _ByEfficiency:
         index = self.run_index.get(run)
         if index is None:
             assert self.times is not None
-            start = int(self.run_starts[run])
-            end = int(self.run_starts[run + 1]) if run + 1 < len(self.run_starts) else len(self.times)
+            start = self.run_starts[run]
+            end = self.run_starts[run + 1] if run + 1 < len(self.run_starts) else len(self.times)
             index = self.run_index[run] = _ByEfficiency(self.timed[start:end])
         return index
 
