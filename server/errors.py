@@ -4,15 +4,45 @@ from __future__ import annotations
 
 import errno
 
+from pydantic import ValidationError
+
 MESSAGE_LIMIT = 300  # characters of an error line (an LLM and a terminal read it whole)
 _WORD_LIMIT = 150  # a longer word (a whole CSV cell, a very deep path) is shortened in its middle
 
 
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str, *, keep_lines: bool = False) -> str:
+    """`text` with every character a terminal or a reader would not show as itself escaped the way Python's repr
+    writes it (`\\x1b`, `\\u202e`): control characters (ESC sequences that clear a screen or set a window
+    title, carriage returns that overwrite a line), bidi overrides and isolates (U+202A-U+202E, U+2066-U+2069) that
+    reorder what is shown, zero-width and other format characters, unassigned code points and surrogates.
+    `keep_lines`: line breaks and tabs stay (multi-line result text); else they are escaped too. Everything we
+    print or return goes through here once: error lines (InputError, shorten_message), tool results
+    (server.tools.base.checked_result), the CLI's tables."""
+    if text.isprintable():  # the common case, at C speed
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable() or (keep_lines and ch in "\n\t"):
+            out.append(ch)
+            continue
+        code = ord(ch)
+        if ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
+            continue
+        out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    escaped = "".join(out)
+    return text if escaped == text else escaped  # only kept line breaks: the same string (callers compare by `is`)
+
+
 class InputError(ValueError):
-    """Bad input the user can fix. str(err) is the whole message: one line, no traceback."""
+    """Bad input the user can fix. str(err) is the whole message: one line, no traceback, nothing a terminal would
+    act on (control characters and bidi overrides quoted from a path or a trace are escaped)."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(" ".join(str(message).split()))
+        super().__init__(printable(" ".join(str(message).split())))
 
 
 class PathOutsideRootsError(InputError):
@@ -29,10 +59,10 @@ def shorten_middle(text: str, limit: int) -> str:
 
 
 def shorten_message(message: str, limit: int = MESSAGE_LIMIT) -> str:
-    """One line of at most `limit` characters: whitespace collapsed, overlong words (cells, paths) shortened in
-    the middle, then the middle of the whole line if it is still too long, so the cause at the start and the
-    fix at the end both survive."""
-    words = [shorten_middle(w, _WORD_LIMIT) for w in str(message).split()]
+    """One line of at most `limit` characters: whitespace collapsed, non-printable characters escaped, overlong
+    words (cells, paths) shortened in the middle, then the middle of the whole line if it is still too long, so
+    the cause at the start and the fix at the end both survive."""
+    words = [shorten_middle(printable(w), _WORD_LIMIT) for w in str(message).split()]
     return shorten_middle(" ".join(words), limit)
 
 
@@ -52,3 +82,24 @@ def os_error_message(exc: OSError) -> str:
     where = exc.filename if exc.filename is not None else "a file"
     fix = _OS_FIXES.get(exc.errno or 0, "check the path and that its folder is writable")
     return f"{where}: {exc.strerror or type(exc).__name__} — {fix}"
+
+
+def format_validation_error(exc: ValidationError, limit: int = 3) -> str:
+    """A pydantic error as one line: `field=value is invalid: reason` for each error (at most `limit`)."""
+    parts = []
+    errors = exc.errors(include_url=False)
+    for err in errors[:limit]:
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__") or "arguments"
+        kind = err.get("type", "")
+        if kind == "missing":
+            parts.append(f"{loc} is required")
+        elif kind == "extra_forbidden":
+            parts.append(f"unknown argument {loc!r}")
+        else:
+            value = repr(err.get("input"))
+            value = value if len(value) <= 60 else value[:57] + "..."
+            msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+            parts.append(f"{loc}={value} is invalid: {msg}")
+    if len(errors) > limit:
+        parts.append(f"and {len(errors) - limit} more")
+    return "; ".join(parts)

@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 
 from prompts.render import PromptArgumentError, load_findings_format, render_analysis_prompt
 from server import __version__
+from server.errors import shorten_message
 from server.roots import DataRoots
 from server.tools import TOOLS
 from server.tools.archs import ArchInfo, full_table
@@ -81,11 +82,14 @@ class _Server(MCPServer):
     `server.tools.base.execute`, the same error wrapper the CLI uses (one line per failure). Everything else
     (unknown tools, prompts, resources, transports) is the SDK's own."""
 
-    def __init__(self, specs: list[ToolSpec[Any, Any]], roots: DataRoots, **kwargs: Any) -> None:
+    def __init__(
+        self, specs: list[ToolSpec[Any, Any]], roots: DataRoots, settings: dict[str, Any], **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self._specs = {spec.name: spec for spec in specs}
         self._listing = [tool_listing(spec) for spec in specs]
         self._roots = roots
+        self._settings = settings  # server configuration the tools read (e.g. the Dask scheduler): never arguments
 
     async def list_tools(self) -> list[MCPTool]:
         return [*self._listing, *await super().list_tools()]
@@ -108,7 +112,8 @@ class _Server(MCPServer):
                 log.debug("progress notification dropped", exc_info=True)
 
         try:  # a worker thread: one long call never blocks the other clients of an HTTP server
-            result = await anyio.to_thread.run_sync(execute, spec, ToolContext(self._roots, progress), arguments)
+            tool_ctx = ToolContext(self._roots, progress, **self._settings)
+            result = await anyio.to_thread.run_sync(execute, spec, tool_ctx, arguments)
         except ToolFailure as exc:
             raise ToolError(str(exc)) from None
         content: list[Any] = [TextContent(type="text", text=_json_text(result))]
@@ -151,10 +156,13 @@ def http_app(server: MCPServer, host: str) -> Any:
     return server.streamable_http_app(transport_security=transport_security(host), host=host)
 
 
-def create_server(roots: list[Path] | None = None) -> MCPServer:
+def create_server(roots: list[Path] | None = None, *, settings: dict[str, Any] | None = None) -> MCPServer:
+    """`settings`: the ToolContext settings of whoever starts the server (e.g. `dask_address`), never a tool
+    argument (server.tools.base.Setting)."""
     data_roots = DataRoots(list(roots) if roots else [Path.cwd()])
+    chosen = {k: v for k, v in (settings or {}).items() if v is not None}
     server = _Server(
-        [spec for spec in TOOLS if spec.mcp], data_roots, name="sdpa-analyzer", instructions=INSTRUCTIONS,
+        [spec for spec in TOOLS if spec.mcp], data_roots, chosen, name="sdpa-analyzer", instructions=INSTRUCTIONS,
         version=__version__,
     )
 
@@ -176,7 +184,7 @@ def create_server(roots: list[Path] | None = None) -> MCPServer:
         try:
             return render_analysis_prompt(output_dir, category, comparison_scope, prefix=prefix or None)
         except PromptArgumentError as exc:
-            raise MCPError(INVALID_PARAMS, str(exc)) from None
+            raise MCPError(INVALID_PARAMS, shorten_message(str(exc))) from None
 
     @server.resource(
         "sdpa://findings-format",

@@ -12,7 +12,12 @@ metadata and an arch JSON all pass through `DataRoots`:
 * reads open regular files only (a FIFO or a device would hang or never end);
 * writes (`directory(create=True)` + the atomic writers) resolve the target's folder the same way and never
   follow the target's own name: an atomic rename replaces a link standing there instead of writing
-  through it; deletions (`unlink`) remove a name in a checked folder, never what a link points to.
+  through it; deletions (`unlink`) remove a name in a checked folder, never what a link points to; `rename`
+  moves a name within checked folders (a link is moved as a link); `remove_tree` deletes only folders whose
+  name the caller says it made, by folder descriptors (no link followed inside the tree either);
+* hard links: a hard link is the file itself under another name, so one standing under a root is read as a
+  file of that root (whoever could make it could copy the file there as well); nothing ever writes into an
+  existing file (writes are a temp file renamed over the name), so a hard-linked outside file is never changed.
 
 Paths keep their exact characters: nothing is stripped, and a path containing a NUL or a line break is
 refused (it is never what a person meant, and it would break the one-line error messages).
@@ -22,8 +27,9 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +160,18 @@ class DataRoots:
         except NotADirectoryError:  # a file where a folder was expected on the way: nothing of that name
             return None
 
+    def lstat(self, path: str | Path, *, what: str = "path") -> os.stat_result | None:
+        """The status of the entry named `path` itself (its folder resolved and walked; a link is reported as a
+        link, never followed), or None when nothing of that name is there."""
+        target = self.write_target(path, what=what)
+        try:
+            if not FD_WALK:
+                return os.lstat(target)
+            with self._parent(target, what) as dfd:
+                return os.stat(target.name, dir_fd=dfd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
     def is_file(self, path: str | Path, *, what: str = "file") -> bool:
         st = self.stat(path, what=what)
         return st is not None and stat.S_ISREG(st.st_mode)
@@ -178,6 +196,73 @@ class DataRoots:
             return True
         except FileNotFoundError:
             return False
+
+    def list_dir(self, path: str | Path, *, what: str = "folder") -> list[tuple[str, os.stat_result]]:
+        """The entries of the folder `path` (opened without following a link at any depth), each with its own
+        status: a link is reported as a link, never followed. Sorted by name."""
+        with self.directory(path, what=what) as fd:
+            names = sorted(os.listdir(fd) if FD_WALK else os.listdir(self.resolve(path, what=what)))
+            out = []
+            for name in names:
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False) if FD_WALK else os.lstat(Path(path) / name)
+                except FileNotFoundError:  # gone meanwhile
+                    continue
+                out.append((name, st))
+            return out
+
+    def rename(self, src: str | Path, dst: str | Path, *, what: str = "folder", replace: bool = False) -> None:
+        """Rename the entry named `src` to `dst` (each folder resolved, checked and walked without following a link;
+        the names themselves are never followed: a link is renamed as a link). Without `replace` an existing `dst`
+        is never replaced (FileExistsError)."""
+        source, target = self.write_target(src, what=what), self.write_target(dst, what=what)
+        if not FD_WALK:
+            if not replace and os.path.lexists(target):
+                raise FileExistsError(errno.EEXIST, "File exists", str(target))
+            os.rename(source, target)
+            return
+        with self._parent(source, what) as sfd, self._parent(target, what) as tfd:
+            if not replace:
+                try:
+                    os.stat(target.name, dir_fd=tfd, follow_symlinks=False)
+                    raise FileExistsError(errno.EEXIST, "File exists", str(target))
+                except FileNotFoundError:
+                    pass
+            try:
+                os.rename(source.name, target.name, src_dir_fd=sfd, dst_dir_fd=tfd)
+            except OSError as exc:
+                exc.filename = str(source)
+                raise
+
+    def remove_tree(self, path: str | Path, *, ours: Callable[[str], bool], what: str = "folder") -> bool:
+        """Remove the folder named `path` and everything in it, when `ours(name)` says the name is one we make
+        (a staging folder, a replaced folder): its parent resolved, checked and walked without following a link,
+        the tree removed by folder descriptors (shutil.rmtree's symlink-attack-safe walk), so nothing outside is
+        ever deleted. A link of that name is removed itself, never what it points to. False when absent."""
+        target = self.write_target(path, what=what)
+        if not ours(target.name):
+            raise InputError(f"{what} {shown(target)} is not a folder this tool made: not removed")
+        if not (FD_WALK and shutil.rmtree.avoids_symlink_attacks):
+            if not os.path.lexists(target):
+                return False
+            if os.path.islink(target):
+                os.unlink(target)
+            else:
+                shutil.rmtree(target)
+            return True
+        try:
+            with self._parent(target, what) as pfd:
+                try:
+                    st = os.stat(target.name, dir_fd=pfd, follow_symlinks=False)
+                except FileNotFoundError:
+                    return False
+                if stat.S_ISDIR(st.st_mode):
+                    shutil.rmtree(target.name, dir_fd=pfd)
+                else:
+                    os.unlink(target.name, dir_fd=pfd)
+        except FileNotFoundError:  # its folder is gone: nothing to remove
+            return False
+        return True
 
     def write_target(self, path: str | Path, *, what: str = "file") -> Path:
         """The path a write or a deletion acts on: its folder resolved and checked, its own name kept (a link

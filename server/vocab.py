@@ -48,6 +48,13 @@ BYTES_MODEL_HELP = (
 # Above ANOMALY_PCT a kernel beats its roofline: physically impossible, so an anomaly (wrong shapes, peaks or a
 # measured time missing kernels), never "excellent". Above ANOMALY_FLAG_PCT the efficiency is not used for a
 # gap projection: the orchestrator's impact rules then fall back to the heuristic estimate.
+# ---- E2E baseline sanity (server.folder.read): not a verdict, a check that the metadata's window is a real one --
+# A category's kernels run inside the profiled window, so their summed time is at most the window, times the
+# streams (or GPUs, for a multi-device trace) that ran them at once; 64 is far above any overlap a real trace
+# shows (this project's fixtures: at most 1.0), and far below what a wrong unit or a denormal gives (1e3 .. 1e300).
+E2E_MIN_MS = 1e-6  # 1 ns: no profiled window is shorter
+MAX_KERNEL_TO_E2E = 64.0
+
 # The unit of every impact score: the share of the profiled window (the E2E baseline) the ops would give back.
 IMPACT_UNIT = "% of E2E"
 IMPACT_UNIT_HELP = (
@@ -92,6 +99,7 @@ __all__ = [
     "COMPARATIVE",
     "DECODE_HEAVY_RATIO",
     "DISPLAY_NAMES",
+    "E2E_MIN_MS",
     "EFF_BUCKET_EDGES",
     "HEURISTIC_HIGH",
     "HEURISTIC_LOW",
@@ -104,6 +112,7 @@ __all__ = [
     "INFERENCE",
     "KV_WRITE_SHARE_PCT",
     "LOW_FACTOR",
+    "MAX_KERNEL_TO_E2E",
     "MID_FACTOR",
     "MIN_GROUP_MID",
     "MIN_HIGH",

@@ -32,6 +32,22 @@ FINDINGS_CORPUS = REPO / "tests" / "server" / "findings" / "findings_corpus"
 SHARED_SKIP_REASON = "needs ../shared (real traces and analysis folders; set SDPA_SHARED_DIR to point elsewhere)"
 
 
+def snapshot(folder: Path) -> dict[str, Any]:
+    """Every entry under `folder` (links not followed): kind, and content for files; mtimes for files too."""
+    out: dict[str, Any] = {}
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            st = p.lstat()
+            if p.is_symlink():
+                out[str(p.relative_to(folder))] = ("link", os.readlink(p))
+            elif p.is_file():
+                out[str(p.relative_to(folder))] = ("file", p.read_bytes(), st.st_mtime_ns)
+            else:
+                out[str(p.relative_to(folder))] = ("dir",)
+    return out
+
+
 def need(path: Path) -> Path:
     """Return path, or skip the calling test when the shared fixture is not there."""
     if not path.exists():
@@ -215,6 +231,7 @@ __all__ = [
     "make_folder",
     "make_large_folder",
     "roots_for",
+    "snapshot",
 ]
 
 

@@ -26,10 +26,11 @@ from server import __version__
 from server.cli.human import render
 from server.cli.human_ranks import RANK_RENDERERS
 from server.cli.progress import ProgressBar
-from server.errors import InputError, os_error_message, shorten_message
+from server.errors import InputError, os_error_message, printable, shorten_message
+from server.ranks.children import Stopped, stop_children, stop_on_signals
 from server.roots import DataRoots
 from server.tools import TOOLS
-from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute
+from server.tools.base import Setting, ToolContext, ToolFailure, ToolSpec, execute
 
 EXIT_OK, EXIT_INVALID, EXIT_INPUT = 0, 1, 2
 log = logging.getLogger("sdpa_analyzer")
@@ -38,7 +39,7 @@ log = logging.getLogger("sdpa_analyzer")
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> typing.NoReturn:  # one line on stderr, exit 2 (argparse's own code too)
         self.print_usage(sys.stderr)
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        print(f"{self.prog}: error: {shorten_message(message)}", file=sys.stderr)
         raise SystemExit(EXIT_INPUT)
 
 
@@ -97,6 +98,7 @@ def _add_tool_command(sub: Any, spec: ToolSpec[Any, Any]) -> None:
         if field.is_required():
             kw["required"] = True
         p.add_argument(*spellings, dest=name, default=argparse.SUPPRESS, **kw)
+    _add_settings(p, spec.cli.settings)
     p.add_argument("--json", action="store_true", help="print the structured result (as the MCP tool returns it)")
     p.add_argument(
         "--root",
@@ -106,6 +108,29 @@ def _add_tool_command(sub: Any, spec: ToolSpec[Any, Any]) -> None:
         help="restrict file access to these folders (repeatable; default: no restriction)",
     )
     p.set_defaults(tool=spec)
+
+
+def _add_settings(p: argparse.ArgumentParser, settings: Sequence[Setting]) -> None:
+    for setting in settings:
+        env = f" (default: ${setting.env})" if setting.env else ""
+        p.add_argument(setting.flag, dest=f"setting_{setting.field}", metavar=setting.metavar,
+                       help=(setting.help + env).replace("%", "%%"))  # fmt: skip
+
+
+def all_settings() -> list[Setting]:
+    """Every tool's settings, once each (what `serve` takes for the tools it serves)."""
+    return list({s.field: s for spec in TOOLS if spec.mcp for s in spec.cli.settings}.values())
+
+
+def settings_from(args: argparse.Namespace, settings: Sequence[Setting]) -> dict[str, Any]:
+    """The ToolContext settings: the flag, else the environment variable (read now, at start)."""
+    out = {}
+    for setting in settings:
+        value = getattr(args, f"setting_{setting.field}", None)
+        if value is None and setting.env:
+            value = os.environ.get(setting.env) or None
+        out[setting.field] = value
+    return out
 
 
 def _tool_arguments(args: argparse.Namespace, spec: ToolSpec[Any, Any]) -> dict[str, Any]:
@@ -123,14 +148,16 @@ def run_tool_command(args: argparse.Namespace) -> int:
     spec: ToolSpec[Any, Any] = args.tool
     bar = ProgressBar()
     try:
-        result = execute(spec, ToolContext(_cli_roots(args), bar), _tool_arguments(args, spec))
+        ctx = ToolContext(_cli_roots(args), bar, **settings_from(args, spec.cli.settings))
+        result = execute(spec, ctx, _tool_arguments(args, spec))
     finally:
         bar.close()
     if args.json:
         print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
     else:
         rank_renderer = RANK_RENDERERS.get(spec.name)
-        print(rank_renderer(result) if rank_renderer is not None else render(spec.name, result))
+        text = rank_renderer(result) if rank_renderer is not None else render(spec.name, result)
+        print(printable(text, keep_lines=True))  # the tables quote op names and paths from untrusted files
     if spec.name == "validate_findings" and not result.passed:
         return EXIT_INVALID
     return EXIT_OK
@@ -144,7 +171,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for r in roots:
         if not r.is_dir():
             raise InputError(f"--root {r} is not a folder — pass an existing folder")
-    server = create_server(roots)
+    server = create_server(roots, settings=settings_from(args, all_settings()))
     if args.http:
         serve_http(server, args.host, args.port)
     else:
@@ -185,8 +212,16 @@ def serve_http(server: Any, host: str, port: int) -> None:
         raise InputError(
             f"cannot listen on {host}:{port} ({exc.strerror or exc}) — pass another --host or --port"
         ) from None
+    class StoppingServer(uvicorn.Server):
+        """uvicorn's graceful shutdown waits for the calls in flight: the pool or cluster processes of one go first
+        (server.ranks.children), so SIGTERM/SIGINT end them within seconds here too."""
+
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            stop_children()
+            super().handle_exit(sig, frame)
+
     config = uvicorn.Config(http_app(server, host), log_level=server.settings.log_level.lower())
-    uvicorn.Server(config).run(sockets=[sock])
+    StoppingServer(config).run(sockets=[sock])
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -211,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="data roots the tools may read and write (repeatable; default: the working directory)",
     )
+    _add_settings(s, all_settings())
     s.set_defaults(fn=cmd_serve)
 
     for spec in TOOLS:
@@ -226,16 +262,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
-        if hasattr(args, "tool"):
-            return run_tool_command(args)
-        return int(args.fn(args))
+        with stop_on_signals():  # a host's SIGTERM/SIGHUP/SIGINT ends the pool and cluster processes too
+            if hasattr(args, "tool"):
+                return run_tool_command(args)
+            return int(args.fn(args))
     except (ToolFailure, InputError) as exc:
         print(f"sdpa-analyzer: error: {shorten_message(str(exc))}", file=sys.stderr)
         return EXIT_INPUT
     except OSError as exc:  # serve and demo outside the tools' wrapper: still one line, never a traceback
         print(f"sdpa-analyzer: error: {shorten_message(os_error_message(exc))}", file=sys.stderr)
         return EXIT_INPUT
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Stopped):
         return 130
     except BrokenPipeError:  # `sdpa-analyzer archs | head`: the reader left; say nothing more
         sys.stdout = open(os.devnull, "w")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from server.errors import printable
+
 
 class ProgressBar:
     def __init__(self) -> None:
@@ -15,7 +17,7 @@ class ProgressBar:
             return
         frac = 0.0 if total <= 0 else max(0.0, min(1.0, done / total))
         filled = int(frac * 30)
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {frac * 100:5.1f}% {message[:40]:<40}")
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {frac * 100:5.1f}% {printable(message[:40]):<40}")
         sys.stderr.flush()
         self.drawn = True
 

@@ -7,7 +7,9 @@ one raises MetricsFormatError naming the field, so the caller can tell the user 
 from __future__ import annotations
 
 import json
+import math
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -199,18 +201,46 @@ def verbatim_text(value: Any) -> str:
     return str(value)
 
 
-class _NameGroup:
-    """The operations of one name: their indices, by args, and sorted by time (to match a member's numbers)."""
+_SMALL_RUN = 8  # operations of one time compared one by one; a longer run gets its efficiency index
 
-    __slots__ = ("by_args", "by_args_text", "indices", "no_time", "times", "times_at")
+
+class _ByEfficiency:
+    """Operations (of one name and one time) by efficiency: a member's efficiency finds its matches by binary search,
+    so many operations sharing one time cost each member only what it matches."""
+
+    __slots__ = ("at", "effs", "no_eff")
+
+    def __init__(self, pairs: list[tuple[float | None, int]]) -> None:
+        self.no_eff = [i for e, i in pairs if e is None]
+        numeric = sorted((e, i) for e, i in pairs if e is not None and math.isfinite(e))  # NaN, inf: equal nothing
+        self.effs = [e for e, _ in numeric]
+        self.at = [i for _, i in numeric]
+
+    def matching(self, eff: float | None) -> list[int]:
+        if eff is None:
+            return list(self.no_eff)
+        if not math.isfinite(eff):
+            return []
+        tol = _REL_TOL * max(1.0, abs(eff)) * 2  # a window a little wider than any pair _same_number accepts
+        lo, hi = bisect_left(self.effs, eff - tol), bisect_right(self.effs, eff + tol)
+        return [self.at[k] for k in range(lo, hi) if _same_number(self.effs[k], eff)]
+
+
+class _NameGroup:
+    """The operations of one name: their indices, by args, and by time then efficiency (to match a member's
+    numbers). Operations of exactly one time form one run, looked up by efficiency inside it (_ByEfficiency)."""
+
+    __slots__ = ("by_args", "by_args_text", "indices", "no_time", "run_index", "run_starts", "timed", "times")
 
     def __init__(self) -> None:
         self.indices: list[int] = []
         self.by_args: dict[Any, list[int]] | None = None
         self.by_args_text: dict[str, int] | None = None
-        self.times: np.ndarray | None = None
-        self.times_at: np.ndarray | None = None
-        self.no_time: list[int] = []
+        self.times: list[float] | None = None  # the finite times, sorted (lists: bisect beats numpy on one value)
+        self.timed: list[tuple[float | None, int]] = []  # (efficiency, index) in the order of `times`
+        self.run_starts: list[int] = []  # where each run of one time starts in `times`
+        self.run_index: dict[int, _ByEfficiency] = {}  # built when a member first asks for that run
+        self.no_time: _ByEfficiency | None = None
 
     def with_args(self, operations: list[dict[str, Any]], args: Any) -> list[int] | None:
         """The group's operations whose args equal `args` (None when `args` cannot be looked up by hash)."""
@@ -234,57 +264,99 @@ class _NameGroup:
                 self.by_args_text.setdefault(verbatim_text(operations[i].get("args")), i)
         return self.by_args_text.get(text)
 
-    def with_time(self, operations: list[dict[str, Any]], time: Any) -> list[int]:
-        """The group's operations whose time_ms is `time` (as _same_number compares), in index order."""
+    def with_numbers(self, operations: list[dict[str, Any]], time: Any, efficiency: Any) -> list[int]:
+        """The group's operations whose time_ms is `time` and whose efficiency_percent is `efficiency` (each as
+        _same_number compares), in index order. Costs the runs of one time in the time's tolerance window (one,
+        unless times differ in their tenth digit) plus what matches."""
         if self.times is None:
-            times = [as_float(operations[i].get("time_ms")) for i in self.indices]
-            self.no_time = [i for i, t in zip(self.indices, times, strict=True) if t is None]
-            timed = [(t, i) for i, t in zip(self.indices, times, strict=True) if t is not None]
-            values = np.array([t for t, _ in timed], dtype=float)
-            order = np.argsort(values, kind="stable")
-            self.times = values[order]
-            self.times_at = np.array([i for _, i in timed], dtype=np.int64)[order]
-        t = as_float(time)
+            self._index_numbers(operations)
+        assert self.times is not None and self.no_time is not None
+        t, eff = as_float(time), as_float(efficiency)
         if t is None:
-            return list(self.no_time)
-        if t != t:  # NaN equals nothing
+            return sorted(self.no_time.matching(eff))
+        if not math.isfinite(t):  # NaN and infinities equal nothing
             return []
         tol = _REL_TOL * max(1.0, abs(t)) * 2  # a window a little wider than any pair _same_number accepts
-        lo = int(np.searchsorted(self.times, t - tol, side="left"))
-        hi = int(np.searchsorted(self.times, t + tol, side="right"))
-        assert self.times_at is not None
-        window = self.times_at[lo:hi].tolist()
-        return sorted(i for i in window if _same_number(operations[i].get("time_ms"), time))
+        lo, hi = bisect_left(self.times, t - tol), bisect_right(self.times, t + tol)
+        if lo >= hi:
+            return []
+        first = bisect_right(self.run_starts, lo) - 1
+        last = bisect_right(self.run_starts, hi - 1) - 1
+        out: list[int] = []
+        for run in range(first, last + 1):
+            start = self.run_starts[run]
+            if not _same_number(self.times[start], t):  # one time per run: one comparison decides the run
+                continue
+            end = self.run_starts[run + 1] if run + 1 < len(self.run_starts) else len(self.times)
+            if end - start <= _SMALL_RUN:  # a few operations at this time (the usual case): compared directly
+                out += [i for e, i in self.timed[start:end] if _same_number(e, eff)]
+            else:
+                out += self._run(run).matching(eff)
+        return sorted(out)
+
+    def _index_numbers(self, operations: list[dict[str, Any]]) -> None:
+        times = [as_float(operations[i].get("time_ms")) for i in self.indices]
+        effs = [as_float(_efficiency(operations[i]).get("efficiency_percent")) for i in self.indices]
+        self.no_time = _ByEfficiency([(e, i) for i, t, e in zip(self.indices, times, effs, strict=True) if t is None])
+        timed = [(t, e, i) for i, t, e in zip(self.indices, times, effs, strict=True) if t is not None and
+                 math.isfinite(t)]  # fmt: skip
+        timed.sort(key=lambda x: x[0])  # stable: equal times keep index order
+        values = [t for t, _, _ in timed]
+        self.times = values
+        self.timed = [(e, i) for _, e, i in timed]
+        self.run_starts = [k for k in range(len(values)) if k == 0 or values[k] != values[k - 1]]
+
+    def _run(self, run: int) -> _ByEfficiency:
+        index = self.run_index.get(run)
+        if index is None:
+            assert self.times is not None
+            start = self.run_starts[run]
+            end = self.run_starts[run + 1] if run + 1 < len(self.run_starts) else len(self.times)
+            index = self.run_index[run] = _ByEfficiency(self.timed[start:end])
+        return index
 
 
-def _lookup(member: dict[str, Any], operations: list[dict[str, Any]]) -> tuple[list[int], bool]:
-    """The operations[] entries a finding member stands for, and whether that is the fallback (every operation of
-    the member's name).
+def _lookup(
+    member: dict[str, Any], operations: list[dict[str, Any]], answered: set[Any] | None = None
+) -> tuple[list[int], bool, Any]:
+    """The operations[] entries a finding member stands for, whether that is the fallback (every operation of
+    the member's name), and what the answer depends on (members with an equal key get the same answer; None: not
+    hashable). A key in `answered` was given already: its answer is not looked up again (returned empty).
 
     Members name only the op; one name can have several argument signatures, so narrow by the member's args
     when it has them, else by its time and efficiency; fall back to every entry. Looked up in an index built
     once per operations list, so a finding of many members against many operations of one name costs what its
     answers hold, not members × operations."""
-    group = _operations_named(operations, member.get("operation"))
+    name = member.get("operation")
+    group = _operations_named(operations, name)
     hashable = group is not None
     if group is None:  # an unhashable name (a hand-edited file): only operations with unhashable names can equal it
         group = _NameGroup()
-        group.indices = _unhashably_named(operations, member.get("operation"))
+        group.indices = _unhashably_named(operations, name)
     candidates = group.indices
     if len(candidates) <= 1:
-        return candidates, hashable
+        return candidates, hashable, None
     if member.get("args") is not None:
         by_args = group.with_args(operations, member["args"])
         if by_args is None:
             by_args = [i for i in candidates if operations[i].get("args") == member["args"]]
         if by_args:
-            return by_args, False
-    by_numbers = [
-        i
-        for i in group.with_time(operations, member.get("time_ms"))
-        if _same_number(_efficiency(operations[i]).get("efficiency_percent"), member.get("efficiency_pct"))
-    ]
-    return (by_numbers, False) if by_numbers else (candidates, hashable)
+            return by_args, False, _hashable_key(("args", name, member["args"])) if hashable else None
+    key = ("numbers", name, as_float(member.get("time_ms")), as_float(member.get("efficiency_pct")))
+    if hashable and answered is not None and key in answered:
+        return [], False, key
+    by_numbers = group.with_numbers(operations, member.get("time_ms"), member.get("efficiency_pct"))
+    if by_numbers:
+        return by_numbers, False, key if hashable else None
+    return candidates, hashable, None
+
+
+def _hashable_key(key: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def distinct_member_lookups(
@@ -292,9 +364,11 @@ def distinct_member_lookups(
 ) -> list[tuple[dict[str, Any], list[int]]]:
     """(member, its operations[] entries) for each member whose answer is new: a member equal to an earlier one
     (same name, args, time and efficiency), or one that falls back to every operation of a name already given
-    in full, is left out. Linear in the members plus the answers given, whatever the file holds."""
+    in full, or one whose answer depends on the same things as an earlier one's (name and args, or name, time and
+    efficiency), is left out. Linear in the members plus the answers given, whatever the file holds."""
     out: list[tuple[dict[str, Any], list[int]]] = []
     done: set[tuple[Any, ...]] = set()
+    answered: set[tuple[Any, ...]] = set()
     names_in_full: set[Any] = set()
     for member in members:
         key = _member_key(member)
@@ -302,7 +376,11 @@ def distinct_member_lookups(
             if key in done:
                 continue
             done.add(key)
-        indices, in_full = _lookup(member, operations)
+        indices, in_full, answer = _lookup(member, operations, answered)
+        if answer is not None:
+            if answer in answered:
+                continue
+            answered.add(answer)
         if in_full:
             name = member.get("operation")  # hashable: an unhashable name never answers in full
             if name in names_in_full:

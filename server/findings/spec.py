@@ -7,8 +7,15 @@ and the checks agree on every heading, label, column and number spelling.
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal
 from typing import Any
+
+# The analysis run a skeleton was rendered from (the metrics JSON's sdpa_analyzer.run_id), on the line after the
+# title: validate_findings refuses a file of another run than the metrics JSON beside it.
+RUN_LINE = "<!-- sdpa_analyzer_run_id: {run_id} -->"
+RUN_ID_TEXT = re.compile(r"[0-9A-Za-z_-]{1,64}")  # what an id may be to be written there (ours: 32 hex digits)
+RUN_LINE_FOUND = re.compile(r"^<!-- sdpa_analyzer_run_id: ([0-9A-Za-z_-]{1,64}) -->[ \t]*$", re.MULTILINE)
 
 RECOMMENDATIONS = "Recommendations"
 DETAILED_ANALYSIS = "Detailed Analysis"
@@ -159,3 +166,16 @@ def efficiency_cell(efficiency: dict[str, Any] | None) -> str:
 
 def has_efficiency(efficiency: dict[str, Any] | None) -> bool:
     return efficiency_cell(efficiency) != MISSING
+
+
+def metrics_run_id(metrics: Any) -> str | None:
+    """The run a metrics JSON records (`sdpa_analyzer.run_id`), when it is one a findings file can carry."""
+    block = metrics.get("sdpa_analyzer") if isinstance(metrics, dict) else None
+    run = block.get("run_id") if isinstance(block, dict) else None
+    return run if isinstance(run, str) and RUN_ID_TEXT.fullmatch(run) else None
+
+
+def findings_run_id(text: str) -> str | None:
+    """The run a findings file says it was rendered from (its RUN_LINE), or None."""
+    m = RUN_LINE_FOUND.search(text)
+    return m.group(1) if m else None

@@ -25,6 +25,7 @@ from server.findings.spec import (
     MISSING,
     NO_DATA_SENTENCE,
     NOT_QUANTIFIABLE,
+    RUN_LINE,
     SLOT_CLOSE,
     SLOT_OPEN,
     VERDICT_COLUMNS,
@@ -33,6 +34,7 @@ from server.findings.spec import (
     columns_for,
     heuristic_warning_line,
     library_suffix,
+    metrics_run_id,
     number_text,
 )
 from server.vocab import DECODE_HEAVY_RATIO, PREFILL_HEAVY_RATIO, SCOPES, TIERS
@@ -75,7 +77,9 @@ def render_findings_template(metrics: dict[str, Any], category: str, tier: str =
         return render_no_data_file(category)
     scope = view.scope if view.scope in SCOPES else "standalone"
     ours = metrics.get("sdpa_analyzer") if isinstance(metrics.get("sdpa_analyzer"), dict) else {}
-    parts = [f"# SDPA findings: {category}", "", _overview(view, category, scope), ""]
+    run_id = metrics_run_id(metrics)
+    parts = [f"# SDPA findings: {category}", *([RUN_LINE.format(run_id=run_id)] if run_id else []), "",
+             _overview(view, category, scope), ""]  # fmt: skip
     parts += [*in_band_section(ours), *facts_section(ours), "## Recommendations", ""]
     for finding in view.findings:
         parts.extend(_p_item(finding))

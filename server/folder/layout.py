@@ -10,6 +10,7 @@
     <output_dir>/category_findings/<cat>_findings.template.md   the skeleton, when the findings file exists
     <output_dir>/plots/roofline_<cat>_<bytes model>.png
     <output_dir>/report.html
+    <output_dir>/reports/<name>.html                 further reports, by the names callers give
 
 `relative` names (`category_data/sdpa_fwd_ops.csv`, POSIX separators) are what the manifest records and the
 all-or-nothing writer stages; `FolderLayout(output_dir)` gives the same files as paths under a folder.
@@ -24,6 +25,7 @@ CATEGORY_DATA = "category_data"
 METADATA = "metadata"
 FINDINGS = "category_findings"
 PLOTS = "plots"
+REPORTS = "reports"  # further HTML reports a caller names (render_report output=NAME.html)
 MANIFEST_NAME = "category_manifest.json"
 TRACE2_UTILIZATION_NAME = "trace2_gpu_utilization.json"
 REPORT_NAME = "report.html"
@@ -68,6 +70,10 @@ def plot_png(cat: str, bytes_model: str) -> str:
 
 def report_html() -> str:
     return REPORT_NAME
+
+
+def named_report(name: str) -> str:
+    return f"{REPORTS}/{name}"
 
 
 def derived(cat: str) -> tuple[str, ...]:

@@ -16,15 +16,32 @@ and each category's metadata carries the same `sdpa_analyzer_run_id`. A reader d
   error); a category it analyzed and does not list is NO_DATA (whatever file lies around);
 * metadata of ours with a run id but no run record in the manifest → the same error (interrupted);
 * no run record at all (an orchestrator's folder, or one written before run records existed) → read as before.
+
+Derived files carry the run they were computed from (docs/formats.md): the metrics JSON's `sdpa_analyzer.run_id`,
+the roofline CSV's `sdpa_analyzer_run_id` column, the findings template's RUN_LINE. Their writers hold the
+folder's lock shared while they write (`same_run`: analyze_trace commits under it exclusively), after checking
+that the run they read is still the folder's; a reader that finds a derived file of another run than the
+folder's refuses it (`older_analysis`). Folders without a run record skip both checks.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from server.errors import InputError
 from server.folder import layout
+from server.roots import DataRoots
+
+if os.name == "posix":
+    import fcntl
+else:  # pragma: no cover - no cross-process locks elsewhere
+    fcntl = None
 
 RUN_KEY = "sdpa_analyzer_run"
 RUN_ID_KEY = "sdpa_analyzer_run_id"  # in each category's metadata
@@ -78,3 +95,53 @@ def check_complete(
     if meta_run != run["run_id"]:
         raise incomplete(output_dir, f"{layout.metadata_json(category)} is not from the run the manifest records")
     return True
+
+
+def current_run_id(manifest: dict[str, Any] | None) -> str | None:
+    """The run id of a manifest's complete run record, or None (no record: an orchestrator's folder)."""
+    run = run_record(manifest)
+    return run["run_id"] if run is not None else None
+
+
+def read_run_id(output_dir: Path, roots: DataRoots) -> str | None:
+    """The folder's current run id, read now from its manifest (None: no manifest, no run record, unreadable:
+    the loaders report a broken manifest themselves)."""
+    path = output_dir / layout.manifest()
+    try:
+        if not roots.is_file(path, what="category manifest"):
+            return None
+        return current_run_id(orjson.loads(roots.read_bytes(path, what="category manifest")))
+    except (OSError, ValueError):
+        return None
+
+
+def older_analysis(what: Path | str, file_run: Any, folder_run: str | None, fix: str) -> InputError | None:
+    """The error for a derived file computed from another run than the folder's current one (None when it is the
+    current run's, or either side records no run)."""
+    if folder_run is None or not isinstance(file_run, str) or file_run == folder_run:
+        return None
+    return InputError(
+        f"{what} was computed from an older analysis (run {file_run[:12]}; the folder is now run {folder_run[:12]}): "
+        f"{fix}"
+    )
+
+
+@contextmanager
+def same_run(output_dir: Path, roots: DataRoots, run_id: str | None, *, written: str, tool: str) -> Iterator[None]:
+    """Hold the analysis folder's lock shared while a derived file is written, once the folder's run is checked to
+    still be `run_id` (the run the writer read): otherwise the write is refused in one line, nothing written.
+    analyze_trace commits under the same lock held exclusively, so it cannot replace the run meanwhile."""
+    with roots.directory(output_dir, what="output_dir") as fd:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_SH)
+        try:
+            now = read_run_id(output_dir, roots)
+            if now != run_id:
+                raise InputError(
+                    f"{written} not written: {output_dir.name} was re-analyzed (run {str(now)[:12]}) while {tool} ran "
+                    f"on the older analysis (run {str(run_id)[:12]}) — re-run {tool}"
+                )
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(fd, fcntl.LOCK_UN)

@@ -35,7 +35,7 @@ from server.folder.cells import CELL_SEP, is_missing
 from server.folder.kernel_details import KernelDetails, read_kernel_details
 from server.folder.manifest import PENDING_MARKER, check_complete
 from server.roots import UNRESTRICTED, DataRoots
-from server.vocab import CATEGORIES, SCOPES
+from server.vocab import CATEGORIES, E2E_MIN_MS, MAX_KERNEL_TO_E2E, SCOPES
 
 KERNEL_SUM = "Kernel Time (µs)_sum"
 KERNEL_MEAN = "Kernel Time (µs)_mean"
@@ -317,6 +317,24 @@ def _validate_columns(df: pd.DataFrame, path: Path) -> None:
         df[col] = values
 
 
+def metadata_ms(value: Any, source: Path, field: str) -> float:
+    """A metadata time in ms, checked before anything uses it: a JSON number (not a boolean, not a string),
+    finite, at least E2E_MIN_MS and at most 2^53. Anything else is one InputError naming the file and the field."""
+    shown = shorten_middle(repr(value), 40)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(
+            f"{source}: {field} is {shown} ({type(value).__name__}) — it must be a JSON number of ms; fix the "
+            "metadata or rerun analyze_trace"
+        )
+    ms = float(value)
+    if not math.isfinite(ms) or ms < E2E_MIN_MS or ms > _MAX_EXACT:
+        raise InputError(
+            f"{source}: {field} is {shown} — the E2E baseline must be a positive number of ms between "
+            f"{E2E_MIN_MS:g} and 2^53; fix the metadata or rerun analyze_trace"
+        )
+    return ms
+
+
 def _e2e_baseline(data: CategoryData, manifest_path: Path) -> float:
     util = data.metadata.get("gpu_utilization") if data.metadata else None
     source = data.metadata_path
@@ -327,28 +345,40 @@ def _e2e_baseline(data: CategoryData, manifest_path: Path) -> float:
             f"{data.metadata_path}: no gpu_utilization.total_time_ms (E2E baseline) in metadata or manifest — "
             "add it (first-to-last GPU activity of the profiled window, ms) or rerun analyze_trace"
         )
-    try:
-        e2e = float(util["total_time_ms"])
-    except (TypeError, ValueError):
-        e2e = float("nan")
-    if not np.isfinite(e2e) or e2e <= 0 or e2e > _MAX_EXACT:
-        raise InputError(
-            f"{source}: gpu_utilization.total_time_ms is {util['total_time_ms']!r} — the E2E baseline must be a "
-            "positive number of ms; fix the metadata or rerun analyze_trace"
-        )
+    e2e = metadata_ms(util["total_time_ms"], source, "gpu_utilization.total_time_ms")
+    _check_plausible(data, e2e, source, "gpu_utilization.total_time_ms")
     return e2e
 
 
+def _check_plausible(data: CategoryData, e2e_ms: float, source: Path, field: str) -> None:
+    """The baseline against the category's own kernel time (its ops ran inside the window): far more kernel time
+    than window is a wrong number (a unit, a denormal), refused; some more is overlap, said in a warning."""
+    assert data.df is not None
+    kernel_ms = float(data.df[KERNEL_SUM].to_numpy(dtype=float).sum()) / 1000.0
+    ratio = kernel_ms / e2e_ms
+    if ratio > MAX_KERNEL_TO_E2E:
+        raise InputError(
+            f"{source}: {field} is {e2e_ms:g} ms, but the {data.category} ops alone ran {kernel_ms:.6g} ms "
+            f"({ratio:.3g}x the window, more than {MAX_KERNEL_TO_E2E:g}x overlap can explain) — fix the E2E "
+            "baseline (ms of the profiled window) or rerun analyze_trace"
+        )
+    if ratio > 1.0 + 1e-6:
+        data.warnings.append(
+            f"the {data.category} kernel time ({kernel_ms:.6g} ms) exceeds the E2E baseline ({e2e_ms:g} ms, "
+            f"{field}): kernels overlapped on several streams or GPUs, or the baseline is too small; shares of "
+            "E2E above 100 % follow from it"
+        )
+
+
 def _read_trace2_baseline(data: CategoryData) -> None:
-    p = category_input_files(data.output_dir, data.category)[3]
-    util = None
+    _, _, manifest_path, p, _ = category_input_files(data.output_dir, data.category)
+    util, source = None, p
     if data.roots.exists(p, what="trace-2 GPU utilization"):
         util = read_json_file(p, "trace-2 GPU utilization", data.roots)
     elif data.manifest and isinstance(data.manifest.get("trace2_gpu_utilization"), dict):
-        util = data.manifest["trace2_gpu_utilization"]
-    total = util.get("total_time_ms") if isinstance(util, dict) else None
-    if isinstance(total, int | float) and not isinstance(total, bool) and math.isfinite(total) and total > 0:
-        data.trace2_e2e_ms = float(total)
+        util, source = data.manifest["trace2_gpu_utilization"], manifest_path
+    if isinstance(util, dict) and util.get("total_time_ms") is not None:
+        data.trace2_e2e_ms = metadata_ms(util["total_time_ms"], source, "trace-2 gpu_utilization.total_time_ms")
 
 
 def _parse_cells(values: pd.Series, col: str, path: Path, rows: list[int] | None = None) -> list[Any]:

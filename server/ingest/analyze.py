@@ -66,7 +66,7 @@ class GpuResult(ResultModel):
     device_name: str | None = None
     arch: str | None = Field(None, description="GPU table key used for the peaks (None: no peaks written)")
     name: str | None = None
-    source: str = Field("none", description="argument | trace | none")
+    source: str = Field("none", description="argument | arch_json | trace | none")
 
 
 class E2EResult(ResultModel):
@@ -115,7 +115,7 @@ def analyze_trace(
     trace_path: Path,
     output_dir: Path,
     *,
-    arch: str = "auto",
+    arch: str | GpuSpec = "auto",
     trace2_path: Path | None = None,
     progress: Progress | None = None,
     capture_dir: Path | None = None,
@@ -123,7 +123,8 @@ def analyze_trace(
 ) -> AnalyzeResult:
     """Analyze one trace (two in comparative mode) into `output_dir`; every file is read and written through
     `roots` (the folder is written all-or-nothing: server.folder.write). `capture_dir`: the serving profiler's
-    capture_traces/ folder of a graph-replay trace (the shapes of the replayed calls)."""
+    capture_traces/ folder of a graph-replay trace (the shapes of the replayed calls). `arch`: a GPU table name, or
+    the GpuSpec of an arch JSON file the caller read through the roots."""
     t_start = time.perf_counter()
     trace_path, output_dir = Path(trace_path), Path(output_dir)
     report = _reporter(progress, two=trace2_path is not None)
@@ -271,7 +272,9 @@ def _captured_warnings(ctx: TraceContext, calls: list[Call]) -> None:
 # ---- GPU ---------------------------------------------------------------------------------------------
 
 
-def _explicit_gpu(arch: str | None) -> Any:
+def _explicit_gpu(arch: str | GpuSpec | None) -> Any:
+    if isinstance(arch, GpuSpec):
+        return arch
     if arch is None or str(arch).strip().lower() in ("", "auto"):
         return None
     try:
@@ -299,8 +302,9 @@ def _gpu(ctx: TraceContext, explicit: Any, warnings: list[str]) -> tuple[dict[st
                 warnings.append(f"arch {explicit.key} was requested; the trace was recorded on {device!r}")
         meta = gpu_metadata(explicit)
         meta["gpu_device_name"] = device
-        meta["arch_source"] = "argument"
-        return meta, GpuResult(device_name=device, arch=explicit.key, name=explicit.name, source="argument")
+        source = "arch_json" if explicit.origin == "arch_json" else "argument"
+        meta["arch_source"] = source
+        return meta, GpuResult(device_name=device, arch=explicit.key, name=explicit.name, source=source)
     if device is None:
         warnings.append(
             "the trace has no deviceProperties GPU name: metadata written without peaks; pass arch= to score it"

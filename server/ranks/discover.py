@@ -6,18 +6,21 @@ the sorted file names (a warning says so). The job's world size is the one most 
 that cannot be given a rank of its own is not analyzed and gets a one-line error: a world size that differs
 from the job's (a trace of another job), a rank outside the world size, a rank another trace already
 claimed (the first by path keeps it), no rank at all among traces that have one. Ranks below the world size
-(or, without one, below the largest rank) that no trace claims are reported as missing.
+(or, without one, below the largest rank) that no trace claims are reported as missing. Folders are listed and
+headers read through the data roots (a link in the folder that leads out of them is refused).
 """
 
 from __future__ import annotations
 
 import re
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from server.errors import InputError
 from server.ranks.header import distributed_info, read_header_prefix
+from server.roots import DataRoots
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"(?i)(?:^|[^a-z0-9])rank[_\-.]?(\d+)")
@@ -54,21 +57,31 @@ def rank_from_name(path: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def list_trace_dir(folder: Path) -> list[Path]:
-    """The trace files (*.json, *.json.gz) directly in `folder`, sorted by name."""
-    if not folder.is_dir():
+def list_trace_dir(folder: Path, roots: DataRoots) -> list[Path]:
+    """The trace files (*.json, *.json.gz) directly in `folder`, sorted by name, each checked under the roots (a
+    link among them is followed only when it stays under a root: one that leads out is refused)."""
+    if not roots.is_dir(folder, what="trace_dir"):
         raise InputError(f"trace_dir {folder} is not a folder — pass the folder that holds the rank traces")
-    found = sorted(p for p in folder.iterdir() if p.is_file() and p.name.lower().endswith(TRACE_SUFFIXES))
+    found = []
+    for name, st in roots.list_dir(folder, what="trace_dir"):
+        if not name.lower().endswith(TRACE_SUFFIXES):
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            target = roots.resolve(folder / name, what="trace_dir file")
+            if roots.is_file(target, what="trace_dir file"):
+                found.append(target)
+        elif stat.S_ISREG(st.st_mode):
+            found.append(folder / name)
     if not found:
         raise InputError(f"trace_dir {folder} holds no trace files (*.json, *.json.gz) — pass the rank traces' folder")
     return found
 
 
-def plan_ranks(paths: list[Path]) -> RankPlan:
+def plan_ranks(paths: list[Path], roots: DataRoots) -> RankPlan:
     """Give every trace its rank (or its error) and check the set of ranks against the world size."""
     traces = []
     for p in sorted(dict.fromkeys(paths), key=str):
-        rank, world = distributed_info(read_header_prefix(p)) if p.is_file() else (None, None)
+        rank, world = distributed_info(read_header_prefix(p, roots))
         named = rank_from_name(p)
         t = TraceRank(p, world_size=world)
         if rank is not None:

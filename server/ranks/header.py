@@ -3,7 +3,8 @@
 Kineto writes `distributedInfo` (rank, world size) and `deviceProperties` ahead of the event array, so the
 ranks of a thousand traces are known from their first kilobytes (decompressed block by block for .gz)
 before any worker starts. A trace whose header cannot be read here yields None: its rank then comes from the
-file name, and the real error, if any, is reported when its worker parses it.
+file name, and the real error, if any, is reported when its worker parses it. The file is opened through the
+data roots like every other (a link out of them reads as unreadable here and is refused by the worker).
 """
 
 from __future__ import annotations
@@ -15,16 +16,19 @@ from typing import Any
 
 import orjson
 
+from server.errors import InputError
+from server.roots import DataRoots
+
 PEEK_LIMIT = 8 << 20  # decompressed bytes searched for the event array; headers are a few KB
 _BLOCK = 64 << 10
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 
 
-def read_header_prefix(path: Path) -> dict[str, Any] | None:
+def read_header_prefix(path: Path, roots: DataRoots) -> dict[str, Any] | None:
     """The keys before `traceEvents` as a dict ({} when the array comes first), or None when unreadable."""
     buf = bytearray()
     try:
-        with open(path, "rb") as fh:
+        with roots.open_read(path, what="rank trace") as fh:
             gz = fh.read(2) == b"\x1f\x8b"
             fh.seek(0)
             inflate = zlib.decompressobj(wbits=31) if gz else None
@@ -37,7 +41,7 @@ def read_header_prefix(path: Path) -> dict[str, Any] | None:
                 m = _EVENTS_KEY.search(buf, start)
                 if m is not None:
                     return _parse_prefix(bytes(buf[: m.start()]))
-    except (OSError, zlib.error):
+    except (OSError, InputError, zlib.error):
         return None
     return None
 

@@ -15,6 +15,7 @@ failed ranks with their error), `ranks_shapes.csv` (one line per shape and rank)
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ import pandas as pd
 from server.numbers import finite
 from server.ranks.discover import RankPlan
 from server.ranks.task import RankOutcome
+from server.roots import DataRoots
 from server.vocab import STRAGGLER_RATIO
 from server.writers.atomic import write_json_atomic, write_text_atomic
 
@@ -31,6 +33,13 @@ SUMMARY_JSON = "ranks_summary.json"
 SUMMARY_CSV = "ranks_summary.csv"
 SHAPES_CSV = "ranks_shapes.csv"
 SCHEMA = "sdpa-analyzer/ranks-summary/1"
+RANK_FOLDER = re.compile(r"rank_\d+")  # OUT/rank_<r>/: one rank's analysis folder
+
+
+def rank_folder_name(rank: int) -> str:
+    return f"rank_{rank}"
+
+
 _KEY = ["category", "operation", "args"]
 _SPREAD_COLUMNS = ["folder", "median_ms", "median_calls", "median_eff", "ratio"]  # working columns, not output
 
@@ -265,11 +274,14 @@ def _shape_table(shapes: pd.DataFrame) -> pd.DataFrame:
     return t.sort_values([*_KEY, "rank"], kind="stable")
 
 
-def write_summary(out_dir: Path, summary: dict[str, Any], cats: pd.DataFrame, shapes: pd.DataFrame) -> list[Path]:
-    """The three summary files, each atomically; the JSON last (its presence marks a finished run)."""
+def write_summary(
+    out_dir: Path, summary: dict[str, Any], cats: pd.DataFrame, shapes: pd.DataFrame, roots: DataRoots
+) -> list[Path]:
+    """The three summary files, each atomically and through the roots; the JSON last (its presence marks a
+    finished run)."""
     written = [
-        write_text_atomic(out_dir / SUMMARY_CSV, cats.to_csv(index=False)),
-        write_text_atomic(out_dir / SHAPES_CSV, shapes.to_csv(index=False)),
+        write_text_atomic(out_dir / SUMMARY_CSV, cats.to_csv(index=False), roots=roots),
+        write_text_atomic(out_dir / SHAPES_CSV, shapes.to_csv(index=False), roots=roots),
     ]
-    written.append(write_json_atomic(out_dir / SUMMARY_JSON, summary))
+    written.append(write_json_atomic(out_dir / SUMMARY_JSON, summary, roots=roots))
     return written

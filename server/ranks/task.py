@@ -3,29 +3,31 @@
 It runs the same ingest as `analyze` (server.ingest.analyze.analyze_trace) into a staging folder beside the
 rank folder, scores each category the way compute_roofline does (time-weighted efficiency, time per
 attention shape), and only then renames the staging folder into place: a rank folder is complete or absent,
-never half-written. It returns a small `RankOutcome` (totals per category and per shape, never op rows), so
-the cross-rank summary is reduced from a few KB per rank whatever the trace size. It never raises for a bad
+never half-written. Every path is taken through the run's data roots (the real ones, not "/") at the moment it
+is used: the trace is opened, the staging folder written, renamed and removed by folder descriptors, never
+through a link out of the roots, whatever changed since the run was planned. Only the names this task makes
+(`.rank_<r>.staging-<token>`, `.rank_<r>.old-<token>`) are ever deleted. It returns a small `RankOutcome`
+(totals per category and per shape, never op rows), so the cross-rank summary is reduced from a few KB per
+rank whatever the trace size. It never raises for a bad
 trace: the outcome carries the one-line error, and the other ranks go on.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import resource
-import shutil
 import sys
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
 from perf_models.errors import PerfModelError
-from perf_models.hardware import get_gpu
+from perf_models.hardware import GpuSpec, get_gpu, gpu_from_arch_dict
 from server.errors import InputError, os_error_message, shorten_message
 from server.folder.read import load_category
 from server.ingest.analyze import TraceError, analyze_trace
@@ -44,15 +46,49 @@ MAX_WARNINGS = 5  # of analyze_trace's, per rank: the summary holds a thousand r
 
 @dataclass(frozen=True)
 class RankTask:
-    """What a worker needs for one rank: plain, picklable values (absolute paths on the shared storage)."""
+    """What a worker needs for one rank: plain values (absolute paths on the shared storage), sent as they are to a
+    pool process or as a dict (`to_plain`) to a Dask worker. `token` names this task's staging and replaced folders;
+    `arch_spec` is an arch JSON file's content, read by the caller through the roots."""
 
     index: int
     rank: int
     trace_path: str
     folder: str
+    roots: tuple[str, ...]
+    token: str
     arch: str | None = None
+    arch_spec: dict[str, Any] | None = None
     overwrite: bool = False
-    roots: tuple[str, ...] = ("/",)
+
+    @property
+    def staging(self) -> Path:
+        final = Path(self.folder)
+        return final.parent / f".{final.name}.staging-{self.token}"
+
+    @property
+    def replaced(self) -> Path:
+        final = Path(self.folder)
+        return final.parent / f".{final.name}.old-{self.token}"
+
+    def own_name(self, name: str) -> bool:
+        """Whether `name` is one of the folders this task makes (the only ones it deletes)."""
+        return name in (self.staging.name, self.replaced.name)
+
+    def data_roots(self) -> DataRoots:
+        return DataRoots([Path(r) for r in self.roots])
+
+    def gpu(self) -> GpuSpec | None:
+        """The GPU of an arch JSON file (checked by the caller), else None (a table name, or the trace's own)."""
+        if self.arch_spec is None:
+            return None
+        return gpu_from_arch_dict(self.arch_spec, name=self.arch_spec.get("name") or self.arch or "arch-json")
+
+    def to_plain(self) -> dict[str, Any]:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+    @classmethod
+    def from_plain(cls, data: dict[str, Any]) -> RankTask:
+        return cls(**{**data, "roots": tuple(data["roots"])})
 
 
 class RankCategory(BaseModel):
@@ -97,19 +133,20 @@ class RankOutcome(BaseModel):
 def analyze_rank(task: RankTask) -> RankOutcome:
     """Analyze one rank trace into its rank folder; every failure becomes the outcome's one-line error."""
     t0, c0 = time.perf_counter(), time.process_time()
-    final = Path(task.folder)
-    staging = final.parent / f".{final.name}.staging-{uuid.uuid4().hex[:8]}"
+    staging = task.staging
+    roots = task.data_roots()
     try:
-        result = analyze_trace(Path(task.trace_path), staging, arch=task.arch or "auto")
-        arch = task.arch or result.gpu.arch
+        gpu = task.gpu()
+        result = analyze_trace(Path(task.trace_path), staging, arch=gpu or task.arch or "auto", roots=roots)
+        arch: GpuSpec | str | None = gpu or task.arch or result.gpu.arch
         e2e = result.e2e.total_time_ms
         categories, shapes, notes = [], [], []
         for cat in result.categories:
-            c, s, n = _score(staging, cat.name, arch, e2e, task)
+            c, s, n = _score(staging, cat.name, arch, e2e, roots)
             categories.append(c)
             shapes += s
             notes += n
-        _publish(staging, final, task.overwrite)
+        _publish(task, roots)
         return RankOutcome(
             index=task.index, rank=task.rank, trace_path=task.trace_path, folder=task.folder, status=result.status,
             events=result.events, e2e_ms=finite(e2e, 6), gpu=result.gpu.arch or result.gpu.device_name,
@@ -124,9 +161,12 @@ def analyze_rank(task: RankTask) -> RankOutcome:
         log.exception("analyze_ranks: rank %s (%s) failed", task.rank, task.trace_path)
         message = f"internal error analyzing {task.trace_path} ({type(exc).__name__}: {exc}); see the worker's log"
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        _remove_own(task, roots, staging)
     if task.overwrite:  # the old folder would be read as this run's: a failed rank leaves no folder
-        remove_folder(final)
+        try:
+            remove_folder(task, roots)
+        except (InputError, OSError) as exc:
+            message += f"; its old folder could not be removed ({exc})"
     return error_outcome(task, message, time.perf_counter() - t0)
 
 
@@ -143,31 +183,41 @@ def peak_rss_mb() -> float:
     return round(peak / (1 << 20) if sys.platform == "darwin" else peak / 1024, 1)
 
 
-def _publish(staging: Path, final: Path, overwrite: bool) -> None:
+def _publish(task: RankTask, roots: DataRoots) -> None:
     """Rename the complete staging folder into place (the old rank folder goes only once the new one is there)."""
-    if not final.exists():
-        os.rename(staging, final)
-        return
-    if not overwrite:
-        raise FileExistsError(f"{final} already exists — pass overwrite to replace it")
-    old = final.parent / f".{final.name}.old-{uuid.uuid4().hex[:8]}"
-    os.rename(final, old)
-    os.rename(staging, final)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def remove_folder(folder: Path) -> None:
-    if folder.is_dir():
-        old = folder.parent / f".{folder.name}.old-{uuid.uuid4().hex[:8]}"
-        os.rename(folder, old)
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def _records(folder: Path, category: str, arch: str | None, roots: DataRoots) -> tuple[RooflineTable, list[str]]:
-    """compute_roofline's records of one category, uncached: a pool process holds one rank's data at a time."""
-    data = load_category(folder, category)
+    final = Path(task.folder)
     try:
-        gpu = resolve_arch(arch, data.metadata, folder, roots).gpu
+        roots.rename(task.staging, final, what="rank folder")  # never replaces what stands there
+        return
+    except FileExistsError:
+        if not task.overwrite:
+            raise FileExistsError(f"{final} already exists — pass overwrite to replace it") from None
+    roots.rename(final, task.replaced, what="rank folder")
+    roots.rename(task.staging, final, what="rank folder")
+    _remove_own(task, roots, task.replaced)
+
+
+def remove_folder(task: RankTask, roots: DataRoots) -> None:
+    """Remove the task's rank folder (renamed to this task's own name first, then deleted by folder descriptors)."""
+    if roots.is_dir(task.folder, what="rank folder"):
+        roots.rename(task.folder, task.replaced, what="rank folder")
+        _remove_own(task, roots, task.replaced)
+
+
+def _remove_own(task: RankTask, roots: DataRoots, folder: Path) -> None:
+    try:
+        roots.remove_tree(folder, ours=task.own_name, what="staging folder")
+    except (InputError, OSError):
+        log.warning("analyze_ranks: could not remove %s", folder, exc_info=True)
+
+
+def _records(
+    folder: Path, category: str, arch: GpuSpec | str | None, roots: DataRoots
+) -> tuple[RooflineTable, list[str]]:
+    """compute_roofline's records of one category, uncached: a pool process holds one rank's data at a time."""
+    data = load_category(folder, category, roots)
+    try:
+        gpu = arch if isinstance(arch, GpuSpec) else resolve_arch(arch, data.metadata, folder, roots).gpu
     except (InputError, PerfModelError) as exc:
         table = compute_records(data, get_gpu(_SHAPES_ONLY_GPU))
         table.records["has_model"] = False
@@ -176,9 +226,9 @@ def _records(folder: Path, category: str, arch: str | None, roots: DataRoots) ->
 
 
 def _score(
-    folder: Path, category: str, arch: str | None, e2e_ms: float, task: RankTask
+    folder: Path, category: str, arch: GpuSpec | str | None, e2e_ms: float, roots: DataRoots
 ) -> tuple[RankCategory, list[RankShape], list[str]]:
-    table, notes = _records(folder, category, arch, DataRoots([Path(r) for r in task.roots]))
+    table, notes = _records(folder, category, arch, roots)
     r = table.records
     modeled = r["has_model"].to_numpy(dtype=bool)
     frame = pd.DataFrame(

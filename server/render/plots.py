@@ -41,6 +41,7 @@ DIRECTION_STYLE: dict[str, dict[str, str]] = {
     "fwd": {"marker": "o", "color": "#1f77b4", "name": "forward"},
     "bwd": {"marker": "^", "color": "#ff7f0e", "name": "backward"},
 }
+PNG_SOFTWARE = "sdpa-analyzer plot_roofline"  # the PNG's Software text: how plot_roofline knows its own files
 COMPUTE_CEILING_COLOR = "#b22222"
 BANDWIDTH_CEILING_COLOR = "#2e7d32"
 RIDGE_COLOR = "#000000"
@@ -350,8 +351,9 @@ def _render(
         _draw_warning(fig, warning, size_px, dpi)
 
     buf = io.BytesIO()
-    # metadata Software=None drops the version string; PNG from Agg carries no timestamp.
-    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": None})
+    # Software names us without a version (the bytes stay deterministic; Agg writes no timestamp): plot_roofline
+    # replaces only a PNG that carries it (server.writers.owned)
+    fig.savefig(buf, format="png", dpi=dpi, metadata={"Software": PNG_SOFTWARE})
     png = buf.getvalue()
 
     return RooflinePlot(

@@ -20,6 +20,8 @@ from server.render.markdown import render_markdown
 from server.vocab import ANOMALY_PCT
 
 NO_OPS_MESSAGE = "No SDPA operations found in trace"
+# in the page's <head>: how render_report recognizes a page it wrote (it replaces no other file: server.writers.owned)
+REPORT_GENERATOR = "sdpa-analyzer render_report"
 MISSING = "—"
 _BR_RE = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
@@ -472,6 +474,7 @@ def render_report_html(ctx: ReportContext) -> str:
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="generator" content="{REPORT_GENERATOR}">'
         f'<meta http-equiv="Content-Security-Policy" content="{_esc(_CSP)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_esc(ctx.title)}</title><style>{_CSS}</style></head>\n"

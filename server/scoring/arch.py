@@ -68,23 +68,29 @@ def known_arch_names() -> list[str]:
 def gpu_by_name_or_file(arch: str, roots: DataRoots) -> tuple[GpuSpec, str]:
     """An explicit arch: a known GPU name, or a path to an arch JSON file under the data roots."""
     if arch.lower().endswith(".json"):
-        path = roots.resolve(arch, what="arch file")
-        try:
-            data: Any = orjson.loads(roots.read_bytes(path, what="arch file"))
-        except FileNotFoundError:
-            raise InputError(f"arch file not found: {path}") from None
-        except orjson.JSONDecodeError as exc:
-            raise InputError(f"{path}: arch file is not valid JSON ({exc.msg}); fix the file") from None
-        if not isinstance(data, dict):
-            raise InputError(f"{path}: arch file must hold a JSON object with mem_bw_gbps and max_achievable_tflops")
-        try:
-            return gpu_from_arch_dict(data, name=data.get("name") or path.stem), "arch_json"
-        except PerfModelError as exc:
-            raise InputError(f"{path}: {exc}") from None
+        return read_arch_file(arch, roots)[1], "arch_json"
     try:
         return get_gpu(arch), "argument"
     except UnknownArchError as exc:
         raise InputError(str(exc)) from None
+
+
+def read_arch_file(arch: str, roots: DataRoots) -> tuple[dict[str, Any], GpuSpec]:
+    """An arch JSON file read through the data roots: its content (plain data, e.g. for a rank worker) and the
+    GPU it describes (checked: every bad field is one InputError naming the file)."""
+    path = roots.resolve(arch, what="arch file")
+    try:
+        data: Any = orjson.loads(roots.read_bytes(path, what="arch file"))
+    except FileNotFoundError:
+        raise InputError(f"arch file not found: {path}") from None
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"{path}: arch file is not valid JSON ({exc.msg}); fix the file") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: arch file must hold a JSON object with mem_bw_gbps and max_achievable_tflops")
+    try:
+        return data, gpu_from_arch_dict(data, name=data.get("name") or path.stem)
+    except PerfModelError as exc:
+        raise InputError(f"{path}: {exc}") from None
 
 
 def trace_gpu(metadata: dict[str, Any], output_dir: Path, roots: DataRoots) -> TraceGpu:

@@ -1,7 +1,11 @@
 """The files the scoring tools write into an analysis folder: `<cat>_roofline.csv` and `<cat>_metrics.json`.
 
-Both are written atomically (a reader never sees half a file). The roofline CSV is skipped when the record of
-files written from the cached table shows it is still exactly the one written from this table.
+Both are written atomically (a reader never sees half a file), and only while the analysis they were computed
+from is still the folder's (server.folder.manifest.same_run: the folder's lock held shared, the run checked): a
+tool that ran while analyze_trace re-analyzed the folder writes nothing and says so. Both record that run (the
+metrics JSON's `sdpa_analyzer.run_id`, the CSV's `sdpa_analyzer_run_id` column) when the folder has one. The
+roofline CSV is skipped when the record of files written from the cached table shows it is still exactly the one
+written from this table.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import numpy as np
 from server.factorize import factorize
 from server.folder import layout
 from server.folder.cache import FileStamp, file_stamp
+from server.folder.manifest import RUN_ID_KEY, current_run_id, same_run
 from server.folder.read import CategoryData
 from server.scoring.fields import BY_NAME, csv_columns
 from server.scoring.ranking import Metrics
@@ -39,21 +44,34 @@ def write_roofline_table(
 ) -> Path:
     """`<cat>_roofline.csv`: every record (one row per ops-CSV row; `row` is its index there), lists as their repr."""
     path = roofline_csv_path(data)
-    if written is not None and path in written and written[path] == file_stamp(path, data.roots):
-        return path
-    columns = csv_columns()
-    with atomic_writer(path, roots=data.roots) as fh:
-        for piece in frame_csv_chunks(table.records[columns], codes=lambda col: _csv_codes(table, col)):
-            fh.write(piece)
-    if written is not None:
-        written[path] = file_stamp(path, data.roots)
+    run_id = current_run_id(data.manifest)
+    with same_run(data.output_dir, data.roots, run_id, written=path.name, tool="compute_roofline"):
+        if written is not None and path in written and written[path] == file_stamp(path, data.roots):
+            return path
+        columns = csv_columns()
+        frame = table.records[columns]
+        if run_id is not None:
+            frame = frame.assign(**{RUN_ID_KEY: run_id})
+
+        def codes(col: str) -> tuple[np.ndarray, list[Any]]:
+            if col == RUN_ID_KEY:
+                return np.zeros(len(frame), dtype=np.int64), [run_id]
+            return _csv_codes(table, col)
+
+        with atomic_writer(path, roots=data.roots) as fh:
+            for piece in frame_csv_chunks(frame, codes=codes):
+                fh.write(piece)
+        if written is not None:
+            written[path] = file_stamp(path, data.roots)
     return path
 
 
 def write_metrics(data: CategoryData, metrics: Metrics) -> Path:
     path = metrics_path(data)
-    with atomic_writer(path, roots=data.roots) as fh:
-        metrics.write(fh)
+    run_id = current_run_id(data.manifest)
+    with same_run(data.output_dir, data.roots, run_id, written=path.name, tool="rank_findings"):
+        with atomic_writer(path, roots=data.roots) as fh:
+            metrics.write(fh)
     return path
 
 

@@ -20,6 +20,7 @@ import orjson
 from perf_models.assess import spec_roof
 from server.errors import InputError
 from server.folder import layout
+from server.folder.manifest import older_analysis, read_run_id
 from server.roots import UNRESTRICTED, DataRoots
 from server.scoring.category import ScoredCategory
 from server.scoring.ranking import Metrics
@@ -125,6 +126,9 @@ def load_ranked(output_dir: Path, category: str, roots: DataRoots = UNRESTRICTED
         return RankedMetrics(path, error=f"not valid JSON: {exc.msg}")
     if not isinstance(doc, dict):
         return RankedMetrics(path, error="not a JSON object")
+    block_run = doc.get("sdpa_analyzer", {}).get("run_id") if isinstance(doc.get("sdpa_analyzer"), dict) else None
+    if older_analysis(path, block_run, read_run_id(output_dir, roots), "") is not None:
+        return RankedMetrics(path, error="computed from an older analysis of this folder")
     findings = [f for f in doc.get("category_findings") or [] if isinstance(f, dict)]
     ops = [o for o in doc.get("operations") or [] if isinstance(o, dict)]
     block = doc.get("sdpa_analyzer")

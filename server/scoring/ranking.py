@@ -18,6 +18,7 @@ import pandas as pd
 
 from perf_models.kernels import KernelRole, classify_kernel
 from server.factorize import factorize
+from server.folder.manifest import current_run_id
 from server.folder.read import KERNEL_MEAN, CategoryData
 from server.numbers import finite
 from server.scoring.advice import category_facts, finding_advice, finding_facts, in_band_list, in_band_rows
@@ -283,6 +284,7 @@ def build_metrics(
         "category_findings": findings,
         OURS: {
             "version": 1,
+            "run_id": current_run_id(data.manifest),  # the analysis these numbers come from (None: no run record)
             "e2e_baseline_ms": finite(e2e, 4),
             "trace2_e2e_baseline_ms": finite(data.trace2_e2e_ms, 4),
             "bytes_model": table.bytes_model,

@@ -44,9 +44,18 @@ TOOLS: tuple[ToolSpec[Any, Any], ...] = (
 TOOLS_BY_NAME: dict[str, ToolSpec[Any, Any]] = {t.name: t for t in TOOLS}
 
 
-def call(name: str, roots: DataRoots, progress: ProgressFn | None = None, **arguments: Any) -> BaseModel:
-    """Run one tool by name (arguments as the MCP client would send them); raises ToolFailure."""
-    ctx = ToolContext(roots, progress) if progress is not None else ToolContext(roots)
+def call(
+    name: str,
+    roots: DataRoots,
+    progress: ProgressFn | None = None,
+    *,
+    settings: dict[str, Any] | None = None,
+    **arguments: Any,
+) -> BaseModel:
+    """Run one tool by name (arguments as the MCP client would send them; `settings`: the ToolContext settings the
+    CLI or server would be started with, e.g. dask_address); raises ToolFailure."""
+    extra = settings or {}
+    ctx = ToolContext(roots, progress, **extra) if progress is not None else ToolContext(roots, **extra)
     return execute(TOOLS_BY_NAME[name], ctx, arguments)
 
 

@@ -7,10 +7,12 @@ from typing import Annotated
 
 from pydantic import Field
 
+from perf_models.hardware import GpuSpec
 from server.errors import InputError
 from server.ingest.analyze import AnalyzeResult, TraceError
 from server.ingest.analyze import analyze_trace as run_analysis
 from server.roots import DataRoots
+from server.scoring.arch import gpu_by_name_or_file
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg
 
@@ -53,6 +55,16 @@ def default_output_dir(trace: Path, roots: DataRoots) -> Path:
     return roots.roots[0] / f"{name}_analysis"
 
 
+def explicit_arch(arch: str | None, roots: DataRoots) -> str | GpuSpec:
+    """The arch argument as analyze_trace takes it: "auto", a GPU table key, or an arch JSON file read (through the
+    roots) and checked here, before the trace is parsed."""
+    if not arch:
+        return "auto"
+    if arch.lower().endswith(".json"):
+        return gpu_by_name_or_file(arch, roots)[0]
+    return arch
+
+
 def analyze_trace(ctx: ToolContext, args: AnalyzeInput) -> AnalyzeResult:
     roots = ctx.roots
     trace = roots.resolve(args.trace_path, what="trace_path")
@@ -60,9 +72,10 @@ def analyze_trace(ctx: ToolContext, args: AnalyzeInput) -> AnalyzeResult:
     out = roots.resolve(out_arg, what="output_dir")
     trace2 = roots.resolve(args.trace2_path, what="trace2_path") if args.trace2_path else None
     capture = roots.resolve(args.capture_dir, what="capture_dir") if args.capture_dir else None
+    arch = explicit_arch(args.arch, roots)
     try:
         return run_analysis(
-            trace, out, arch=args.arch or "auto", trace2_path=trace2, progress=ctx.progress, capture_dir=capture,
+            trace, out, arch=arch, trace2_path=trace2, progress=ctx.progress, capture_dir=capture,
             roots=roots,
         )
     except TraceError as exc:

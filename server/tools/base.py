@@ -17,7 +17,14 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from perf_models.errors import PerfModelError
-from server.errors import MESSAGE_LIMIT, InputError, os_error_message, shorten_message
+from server.errors import (
+    MESSAGE_LIMIT,
+    InputError,
+    format_validation_error,
+    os_error_message,
+    printable,
+    shorten_message,
+)
 from server.gc_pause import gc_paused
 from server.memory import release_free_heap
 from server.roots import DataRoots
@@ -33,11 +40,26 @@ def _no_progress(done: float, total: float, message: str) -> None:
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What a tool may use besides its arguments: the data roots, and a progress callback (MCP progress
-    notifications or the CLI's bar)."""
+    """What a tool may use besides its arguments: the data roots, a progress callback (MCP progress
+    notifications or the CLI's bar), and the settings of whoever started the CLI or the server (`Setting`): what
+    must never be a tool argument, such as where code runs."""
 
     roots: DataRoots
     progress: ProgressFn = _no_progress
+    dask_address: str | None = None  # the Dask scheduler analyze_ranks runs on (None: a private LocalCluster)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """A ToolContext field chosen by the person starting the CLI or the server, never by an MCP client: the tool
+    command and `serve` take it as `flag` (or, read once at start, the environment variable `env`). Declared once,
+    in the tool's CliSpec; the MCP schema never shows it."""
+
+    field: str
+    flag: str
+    env: str | None
+    help: str
+    metavar: str = "VALUE"
 
 
 class ToolInput(BaseModel):
@@ -55,12 +77,14 @@ class CliSpec:
     """How the tool appears on the command line. Only spellings live here; the parameters are the input model's.
 
     `positional`: input fields given as positional arguments, in order. `flags`: extra spellings of a field's
-    option (e.g. `{"batch": ("-b",)}`); every non-positional field is also `--field-name`.
+    option (e.g. `{"batch": ("-b",)}`); every non-positional field is also `--field-name`. `settings`: the
+    context settings the command (and `serve`) takes beside the input model (see `Setting`).
     """
 
     command: str
     positional: tuple[str, ...] = ()
     flags: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    settings: tuple[Setting, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,27 +118,6 @@ def capped(items: list[str], limit: int) -> list[str]:
     if len(items) <= limit:
         return items
     return [*items[: limit - 1], f"... and {len(items) - limit + 1} more"]
-
-
-def format_validation_error(exc: ValidationError, limit: int = 3) -> str:
-    """A pydantic error as one line: `field=value is invalid: reason` for each error (at most `limit`)."""
-    parts = []
-    errors = exc.errors(include_url=False)
-    for err in errors[:limit]:
-        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__") or "arguments"
-        kind = err.get("type", "")
-        if kind == "missing":
-            parts.append(f"{loc} is required")
-        elif kind == "extra_forbidden":
-            parts.append(f"unknown argument {loc!r}")
-        else:
-            value = repr(err.get("input"))
-            value = value if len(value) <= 60 else value[:57] + "..."
-            msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-            parts.append(f"{loc}={value} is invalid: {msg}")
-    if len(errors) > limit:
-        parts.append(f"and {len(errors) - limit} more")
-    return "; ".join(parts)
 
 
 def parse_input(spec: ToolSpec[In, Out], args: Mapping[str, Any] | In) -> In:
@@ -153,10 +156,40 @@ _TEXT_LISTS = ("warnings", "notes")  # free-text fields that quote the input: ea
 
 
 def checked_result(spec: ToolSpec[In, Out], result: Out) -> Out:
-    """The result with every warning or note one line of at most MESSAGE_LIMIT characters. Finite numbers and valid
-    fields are the result models' own checks (server.results.ResultModel)."""
+    """The result with every warning or note one line of at most MESSAGE_LIMIT characters, and no string that a
+    terminal or a reader would act on (control characters, bidi overrides: escaped, see server.errors.printable; op
+    names and paths come from untrusted traces). Finite numbers and valid fields are the result models' own checks
+    (server.results.ResultModel)."""
+    _escape_strings(result)
     _shorten_text_lists(result)
     return result
+
+
+def _escape_strings(model: BaseModel) -> None:
+    """Every string of the result (any depth) through `printable`, line breaks kept; changed in place."""
+    for name in type(model).model_fields:
+        value = getattr(model, name, None)
+        escaped = _escaped(value)
+        if escaped is not value:
+            model.__dict__[name] = escaped  # skips validate_assignment: an escaped string is as valid as the original
+
+
+def _escaped(value: Any) -> Any:
+    """`value` with its strings escaped: the same object when nothing changed (a list or dict is copied otherwise,
+    never edited: it may be a cached table's)."""
+    if isinstance(value, str):
+        return printable(value, keep_lines=True)
+    if isinstance(value, BaseModel):
+        _escape_strings(value)
+        return value
+    if isinstance(value, list | tuple):
+        items = [_escaped(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else type(value)(items)
+    if isinstance(value, dict):
+        pairs = [(_escaped(k), _escaped(v)) for k, v in value.items()]
+        same = all(k2 is k and v2 is v for (k2, v2), (k, v) in zip(pairs, value.items(), strict=True))
+        return value if same else dict(pairs)
+    return value
 
 
 def _shorten_text_lists(model: BaseModel) -> None:

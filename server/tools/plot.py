@@ -16,6 +16,7 @@ from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
 from server.vocab import Category
 from server.writers.atomic import write_bytes_atomic
+from server.writers.owned import check_replaceable
 
 MAX_UNPLOTTED_LISTED = 10
 
@@ -56,9 +57,11 @@ class PlotResult(ResultModel):
 
 def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
     # Imported here: matplotlib costs ~40 MB and ~0.5 s, and only chart-drawing calls need it.
-    from server.render.plots import render_roofline_png
+    from server.render.plots import PNG_SOFTWARE, render_roofline_png
 
     out = resolve_output_dir(ctx.roots, args.output_dir)
+    target = out / layout.plot_png(args.category, args.bytes_model)
+    check_replaceable(target, ctx.roots, PNG_SOFTWARE.encode(), what="chart file", tool="plot_roofline")
     scored = scored_categories(ctx.roots, out, args.category, args.arch, args.bytes_model)
     with_rows = [s for s in scored if s.has_rows]
     cats = [s.data.category for s in scored]
@@ -87,9 +90,7 @@ def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
         bytes_model=args.bytes_model,
         warning=chart_warning,
     )
-    path = write_bytes_atomic(
-        out / layout.plot_png(args.category, args.bytes_model), plot.png, roots=ctx.roots
-    )
+    path = write_bytes_atomic(target, plot.png, roots=ctx.roots)
     result = PlotResult(
         categories=cats,
         files=[str(path)],

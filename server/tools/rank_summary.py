@@ -64,7 +64,7 @@ def _partial(shapes: list[dict[str, Any]], category: str | None) -> list[dict[st
 
 def load_rank_summary(ctx: ToolContext, args: RankSummaryInput) -> RankSummaryResult:
     folder = resolve_output_dir(ctx.roots, args.output_dir)
-    path, summary = load_summary(folder)
+    path, summary = load_summary(folder, ctx.roots)
     folder_rank = next(
         (r["rank"] for r in summary.get("ranks", []) if r.get("folder") and path.parent / r["folder"] == folder),
         None,
@@ -94,8 +94,8 @@ def load_rank_summary(ctx: ToolContext, args: RankSummaryInput) -> RankSummaryRe
                 shape=s["shape"],
                 ranks=s["ranks"],
                 time_ms_max=s["time_ms"].get("max"),
-                present_ranks=s["present_ranks"][:MAX_LISTED] if "present_ranks" in s else None,
-                absent_ranks=s["absent_ranks"][:MAX_LISTED] if "absent_ranks" in s else None,
+                present_ranks=s["present_ranks"][:MAX_LISTED] if s.get("present_ranks") is not None else None,
+                absent_ranks=s["absent_ranks"][:MAX_LISTED] if s.get("absent_ranks") is not None else None,
             )
             for s in partial[:PARTIAL_LISTED]
         ],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
@@ -11,7 +11,8 @@ from server.errors import InputError
 from server.ranks.discover import list_trace_dir
 from server.ranks.result import RanksResult
 from server.ranks.run import analyze_ranks as run_ranks
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from server.scoring.arch import read_arch_file
+from server.tools.base import CliSpec, Setting, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg
 from server.vocab import STRAGGLER_RATIO
 
@@ -44,16 +45,13 @@ class AnalyzeRanksInput(ToolInput):
                                                      "default: the CPU count")
     ] = None  # fmt: skip
     engine: Annotated[
-        Literal["pool", "dask"],
+        Literal["pool", "dask"] | None,
         Field(
-            description="pool: processes on this machine; dask: a dask.distributed cluster (needs the cluster extra)"
+            description="pool: processes on this machine; dask: a dask.distributed cluster (needs the cluster extra): "
+            "the scheduler the server or CLI was started with (--dask-address), else a private local cluster; "
+            "default: dask when a scheduler was configured, else pool"
         ),
-    ] = "pool"
-    dask_address: Annotated[
-        str | None,
-        Field(max_length=512, description="scheduler of a running Dask cluster (tcp://host:8786); default: a "
-                                          "LocalCluster of `workers` processes"),
-    ] = None  # fmt: skip
+    ] = None
     arch: ArchArg = None
     overwrite: Annotated[
         bool, Field(description="replace the rank folders and summary an earlier run left in output_dir")
@@ -67,17 +65,36 @@ class AnalyzeRanksInput(ToolInput):
         return self
 
 
+DASK_ADDRESS = Setting(
+    field="dask_address",
+    flag="--dask-address",
+    env="SDPA_DASK_ADDRESS",
+    metavar="ADDR",
+    help="the Dask scheduler analyze_ranks runs on (tls://host:8786; default: a private local cluster). A scheduler "
+    "and its workers can run code as you: give only one you trust (not an MCP argument: see README, Security)",
+)
+
+
 def _trace_files(ctx: ToolContext, args: AnalyzeRanksInput) -> list[Path]:
     roots = ctx.roots
     if args.trace_dir:
         folder = roots.resolve(args.trace_dir, what="trace_dir")
     else:
         paths = [roots.resolve(p, what="trace_paths") for p in args.trace_paths or []]
-        if len(paths) != 1 or not paths[0].is_dir():
+        if len(paths) != 1 or not roots.is_dir(paths[0], what="trace_paths"):
             return paths
         folder = paths[0]
-    # each file again: a symlink in the folder must not lead outside the roots
-    return [roots.resolve(p, what="trace_dir file") for p in list_trace_dir(folder)]
+    return list_trace_dir(folder, roots)  # each file checked again: a link in the folder must not lead out
+
+
+def _arch_spec(arch: str | None, ctx: ToolContext) -> dict[str, Any] | None:
+    """An arch JSON file's content, read and checked through the roots here (the workers get plain data)."""
+    if not arch or not arch.lower().endswith(".json"):
+        return None
+    data, _ = read_arch_file(arch, ctx.roots)
+    if not isinstance(data.get("name"), str) or not data["name"].strip():
+        data = {**data, "name": Path(arch).stem}  # the name read_arch_file gave the GPU
+    return data
 
 
 def analyze_ranks(ctx: ToolContext, args: AnalyzeRanksInput) -> RanksResult:
@@ -85,14 +102,16 @@ def analyze_ranks(ctx: ToolContext, args: AnalyzeRanksInput) -> RanksResult:
     if not traces:
         raise InputError("no rank traces given — pass trace_paths or trace_dir")
     out = ctx.roots.resolve(args.output_dir, what="output_dir")
+    engine = args.engine or ("dask" if ctx.dask_address else "pool")
     return run_ranks(
         traces,
         out,
         roots=ctx.roots,
         workers=args.workers,
-        engine=args.engine,
-        dask_address=args.dask_address,
+        engine=engine,
+        dask_address=ctx.dask_address if engine == "dask" else None,
         arch=args.arch,
+        arch_spec=_arch_spec(args.arch, ctx),
         overwrite=args.overwrite,
         limit=args.limit,
         progress=ctx.progress,
@@ -103,9 +122,10 @@ TOOL = ToolSpec(
     name="analyze_ranks",
     title="Analyze every rank of a distributed job and compare the ranks",
     description=(
-        "Run analyze_trace on every rank trace of one job in parallel (a process pool, or a Dask cluster with "
-        "engine=dask): output_dir/rank_<r>/ per rank, the same folder analyze_trace writes, so every other tool "
-        "works on it. Ranks come from the traces' distributedInfo or their file names (rank_3…). Writes "
+        "Run analyze_trace on every rank trace of one job in parallel (a process pool, or with engine=dask the "
+        "Dask cluster the server was configured with, else a private local one): output_dir/rank_<r>/ per rank, "
+        "the same folder analyze_trace writes, so every other tool works on it. Ranks come from the traces' "
+        "distributedInfo or their file names (rank_3…). Writes "
         "ranks_summary.json/.csv and ranks_shapes.csv: per rank and category calls, kernel time, % of E2E and "
         f"efficiency; per attention shape the time per rank and the stragglers (over {STRAGGLER_RATIO:g} × the "
         "median). Returns "
@@ -115,7 +135,7 @@ TOOL = ToolSpec(
     input_model=AnalyzeRanksInput,
     result_model=RanksResult,
     run=analyze_ranks,
-    cli=CliSpec("analyze-ranks", positional=("trace_paths",), flags={"output_dir": ("-o",)}),
+    cli=CliSpec("analyze-ranks", positional=("trace_paths",), flags={"output_dir": ("-o",)}, settings=(DASK_ADDRESS,)),
     writes=True,
     agent=False,  # an orchestrator's step (a whole job's traces on a pool or a cluster), not one category's
 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -9,7 +10,14 @@ from pydantic import Field
 
 from server.errors import InputError, shorten_message
 from server.folder import layout
-from server.render.report import CategorySection, FindingRow, PeakSource, ReportContext, render_report_html
+from server.render.report import (
+    REPORT_GENERATOR,
+    CategorySection,
+    FindingRow,
+    PeakSource,
+    ReportContext,
+    render_report_html,
+)
 from server.results import ResultModel
 from server.roots import DataRoots
 from server.scoring.category import scored_categories
@@ -19,8 +27,10 @@ from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
 from server.vocab import COMPARATIVE, IMPACT_UNIT
 from server.writers.atomic import write_text_atomic
+from server.writers.owned import check_replaceable
 
 MAX_WARNINGS = 10
+REPORT_FILE = re.compile(r"[^/\\\x00-\x1f.][^/\\\x00-\x1f]{0,249}\.html", re.IGNORECASE)  # a name, not a path
 _SOURCE_WORDS = {
     "argument": "named by the caller",
     "arch_json": "arch JSON file",
@@ -33,7 +43,12 @@ class ReportInput(ToolInput):
     arch: ArchArg = None
     bytes_model: BytesModelArg = "compulsory"
     output: Annotated[
-        str | None, Field(max_length=4096, description="HTML file to write; default <output_dir>/report.html")
+        str | None,
+        Field(
+            max_length=255,
+            description="file name of the page, written under <output_dir>/reports/ (a name ending .html, no "
+            "folders); default <output_dir>/report.html. A file there is replaced only if render_report wrote it",
+        ),
     ] = None
 
 
@@ -99,11 +114,26 @@ def _prose(
     return text, str(path), notes
 
 
+def report_target(roots: DataRoots, out: Path, name: str | None) -> Path:
+    """Where the page goes: <out>/report.html, or a file name of the caller's under <out>/reports/ (a plain name:
+    the tool writes its own files inside the analysis folder, nowhere else)."""
+    if name is None:
+        return roots.write_target(out / layout.report_html(), what="report file")
+    if not REPORT_FILE.fullmatch(name):
+        raise InputError(
+            f"output={name!r} is invalid: pass a file name ending .html, without folders (it is written under "
+            f"{out.name}/{layout.REPORTS}/)"
+        )
+    return roots.write_target(out / layout.named_report(name), what="report file")
+
+
 def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
     # Imported here: matplotlib costs ~40 MB and ~0.5 s, and only chart-drawing calls need it.
     from server.render.plots import render_roofline_png
 
     out = resolve_output_dir(ctx.roots, args.output_dir)
+    target = report_target(ctx.roots, out, args.output)
+    check_replaceable(target, ctx.roots, REPORT_GENERATOR.encode(), what="report file", tool="render_report")
     scored = scored_categories(ctx.roots, out, "all", args.arch, args.bytes_model)
     with_rows = [s for s in scored if s.has_rows]
     resolved = with_rows[0].arch if with_rows else None
@@ -176,7 +206,6 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
         warnings=list(resolved.warnings) if resolved else [],
         sections=sections,
     )
-    target = ctx.roots.write_target(args.output if args.output else out / layout.report_html(), what="report path")
     write_text_atomic(target, render_report_html(report), roots=ctx.roots)
     return ReportResult(
         report_file=str(target), categories=[s.data.category for s in scored], warnings=capped(warnings, MAX_WARNINGS)

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pydantic import Field
 
 from server.errors import InputError, shorten_middle
-from server.findings.spec import SLOT_CLOSE, SLOT_OPEN
+from server.findings.spec import SLOT_CLOSE, SLOT_OPEN, metrics_run_id
 from server.findings.template import render_findings_template as render_template
 from server.folder import layout
+from server.folder.manifest import older_analysis, read_run_id, same_run
 from server.folder.read import check_analysis_folder, read_json_file
 from server.results import ResultModel
 from server.scoring.ranking import OURS
@@ -66,16 +67,21 @@ def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateR
         metrics = {"category": cat, "status": "NO_DATA"}
     else:
         raise InputError(f"{mpath} not found — run rank_findings for {cat} first, then render the template")
+    folder_run = read_run_id(out, roots)
+    stale = older_analysis(mpath, metrics_run_id(metrics), folder_run, "re-run rank_findings, then the template")
+    if stale is not None:
+        raise stale
     text = render_template(metrics, cat)
     main = out / layout.findings_md(cat)
     target = roots.write_target(main, what="findings file")
     wrote_main = True
-    try:  # never overwrite a findings file (nor a link in its place): the LLM may have written prose there
-        write_text_atomic(target, text, roots=roots, overwrite=False)
-    except FileExistsError:
-        target = out / layout.findings_template_md(cat)
-        wrote_main = False
-        write_text_atomic(target, text, roots=roots)
+    with same_run(out, roots, folder_run, written=main.name, tool="render_findings_template"):
+        try:  # never overwrite a findings file (nor a link in its place): the LLM may have written prose there
+            write_text_atomic(target, text, roots=roots, overwrite=False)
+        except FileExistsError:
+            target = out / layout.findings_template_md(cat)
+            wrote_main = False
+            write_text_atomic(target, text, roots=roots)
     lines = text.splitlines()
     slot_list = [
         Slot(line=i + 1, hint=shorten_middle(_slot_hint(line), SLOT_HINT_CHARS)) for i, line in enumerate(lines)

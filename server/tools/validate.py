@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from server.errors import InputError
 from server.findings.metrics_view import MetricsFormatError, load_metrics
+from server.findings.spec import findings_run_id, metrics_run_id
 from server.findings.validate import ValidationReport, find_metrics_for, validate_findings_file
+from server.folder.manifest import older_analysis, read_run_id
+from server.roots import DataRoots
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.vocab import SCOPE_HELP, Scope, Tier
 
@@ -28,6 +32,21 @@ class ValidateInput(ToolInput):
     )
 
 
+def _check_runs(path: Path, mpath: Path, metrics: dict[str, Any], roots: DataRoots) -> None:
+    """Refuse numbers of another analysis: a metrics JSON of an older run than the folder's, or a findings file
+    rendered from another run than the metrics JSON's (folders and files that record no run are not checked)."""
+    metrics_run = metrics_run_id(metrics)
+    stale = older_analysis(mpath, metrics_run, read_run_id(mpath.parent.parent, roots), "re-run rank_findings")
+    if stale is not None:
+        raise stale
+    text_run = findings_run_id(roots.read_bytes(path, what="findings_path").decode("utf-8", errors="replace"))
+    if metrics_run is not None and text_run is not None and text_run != metrics_run:
+        raise InputError(
+            f"{path} was rendered from another analysis (run {text_run[:12]}) than {mpath.name} (run "
+            f"{metrics_run[:12]}): its numbers are not this folder's — re-run render_findings_template, fill it again"
+        )
+
+
 def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport:
     roots = ctx.roots
     path = roots.resolve(args.findings_path, what="findings_path")
@@ -40,6 +59,7 @@ def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport
     mpath = find_metrics_for(path, roots)
     if mpath is not None:  # Decimal parsing keeps each number as written: rule 9 compares the exact spelling
         metrics = load_metrics(mpath, roots)  # MetricsFormatError names the file
+        _check_runs(path, mpath, metrics, roots)
     try:
         report = validate_findings_file(
             path, metrics, tier=args.tier, comparison_scope=args.comparison_scope, roots=roots

@@ -100,3 +100,44 @@ def test_table_rows_are_matched_by_name_and_args_as_written() -> None:
     assert first_operation_with_args(operations, "op", "—") == 1  # no args is written as the em dash
     assert first_operation_with_args(operations, "op", "(3,)") is None
     assert first_operation_with_args(operations, "missing", "(1, 2)") is None
+
+
+def _counting(monkeypatch: Any) -> list[int]:
+    """Count the number comparisons the lookup makes (the quadratic path compared every member with every row)."""
+    from server.findings import metrics_view
+
+    calls = [0]
+    real = metrics_view._same_number
+
+    def counted(a: Any, b: Any) -> bool:
+        calls[0] += 1
+        return real(a, b)
+
+    monkeypatch.setattr(metrics_view, "_same_number", counted)
+    return calls
+
+
+def test_many_rows_of_one_name_sharing_one_time_cost_linear_comparisons(monkeypatch: Any) -> None:
+    """4,000 rows of one op name at one time, differing in efficiency (issue 18: tens of seconds, 2 x n^2 = 32
+    million comparisons): each member still finds exactly its own row, with a few comparisons each."""
+    n = 4000
+    calls = _counting(monkeypatch)
+    effs = [round(10 + 0.01 * i, 2) for i in range(n)]
+    operations = [{"name": "aten::sdpa", "args": None, "time_ms": 0.5, "efficiency": {"efficiency_percent": e}}
+                  for e in effs]  # fmt: skip
+    members = [{"operation": "aten::sdpa", "time_ms": 0.5, "efficiency_pct": round(10 + 0.01 * i, 2)}
+               for i in reversed(range(n))]  # fmt: skip
+    assert finding_operation_indices(_finding(members), operations) == list(reversed(range(n)))
+    assert calls[0] <= 4 * n, calls[0]  # the quadratic path: 2 * n * n
+
+
+def test_members_that_cannot_narrow_by_args_share_one_answer(monkeypatch: Any) -> None:
+    """Rows of one name, time and efficiency; members with args no row has: every member's answer is the same rows,
+    looked up once (else n members x n rows again)."""
+    n = 3000
+    calls = _counting(monkeypatch)
+    operations = [{"name": "op", "args": f"({i},)", "time_ms": 1.0, "efficiency": {"efficiency_percent": 50.0}}
+                  for i in range(n)]  # fmt: skip
+    members = [{"operation": "op", "args": f"(none {i},)", "time_ms": 1.0, "efficiency_pct": 50.0} for i in range(n)]
+    assert finding_operation_indices(_finding(members), operations) == list(range(n))
+    assert calls[0] <= 4 * n, calls[0]

@@ -284,12 +284,13 @@ def test_rank_discovery_rules(tmp_path: Path) -> None:
     assert rank_from_name(Path("graph_capture_rank_0.1773709679453551615.pt.trace.json.gz")) == 0
     plain = tmp_path / "a.json"
     plain.write_text('{"schemaVersion": 1, "distributedInfo": {"rank": 5, "world_size": 8}, "traceEvents": [{}]}')
-    assert read_header_prefix(plain)["distributedInfo"]["rank"] == 5
+    roots = DataRoots([tmp_path])
+    assert read_header_prefix(plain, roots)["distributedInfo"]["rank"] == 5
     for name in ("b.json", "c.json"):
         (tmp_path / name).write_text('{"traceEvents": []}')
-    plan = plan_ranks([tmp_path / "b.json", tmp_path / "c.json"])  # no rank anywhere: ranks by order
+    plan = plan_ranks([tmp_path / "b.json", tmp_path / "c.json"], roots)  # no rank anywhere: ranks by order
     assert [t.rank for t in plan.traces] == [0, 1] and "sorted file names" in plan.warnings[0]
-    plan = plan_ranks([plain, tmp_path / "b.json"])  # one has a rank, the other none
+    plan = plan_ranks([plain, tmp_path / "b.json"], roots)  # one has a rank, the other none
     assert plan.traces[1].error and "no rank" in plan.traces[1].error and plan.missing_ranks == [0, 1, 2, 3, 4, 6, 7]
 
 
@@ -308,8 +309,7 @@ def test_dask_localcluster_gives_the_pool_summary(job: dict[str, Any], tmp_path:
             job["roots"],
             trace_dir=str(base / "traces"),
             output_dir=str(out),
-            engine="dask",
-            dask_address=cluster.scheduler_address,
+            settings={"dask_address": cluster.scheduler_address},  # configured: engine dask is the default
         )
     assert res.engine == "dask" and res.workers == 2 and res.dask_address == cluster.scheduler_address
     summary = json.loads((out / "ranks_summary.json").read_text())
@@ -345,12 +345,12 @@ def test_dask_engine_errors_are_one_line(job: dict[str, Any], monkeypatch: pytes
     args = {"trace_dir": str(job["base"] / "traces"), "output_dir": str(job["base"] / "o-err"), "engine": "dask"}
     monkeypatch.setattr(engines, "CONNECT_TIMEOUT", "1s")
     with pytest.raises(ToolFailure, match=r"cannot reach the Dask scheduler at tcp://127\.0\.0\.1:9 "):
-        call("analyze_ranks", job["roots"], **args, dask_address="tcp://127.0.0.1:9")
+        call("analyze_ranks", job["roots"], **args, settings={"dask_address": "tcp://127.0.0.1:9"})
     monkeypatch.setattr(engines.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ToolFailure, match=r"pip install 'sdpa-analyzer\[cluster\]'"):
         call("analyze_ranks", job["roots"], **args)
-    with pytest.raises(ToolFailure, match="only used with engine='dask'"):
-        call("analyze_ranks", job["roots"], **{**args, "engine": "pool"}, dask_address="tcp://x:1")
+    with pytest.raises(ToolFailure, match="unknown argument 'dask_address'"):  # never a tool argument
+        call("analyze_ranks", job["roots"], **args, dask_address="tcp://x:1")
 
 
 # ---------------------------------------------------------------------------------------------- MCP

@@ -23,27 +23,11 @@ from server.errors import PathOutsideRootsError
 from server.mcp_server import create_server
 from server.roots import DataRoots
 from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
-from tests.support import FLASH_ROW, make_folder
+from tests.support import FLASH_ROW, make_folder, snapshot
 
 pytestmark = pytest.mark.anyio
 CAT = "sdpa_fwd"
 ARCH = "h100-sxm"
-
-
-def snapshot(folder: Path) -> dict[str, Any]:
-    """Every entry under `folder` (links not followed): kind, and content for files; mtimes for files too."""
-    out: dict[str, Any] = {}
-    for dirpath, dirnames, filenames in os.walk(folder):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            st = p.lstat()
-            if p.is_symlink():
-                out[str(p.relative_to(folder))] = ("link", os.readlink(p))
-            elif p.is_file():
-                out[str(p.relative_to(folder))] = ("file", p.read_bytes(), st.st_mtime_ns)
-            else:
-                out[str(p.relative_to(folder))] = ("dir",)
-    return out
 
 
 @pytest.fixture
@@ -252,10 +236,14 @@ async def test_analyze_trace_refuses_every_link_out(world: tuple[Path, Path]) ->
 
 async def test_report_output_outside_is_refused(world: tuple[Path, Path]) -> None:
     root, outside = world
-    own_folder(root)
-    (root / "reports").symlink_to(outside)
-    await refused(root, outside, "render_report", {"output_dir": "a", "arch": ARCH, "output": "reports/r.html"})
-    await refused(root, outside, "render_report", {"output_dir": "a", "arch": ARCH, "output": str(outside / "r.html")})
+    folder = own_folder(root)
+    (folder / "reports").symlink_to(outside)
+    await refused(root, outside, "render_report", {"output_dir": "a", "arch": ARCH, "output": "r.html"})
+    before = snapshot(outside)
+    for name in (str(outside / "r.html"), "../r.html", "reports/r.html"):  # a name only: never a path elsewhere
+        res = await call(root, "render_report", {"output_dir": "a", "arch": ARCH, "output": name})
+        assert res.is_error and "pass a file name ending .html, without folders" in res.content[0].text
+    assert snapshot(outside) == before
 
 
 @pytest.mark.parametrize("path", ["../outside/secret", "/etc", "a/../../outside/secret"])

@@ -1,0 +1,136 @@
+"""The processes a run starts, and stopping them all when the host stops us (SIGTERM, SIGHUP, SIGINT).
+
+A process pool leaves three kinds of processes: the fork server (a child of ours), the resource tracker (a
+child) and the pool workers (children of the fork server); a Dask LocalCluster leaves its worker processes
+(children of ours, restarted by their nannies when they die). Python's default for SIGTERM and SIGHUP ends
+this process at once and leaves all of them running, blocked on pipes nobody writes any more; SIGINT sent to
+this process alone waits for every worker to finish its trace. So the CLI (`analyze-ranks`, `serve`) installs
+`stop_on_signals`: the handler marks the process as stopping (no new pool or cluster starts, a retry does not
+happen: `Stopped`), ends every descendant process (SIGTERM, then SIGKILL after a grace period: the resource
+tracker ignores SIGTERM), and unwinds with SystemExit (KeyboardInterrupt for SIGINT); a watchdog ends the
+process after EXIT_GRACE_S if unwinding hangs (a worker thread of the MCP server blocked somewhere), killing
+the descendants once more first. Descendants are found in /proc (Linux); elsewhere, the direct children.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import FrameType
+
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGINT") if hasattr(signal, name))
+TERM_GRACE_S = 1.0  # after SIGTERM, before SIGKILL
+EXIT_GRACE_S = 5.0  # after the signal, before the process ends without unwinding
+_stopping = threading.Event()
+
+
+class Stopped(BaseException):
+    """This process was told to stop: no worker is started or retried. A BaseException, so no rank catches it as
+    its own failure."""
+
+
+def stopping() -> bool:
+    return _stopping.is_set()
+
+
+def check_running() -> None:
+    """Raise Stopped once a stop signal arrived (before starting a pool or a cluster, and before retrying)."""
+    if _stopping.is_set():
+        raise Stopped("stopped by a signal")
+
+
+def descendants(pid: int | None = None) -> list[int]:
+    """Every live process below `pid` (default: this one), children first; zombies left out."""
+    root = os.getpid() if pid is None else pid
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return [p.pid for p in multiprocessing.active_children() if p.pid is not None] if root == os.getpid() else []
+    parent: dict[int, int] = {}
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        fields = text[text.rfind(")") + 2 :].split()  # after "pid (comm) ": the name may hold spaces and parens
+        if len(fields) > 1 and fields[0] != "Z":
+            parent[int(entry.name)] = int(fields[1])
+    out, frontier = [], [root]
+    while frontier:
+        below = [p for p, pp in parent.items() if pp in frontier and p not in out]
+        out += below
+        frontier = below
+    return out
+
+
+def stop_children(grace: float = TERM_GRACE_S) -> int:
+    """Mark this process as stopping and end every descendant: SIGTERM, then SIGKILL for those left after
+    `grace` seconds (new ones that appear meanwhile, e.g. a nanny's restart, are ended too). Returns how many."""
+    _stopping.set()
+    seen: set[int] = set()
+    deadline = time.monotonic() + grace
+    sig = signal.SIGTERM
+    while True:
+        alive = descendants()
+        if not alive:
+            break
+        for pid in alive:
+            with contextlib.suppress(OSError):
+                os.kill(pid, sig if pid not in seen or sig == signal.SIGKILL else 0)
+            seen.add(pid)
+        if time.monotonic() > deadline:
+            if sig == signal.SIGKILL:
+                break
+            sig = getattr(signal, "SIGKILL", signal.SIGTERM)
+            deadline = time.monotonic() + grace
+        time.sleep(0.05)
+        _reap()
+    _reap()
+    return len(seen)
+
+
+def _reap() -> None:
+    """Collect our direct children that ended (a killed child stays a zombie until its parent waits for it)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+
+
+@contextlib.contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """While the block runs (main thread only), SIGTERM, SIGHUP and SIGINT stop every descendant first and then
+    unwind (see the module docstring); the previous handlers come back afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        first = not _stopping.is_set()
+        stop_children()
+        if first:
+            threading.Thread(target=_exit_later, args=(128 + signum,), daemon=True).start()
+        if signum == getattr(signal, "SIGINT", None):
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        if _stopping.is_set():
+            stop_children(grace=0.2)
+
+
+def _exit_later(code: int) -> None:
+    time.sleep(EXIT_GRACE_S)
+    stop_children(grace=0.2)
+    os._exit(code)
