@@ -161,6 +161,9 @@ def misfit(row: Row, sig: Signature, appended: bool = False) -> str | None:
             continue
         if not role_fits(role, raw):
             return f"slot {slot} ({name}) is {raw!r:.30}"
+    for slot in sig.tensor_slots:
+        if slot < len(row.concrete) and not is_blank(row.concrete[slot]):
+            return f"slot {slot} (a tensor argument) holds the value {row.concrete[slot]!r:.30}"
     if sig.window is not None and not is_blank(row.raw(sig.window)) and window_list(row.raw(sig.window)) is None:
         return f"slot {sig.window} (window_size) is {row.raw(sig.window)!r:.30}"
     return None

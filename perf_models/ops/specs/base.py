@@ -47,6 +47,9 @@ class Signature:
     qkv_layout_str: int | None = None  # TransformerEngine qkv_layout string
     family: str | None = None  # overrides OpSpec.family when a name is shared by two libraries
     dropout_required: bool = True
+    # optional tensor arguments (None or a tensor, never a scalar value): a recorded scalar there means another
+    # signature (FlashAttention-3's qv slot holds FlashAttention-4's window list)
+    tensor_slots: tuple[int, ...] = ()
     inferred: bool = False  # read off the row's recorded roles (ops.infer), not a signature a library declares
 
 
