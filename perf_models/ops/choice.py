@@ -29,6 +29,8 @@ class Choice:
     signature: Signature
     warnings: tuple[str, ...] = ()
     inference: Inference | None = None  # set when the signature was inferred
+    # "known" (in its argument range), "appended" (more arguments than it was seen with) or "inferred"
+    how: str = "known"
 
 
 def choose_signature(spec: OpSpec, row: Row) -> Choice:
@@ -46,7 +48,8 @@ def choose_signature(spec: OpSpec, row: Row) -> Choice:
                 extra = n - sig.n_args[1]
                 return Choice(
                     sig,
-                    (
+                    how="appended",
+                    warnings=(
                         f"{spec.name} with {n} arguments, {extra} more than the {sig.n_args[1]} of signature "
                         f"'{sig.label}': its known slots hold their roles (q={sig.q} k={sig.k} v={sig.v}"
                         f"{'' if sig.causal is None else f', {sig.causal_name}={sig.causal}'}); the appended "
@@ -56,4 +59,4 @@ def choose_signature(spec: OpSpec, row: Row) -> Choice:
     inference = infer_signature(spec, row, misfits)
     if inference is None:
         raise RowError(f"{spec.name} arguments match no known signature ({'; '.join(misfits)})")
-    return Choice(inference.signature, (inference.warning,), inference)
+    return Choice(inference.signature, (inference.warning,), inference, "inferred")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -153,6 +154,17 @@ def _scale_choice(values: Sequence[float], d: Matrix) -> NDArray[np.int64]:
 
 def _kind(raw: Any) -> tuple[str, Any]:
     """(kind, value) of one Concrete Inputs value: blank, bool, int, float, window (a list), str."""
+    if type(raw) is str and len(raw) <= 64:
+        return _str_kind(raw)
+    return _read_kind(raw)
+
+
+@lru_cache(maxsize=4096)
+def _str_kind(raw: str) -> tuple[str, Any]:
+    return _read_kind(raw)  # traces repeat the same few strings
+
+
+def _read_kind(raw: Any) -> tuple[str, Any]:
     if is_blank(raw):
         return "blank", None
     for kind, parser in (("bool", parse_bool_str), ("int", parse_int_str), ("float", parse_float_str)):

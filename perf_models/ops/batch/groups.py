@@ -66,11 +66,13 @@ def _free_slots(spec: OpSpec, arity: int) -> dict[int, str]:
 
     Such values change from call to call (max_q of aten flash ops, the scale), so they are left out of
     the group key; varlen rows take their max_seqlen values per row. Only the signatures that accept
-    `arity` arguments count (at least their minimum: more arguments may be appended ones, ops.choice): the others
-    are never chosen for such a row. A signature inferred from the roles may read any slot: parse.py checks its
-    rows against the group's first row.
+    `arity` arguments count: the others are tried only when none of those fits (more arguments read as appended
+    ones, or a signature inferred from the roles, ops.choice), and such a group's rows are checked against its
+    first row by parse.py. With no signature in range, every signature that takes at least `arity` counts.
     """
-    sigs = [sig for sig in spec.signatures if sig.n_args[0] <= arity]
+    sigs = [sig for sig in spec.signatures if sig.n_args[0] <= arity <= sig.n_args[1]]
+    if not sigs:
+        sigs = [sig for sig in spec.signatures if sig.n_args[0] <= arity]
     if not sigs:
         return {}
     roles: dict[int, set[str]] = {slot: set() for slot in range(_KEEP_LEN)}

@@ -21,7 +21,6 @@ from perf_models.ops.batch.groups import Group, free_slot_kinds, group_rows, spl
 from perf_models.ops.batch.results import ParsedTable, Results
 from perf_models.ops.batch.shapes import ShapeCols, block_shapes
 from perf_models.ops.build import RowPlan, attn_mask_warning, plan_row
-from perf_models.ops.infer import Inference
 from perf_models.ops.row import Row
 from perf_models.ops.specs import OpSpec
 from perf_models.ops.types import RowError
@@ -154,14 +153,14 @@ def _parse_block(
     if plan.error is not None and not plan.error_after_shapes:
         _broadcast_unless_params(members, rows, res, expect=plan.error)
         return
-    if plan.choice.inference is not None:  # slots read off the roles: keep the rows that infer the same
-        same = _same_inference(plan.choice.inference, members, mat, lens, rows, ints)
+    if plan.choice.how != "known":  # appended or inferred: keep the rows that choose the same slots
+        same = _same_choice(plan, members, mat, lens, rows)
         res.one_by_one(members[~same], rows)
         if not same.any():
             return
         members, mat = members[same], mat[same]
         ints = {slot: v[same] for slot, v in ints.items()}
-        ints.update(_max_seqlen_values(plan.choice.inference.max_slots, members, rows))
+        ints.update(_max_seqlen_values(_max_slots(plan), members, rows))
     shapes = block_shapes(plan, mat, lens, ints, rows.concrete(rep), g.types)
     if shapes is None:
         res.one_by_one(members, rows)
@@ -176,20 +175,22 @@ def _parse_block(
         _build_block(spec, plan, members[~bad], shapes.take(~bad), rows, res)
 
 
-def _same_inference(
-    inference: Inference,
-    members: NDArray[np.intp],
-    mat: NDArray[np.int64],
-    lens: tuple[int, ...],
-    rows: Rows,
-    ints: dict[int, NDArray[np.int64]],
+def _max_slots(plan: RowPlan) -> tuple[int, ...]:
+    sig = plan.signature
+    return tuple(s for s in (sig.max_seqlen_q, sig.max_seqlen_k) if s is not None)
+
+
+def _same_choice(
+    plan: RowPlan, members: NDArray[np.intp], mat: NDArray[np.int64], lens: tuple[int, ...], rows: Rows
 ) -> NDArray[np.bool_]:
-    """Rows whose own inference reads the same slots as the group's first row: the same q/k/v window and scale (from
-    their dims), the same Concrete Inputs but in the max_seqlen slots, which must hold integers >= 1 there too."""
-    same = inference.agrees(mat, lens)
+    """Rows that choose the same signature as the group's first row when it was not one in its argument range
+    (the group key only foresees those): the same Concrete Inputs but in the max_seqlen slots, which must hold
+    integers >= 1 there too; for an inferred signature also the same q/k/v window and scale (from their dims)."""
+    inference = plan.choice.inference
+    same = inference.agrees(mat, lens) if inference is not None else np.ones(len(members), dtype=bool)
     parts, back = np.unique(rows.part[members], return_inverse=True)
     rep = rows.concrete(int(members[0]))
-    skip = set(inference.max_slots)
+    skip = set(_max_slots(plan))
     part_ok = np.ones(len(parts), dtype=bool)
     for j, part in enumerate(parts.tolist()):
         cell = rows.part_concrete[part]
