@@ -5,7 +5,9 @@ Two category CSVs, every shape different:
   aten _efficient_attention_forward and flash_attn varlen forward, whose max_seqlen Concrete Inputs differ
   per row (4% + 4%), and unknown ops (2%);
 - sdpa_bwd: SDPA flash backward (75%, max_q / max_k differ per row), flash_attn backward (15%), autograd
-  backward nodes without Input Dims (7%), unknown ops (3%).
+  backward nodes without Input Dims (7%), unknown ops (3%);
+- drifted: aiter varlen forward rows of a release with one inserted argument, read off their roles (ops.infer);
+  max_seqlen differs per row and sits where a known signature reads dropout_p, so rows group by its value.
 Cells are given two ways: as server/category_io.py passes them today (Input type / Concrete Inputs parsed
 once per distinct string, so shared objects; Input Dims as one list per row, orjson-style) and as the raw
 CSV strings. Every timed call gets freshly built cells; no perf_params (the server retries unmodeled rows).
@@ -115,6 +117,20 @@ def _flash_attn_bwd(rng: np.random.Generator) -> Cells:
     return "flash_attn::_flash_attn_backward", dims, types, conc
 
 
+def _drifted_varlen(rng: np.random.Generator) -> Cells:
+    # aiter::mha_varlen_fwd as a release that inserts a tensor after cu_seqlens_k would record it: no known signature
+    # fits, the slots are read off their roles (ops.infer); max_seqlen differs per row
+    seqs = int(rng.integers(1, 9))
+    longest = int(rng.integers(64, 4097))
+    types = (f"('{BF16}', '{BF16}', '{BF16}', 'int', 'int', 'int', 'Scalar', 'Scalar', 'Scalar', 'Scalar', 'Scalar', "
+             "'Scalar', 'Scalar', 'Scalar', 'Scalar', 'Scalar', 'Scalar', 'Scalar')")  # fmt: skip
+    conc = (f"('', '', '', '', '', '', '{longest}', '{longest}', '0', '0.0', '0.088388347648318433', '0.0', 'False', "
+            "'True', '-1', '-1', 'False', 'False')")  # fmt: skip
+    total = seqs * longest
+    dims = [[total, 32, 128], [total, 8, 128], [total, 8, 128], [seqs + 1], [seqs + 1], [seqs + 1]] + [[]] * 12
+    return "aiter::mha_varlen_fwd", dims, types, conc
+
+
 # A category CSV holds one op category: forward rows or backward rows.
 MIXES: dict[str, list[tuple[float, Callable[[np.random.Generator], Cells]]]] = {
     "sdpa_fwd": [
@@ -130,6 +146,8 @@ MIXES: dict[str, list[tuple[float, Callable[[np.random.Generator], Cells]]]] = {
         (0.07, _autograd_node),
         (0.03, _unknown),
     ],
+    # a library release no signature knows (ops.infer): one inference per structure, not per row
+    "drifted": [(1.0, _drifted_varlen)],
 }
 
 

@@ -78,6 +78,22 @@ class GpuSpec:
     aliases: tuple[str, ...] = ()
     device_patterns: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    # what a published band or measurement on one part says about another (`relation`): parts of one family share
+    # their die and memory system and differ in power, clocks or memory (h100: SXM, PCIe, NVL)
+    part_family: str | None = None  # 'h100', 'h200', 'a100', 'b200', 'mi300x', ... (None for user-supplied peaks)
+    form_factor: str | None = None  # 'sxm' | 'pcie' | 'nvl' | 'oam' | 'superchip' | 'pcie-card' | 'sxm-or-pcie'
+
+    def relation(self, other: GpuSpec) -> str:
+        """How a number measured on `other` carries over to this part:
+        'same' (the same part), 'sibling' (same family and arch, another form factor or memory: clocks, power and
+        bandwidth differ, so a band is borrowed), 'same_arch' (another product of the architecture), 'other'."""
+        if self.part_family is not None and self.key == other.key:
+            return "same"
+        if self.arch is not None and self.arch == other.arch:
+            if self.part_family is not None and self.part_family == other.part_family:
+                return "sibling"
+            return "same_arch"
+        return "other"
 
     def specs(self) -> list[str]:
         """Every compute spec this GPU has a peak for."""
@@ -216,79 +232,35 @@ def known_keys() -> list[str]:
     return sorted(g.key for g in _registry().gpus)
 
 
-def match_device_name(device_name: str) -> GpuSpec | None:
-    """The built-in GPU a trace's `deviceProperties` name denotes, or None when none (or several) fit.
+_EXACT = 1 << 20  # the "span" of an exact device-name hit: beats any pattern
 
-    Exact names seen in real traces win; otherwise the GPU whose pattern matches the longest stretch of
-    the name ('NVIDIA H100 PCIe' matches both the generic H100 and the PCIe pattern; PCIe is longer).
-    """
+
+def name_matches(device_name: str) -> list[tuple[GpuSpec, int]]:
+    """Every built-in GPU a device name can denote, with how much of the name says so: an exact device name seen in
+    real traces, or the longest stretch of the name one of the GPU's patterns matches ('NVIDIA H100 PCIe' fits
+    the generic H100 pattern and the PCIe one; the PCIe stretch is longer). Best first."""
     if not isinstance(device_name, str) or not device_name.strip():
-        return None
+        return []
     reg = _registry()
     exact = reg.by_device.get(_compact(device_name))
-    if exact is not None:
-        return exact
     words = _words(device_name)
-    best_len = 0
-    best: set[str] = set()
-    chosen: GpuSpec | None = None
+    spans: dict[str, tuple[GpuSpec, int]] = {}
+    if exact is not None:
+        spans[exact.key] = (exact, _EXACT)
     for pattern, gpu in reg.patterns:
         m = pattern.search(words)
-        if m is None:
-            continue
-        span = m.end() - m.start()
-        if span > best_len:
-            best_len, best, chosen = span, {gpu.key}, gpu
-        elif span == best_len:
-            best.add(gpu.key)
-    # two GPUs matching equally well means the name does not say which one it is
-    return chosen if len(best) == 1 else None
+        if m is not None and m.end() - m.start() > spans.get(gpu.key, (gpu, -1))[1]:
+            spans[gpu.key] = (gpu, m.end() - m.start())
+    return sorted(spans.values(), key=lambda hit: (-hit[1], hit[0].key))
 
 
-_MEMORY_TOLERANCE = 0.03  # totalGlobalMem (bytes, after the driver's reservation) vs the table's nominal size
-
-
-def arch_from_properties(props: Mapping[str, Any]) -> str | None:
-    """The architecture a Kineto `deviceProperties` entry describes: `sm_90` (NVIDIA, 32-wide warps) or a
-    `gfx94` prefix (AMD, 64-wide wavefronts: computeMajor 9, computeMinor 4 is gfx942), None when unreadable."""
-    major, minor, warp = props.get("computeMajor"), props.get("computeMinor"), props.get("warpSize")
-    if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1000 for v in (major, minor, warp)):
-        return None
-    if warp == 32:
-        return f"sm_{major}{minor}"
-    if warp == 64:
-        return f"gfx{major}{minor}"
-    return None
-
-
-def match_device_properties(props: Mapping[str, Any]) -> GpuSpec | None:
-    """The built-in GPU of a `deviceProperties` entry: by its name, or, when the name is empty (vLLM writes
-    `""` on ROCm), by architecture, SM/CU count and memory size — when exactly one GPU fits all three."""
-    if not isinstance(props, Mapping):
-        return None
-    name = props.get("name")
-    if isinstance(name, str) and name.strip():
-        return match_device_name(name)
-    arch = arch_from_properties(props)
-    sms, mem = props.get("numSms"), props.get("totalGlobalMem")
-    if arch is None or not isinstance(sms, int) or not isinstance(mem, int | float) or isinstance(mem, bool):
-        return None
-    mem_gib = float(mem) / 2**30
-    fits = [
-        g for g in _registry().gpus
-        if g.arch is not None and g.arch.startswith(arch) and g.sm_count == sms and g.memory_gb is not None
-        and abs(mem_gib - g.memory_gb) <= _MEMORY_TOLERANCE * g.memory_gb
-    ]
-    return fits[0] if len(fits) == 1 else None
-
-
-def describe_properties(props: Mapping[str, Any]) -> str:
-    """`gfx94, 304 CUs, 192 GiB` — what an unnamed device's properties say, for messages."""
-    arch = arch_from_properties(props) or "unknown arch"
-    unit = "CUs" if arch.startswith("gfx") else "SMs"
-    mem = props.get("totalGlobalMem")
-    size = f"{float(mem) / 2**30:.0f} GiB" if isinstance(mem, int | float) and not isinstance(mem, bool) else "? GiB"
-    return f"{arch}, {props.get('numSms', '?')} {unit}, {size}"
+def match_device_name(device_name: str) -> GpuSpec | None:
+    """The built-in GPU a device name alone denotes (the best of `name_matches`), or None when none fits or two fit
+    equally well. A trace's deviceProperties say more than the name: `perf_models.devices.identify_device`."""
+    hits = name_matches(device_name)
+    if not hits or (len(hits) > 1 and hits[1][1] == hits[0][1]):
+        return None  # two GPUs matching equally well means the name does not say which one it is
+    return hits[0][0]
 
 
 def _lookup(name: str) -> GpuSpec | None:
@@ -315,6 +287,9 @@ def get_gpu(name: str) -> GpuSpec:
 _BUILTIN_NUMBERS = (
     "sm_count", "l2_cache_mb", "llc_mb", "memory_gb", "hbm_tbs_datasheet", "hbm_tbs_achievable", "hbm_tbs_unverified",
 )
+# numbers a file may give as null (unknown): never used for matching or a roof then
+_OPTIONAL_NUMBERS = frozenset({"sm_count", "l2_cache_mb", "llc_mb", "hbm_tbs_achievable", "hbm_tbs_unverified"})
+FORM_FACTORS = frozenset({"sxm", "pcie", "nvl", "oam", "superchip", "pcie-card", "sxm-or-pcie"})
 
 
 def _load_builtin(filename: str, text: str) -> GpuSpec:
@@ -347,7 +322,7 @@ def _load_builtin(filename: str, text: str) -> GpuSpec:
         raise PerfModelError(f"{where}: vendor={vendor!r} must be 'nvidia' or 'amd'")
     values: dict[str, float | None] = {}
     for name in _BUILTIN_NUMBERS:
-        optional = name in ("llc_mb", "hbm_tbs_achievable", "hbm_tbs_unverified")
+        optional = name in _OPTIONAL_NUMBERS
         if name not in raw:
             raise PerfModelError(f"{where}: field {name!r} is missing (use null when unknown)")
         values[name] = number(name, raw[name], optional)
@@ -376,6 +351,9 @@ def _load_builtin(filename: str, text: str) -> GpuSpec:
         except re.error as exc:
             raise PerfModelError(f"{where}: device pattern {p!r} is not a regex ({exc})") from None
     sm = values["sm_count"]
+    form_factor = need("form_factor", str)
+    if form_factor not in FORM_FACTORS:
+        raise PerfModelError(f"{where}: form_factor={form_factor!r} must be one of {', '.join(sorted(FORM_FACTORS))}")
     return GpuSpec(
         key=key,
         name=need("name", str),
@@ -398,6 +376,8 @@ def _load_builtin(filename: str, text: str) -> GpuSpec:
         aliases=tuple(need("aliases", list)),
         device_patterns=patterns,
         notes=tuple(raw.get("notes", [])),
+        part_family=need("part_family", str),
+        form_factor=form_factor,
     )
 
 
@@ -603,4 +583,6 @@ def gpu_from_arch_dict(d: Mapping[str, Any], name: str | None = None) -> GpuSpec
         arch=base.arch if base is not None else None,
         llc_mb=base.llc_mb if base is not None else None,
         notes=tuple(notes),
+        part_family=base.part_family if base is not None else None,
+        form_factor=base.form_factor if base is not None else None,
     )

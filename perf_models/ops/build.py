@@ -11,7 +11,9 @@ from perf_models.config import Alignment, AttentionConfig, Direction, Mask, Mask
 from perf_models.dtypes import matrix_compute_spec
 from perf_models.errors import ConfigError
 from perf_models.ops import perf_params as pp
-from perf_models.ops.row import Row, select_signature
+from perf_models.ops.choice import Choice, choose_signature
+from perf_models.ops.roles import window_list
+from perf_models.ops.row import Row, is_blank
 from perf_models.ops.specs import ATEN_EFFICIENT, TRANSFORMER_ENGINE, VLLM, OpSpec, Signature
 from perf_models.ops.types import AttentionType, CausalRule, Layout, RowError
 from perf_models.ops.vllm import StepTokens, paged_info, step_tokens
@@ -82,9 +84,10 @@ def _make_config(
 
 def build_from_row(spec: OpSpec, row: Row, params: Mapping[str, Any] | None) -> Built:
     _require_arguments(spec, row)
-    sig = select_signature(spec, row)
+    choice = choose_signature(spec, row)
+    sig = choice.signature
     family = sig.family or spec.family
-    warnings: list[str] = []
+    warnings: list[str] = list(choice.warnings)
     if row.concrete is not None and row.dims is not None and len(row.concrete) != len(row.dims):
         warnings.append(f"Concrete Inputs has {len(row.concrete)} entries, Input Dims {len(row.dims)}")
     if family == VLLM:
@@ -167,7 +170,7 @@ class RowPlan:
     whose shapes pass `_shapes` fail with it; the others fail there first).
     """
 
-    signature: Signature
+    choice: Choice
     family: str
     layout: Layout  # the argument layout; a varlen call (cu_seqlens given) is built as THD
     varlen: bool
@@ -179,6 +182,10 @@ class RowPlan:
     window: tuple[int, int] = (-1, -1)
     dropout: float = 0.0
 
+    @property
+    def signature(self) -> Signature:
+        return self.choice.signature
+
 
 def plan_row(spec: OpSpec, row: Row) -> RowPlan:
     """The plan of `row`'s structural group (see RowPlan).
@@ -187,12 +194,13 @@ def plan_row(spec: OpSpec, row: Row) -> RowPlan:
     message can quote a 1-D shape or a scalar; vLLM rows, built from perf_params; a varlen op without
     cu_seqlens): callers parse such rows one by one.
     """
-    first = spec.signatures[0]
+    first = Choice(spec.signatures[0])
     try:
         _require_arguments(spec, row)
     except RowError as exc:
         return RowPlan(first, spec.family, spec.layout, False, error=str(exc))
-    sig = select_signature(spec, row)
+    choice = choose_signature(spec, row)
+    sig = choice.signature
     family = sig.family or spec.family
     if family == VLLM or spec.attention_type is AttentionType.PAGED:
         raise RowError(f"{spec.name}: paged rows are built from their step's token counts, one by one")
@@ -201,7 +209,7 @@ def plan_row(spec: OpSpec, row: Row) -> RowPlan:
     try:
         layout = _layout(spec, sig, row, family)
     except RowError as exc:
-        return RowPlan(sig, family, spec.layout, False, error=str(exc))
+        return RowPlan(choice, family, spec.layout, False, error=str(exc))
     varlen = len(row.tensor_dims(sig.cu_seqlens_q)) == 1  # as _shapes decides (BHND / SBHD stay dense)
     if layout is Layout.THD and not varlen:  # _shapes' error quotes the shape found instead
         raise RowError(f"{spec.name}: varlen op without cu_seqlens_q (slot {sig.cu_seqlens_q})")
@@ -211,8 +219,8 @@ def plan_row(spec: OpSpec, row: Row) -> RowPlan:
         causal, alignment, left, right = _mask_inputs(spec, sig, family, row, [])
         dropout = _dropout(sig, row)
     except RowError as exc:
-        return RowPlan(sig, family, layout, varlen, error=str(exc), error_after_shapes=True)
-    return RowPlan(sig, family, layout, varlen, None, False, dtypes, causal, alignment, (left, right), dropout)
+        return RowPlan(choice, family, layout, varlen, error=str(exc), error_after_shapes=True)
+    return RowPlan(choice, family, layout, varlen, None, False, dtypes, causal, alignment, (left, right), dropout)
 
 
 def _layout(spec: OpSpec, sig: Signature, row: Row, family: str) -> Layout:
@@ -293,8 +301,15 @@ def _shapes(sig: Signature, row: Row, layout: Layout, warnings: list[str]) -> _S
 
 def _window(sig: Signature, row: Row, family: str) -> tuple[int, int]:
     if sig.window is not None:
-        win = row.list_at(sig.window, "window_size")
-        return (-1, -1) if win is None else (win[0], win[1])
+        raw = row.raw(sig.window)
+        if is_blank(raw):
+            return -1, -1
+        win = window_list(raw)  # (left, right[, sink]); FlashAttention-4's None edges are -1
+        if win is None:
+            raise RowError(
+                f"Concrete Inputs slot {sig.window} (window_size) is {raw!r:.40}, expected a (left, right) list"
+            )
+        return win[0], win[1]
     if family == TRANSFORMER_ENGINE and sig.mask_type_str is not None and row.concrete is not None:
         # the window slot moved between TE versions: take the first (left, right) list after the mask
         for slot in range(sig.mask_type_str + 1, min(len(row.concrete), sig.mask_type_str + 4)):
@@ -350,6 +365,8 @@ def _mask_inputs(
                 )
             else:
                 alignment = _TE_MASK[name]
+        elif causal:  # a causal bool and no mask-type code (aten mem-efficient 2.0): xformers' top-left mask
+            alignment = Alignment.TOP_LEFT
         causal = alignment is not None
     left, right = _window(sig, row, family)
     if family == ATEN_EFFICIENT and sig.efficient_window is not None:

@@ -1,4 +1,4 @@
-"""Typed access to one op row's `Input Dims` / `Input type` / `Concrete Inputs`, and signature choice."""
+"""Typed access to one op row's `Input Dims` / `Input type` / `Concrete Inputs`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Any
 
 from perf_models.dtypes import try_normalize_dtype
 from perf_models.literals import LiteralParseError, parse_bool_str, parse_float_str, parse_int_str, parse_literal
-from perf_models.ops.specs import OpSpec, Signature
 from perf_models.ops.types import RowError
 
 Dims = tuple[int, ...]
@@ -196,70 +195,3 @@ def is_blank(value: Any) -> bool:
         or (isinstance(value, str) and value.strip() == "")
         or (isinstance(value, float) and value != value)
     )
-
-
-# --- signature choice ------------------------------------------------------------------------------
-
-
-def _kind_mismatch(row: Row, sig: Signature) -> str | None:
-    """Why `row` cannot be this signature, or None when every checked slot holds the right kind."""
-    n = row.n_args
-    lo, hi = sig.n_args
-    if n is not None and not lo <= n <= hi:
-        return f"{n} arguments, expected {lo}..{hi}" if lo != hi else f"{n} arguments, expected {lo}"
-    for slot, what in ((sig.q, "q"), (sig.k, "k"), (sig.v, "v")):
-        if row.dims is not None and len(row.tensor_dims(slot)) < 2:
-            return f"slot {slot} ({what}) is not a tensor (shape {row.tensor_dims(slot)})"
-        if row.types is not None and row.optional_dtype(slot) is None:
-            return f"slot {slot} ({what}) has Input type {row.type_at(slot)!r}, not a tensor dtype"
-    if row.concrete is None:
-        return None  # nothing more to check; missing values are reported when they are read
-    # A trace that records no scalar values writes '' in every slot: then only the arity can choose,
-    # and the missing values are reported when they are read.
-    no_values = all(is_blank(c) for c in row.concrete)
-    checks: tuple[tuple[int | None, str, bool, Any], ...] = (
-        (sig.causal, sig.causal_name, True, parse_bool_str),
-        (sig.custom_mask_type, "custom_mask_type", True, parse_int_str),
-        (sig.dropout, "dropout_p", sig.dropout_required, parse_float_str),
-        (sig.scale, "softmax_scale", False, parse_float_str),
-        (sig.window_left, "window_size_left", False, parse_int_str),
-        (sig.window_right, "window_size_right", False, parse_int_str),
-        (sig.max_seqlen_q, "max_seqlen_q", False, parse_int_str),
-        (sig.max_seqlen_k, "max_seqlen_k", False, parse_int_str),
-        (sig.efficient_window, "window_size", False, parse_int_str),
-    )
-    for slot, name, required, parser in checks:
-        if slot is None:
-            continue
-        if slot >= len(row.concrete):
-            if required:
-                return f"slot {slot} ({name}) is missing"
-            continue
-        raw = row.concrete[slot]
-        if is_blank(raw):
-            if required and not no_values:
-                return f"slot {slot} ({name}) is empty"
-            continue
-        try:
-            parser(raw)
-        except LiteralParseError:
-            return f"slot {slot} ({name}) is {raw!r:.30}"
-    if sig.window is not None and not is_blank(row.raw(sig.window)):
-        try:
-            value = parse_literal(row.raw(sig.window))
-        except LiteralParseError:
-            value = None
-        if not isinstance(value, list | tuple) or len(value) not in (2, 3):
-            return f"slot {sig.window} (window_size) is {row.raw(sig.window)!r:.30}"
-    return None
-
-
-def select_signature(spec: OpSpec, row: Row) -> Signature:
-    """The first signature whose arity and slot kinds fit the row; RowError naming the misfit otherwise."""
-    misfits: list[str] = []
-    for sig in spec.signatures:
-        why = _kind_mismatch(row, sig)
-        if why is None:
-            return sig
-        misfits.append(f"{sig.label}: {why}")
-    raise RowError(f"{spec.name} arguments match no known signature ({'; '.join(misfits)})")

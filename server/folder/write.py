@@ -57,6 +57,8 @@ def gpu_metadata(gpu: GpuSpec) -> dict[str, Any]:
         "peak_hbm_bw_tbs": bw,
         "peak_hbm_bw_kind": bw_kind,
         "max_achievable_tflops": {spec: gpu.peak_tflops(spec)[0] for spec in gpu.specs()},
+        # which roof each of them is: achievable (measured, with a method) or datasheet
+        "max_achievable_tflops_kind": {spec: gpu.peak_tflops(spec)[1] for spec in gpu.specs()},
         "memory_gb": gpu.memory_gb,
     }
 

@@ -18,8 +18,9 @@ from typing import Any
 
 from pydantic import Field
 
+from perf_models.devices import DeviceMatch, identify_device
 from perf_models.errors import UnknownArchError
-from perf_models.hardware import GpuSpec, describe_properties, get_gpu, match_device_properties
+from perf_models.hardware import GpuSpec, get_gpu
 from server.folder import layout
 from server.folder.write import gpu_metadata, relative_trace_path, write_folder
 from server.ingest.attention import find_fused_calls, find_graph_calls
@@ -283,19 +284,21 @@ def _explicit_gpu(arch: str | GpuSpec | None) -> Any:
         raise TraceError(str(exc)) from None
 
 
-def _device(ctx: TraceContext) -> tuple[GpuSpec | None, str | None]:
-    """The trace's first GPU (matched by name, or by arch/CUs/memory when unnamed) and how to call it."""
+def _device(ctx: TraceContext) -> tuple[DeviceMatch | None, str | None]:
+    """The trace's first GPU (its name, memory, SMs and arch pick the part: perf_models.devices) and how to call
+    it (its name; an unnamed device by what its properties say)."""
     props = ctx.header.get("deviceProperties")
     first = next((p for p in props if isinstance(p, dict)), None) if isinstance(props, list) else None
     if first is None:
         return None, None
     name = first.get("name") if isinstance(first.get("name"), str) else ""
-    label = name.strip() or f"unnamed device ({describe_properties(first)})"
-    return match_device_properties(first), label
+    found = identify_device(first)
+    return found, name.strip() or found.label
 
 
 def _gpu(ctx: TraceContext, explicit: Any, warnings: list[str]) -> tuple[dict[str, Any], GpuResult]:
-    matched, device = _device(ctx)
+    found, device = _device(ctx)
+    matched = found.gpu if found is not None else None
     if explicit is not None:
         if device:
             if matched is None or matched.key != explicit.key:
@@ -312,12 +315,14 @@ def _gpu(ctx: TraceContext, explicit: Any, warnings: list[str]) -> tuple[dict[st
         return {"platform": None, "gpu_device_name": None, "arch_source": "none"}, GpuResult()
     gpu = matched
     if gpu is None:
+        assert found is not None
         warnings.append(
-            f"GPU {device!r} is not in the GPU table: metadata written without peaks; pass arch= (one of "
-            "list_architectures) to score it"
+            f"{found.reason}: metadata written without peaks; pass arch= (one of list_architectures) to score it"
         )
         platform = None if device.startswith("unnamed device") else device
         return {"platform": platform, "gpu_device_name": device, "arch_source": "none"}, GpuResult(device_name=device)
+    if found is not None and found.warning:
+        warnings.append(found.warning)
     meta = gpu_metadata(gpu)
     meta["gpu_device_name"] = device
     meta["arch_source"] = "trace"

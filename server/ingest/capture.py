@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from perf_models.hardware import match_device_properties
+from perf_models.devices import match_device_properties
 from server.errors import InputError
 from server.ingest.attention import find_fused_calls
 from server.ingest.calls import Call

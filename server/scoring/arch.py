@@ -1,11 +1,12 @@
 """Which GPU scores a category: the caller's arch > the GPU the trace names > the metadata's platform or peaks.
 
-The trace's GPU is read from its `deviceProperties` (an unnamed device — vLLM writes `""` on ROCm — is matched
-by architecture, CU count and memory). When the trace cannot be used (no trace_path, outside the data roots,
-missing, no device entry, a GPU the table does not know) the result says why. The kernel names are a second
-witness: an NVIDIA-only kernel name on an AMD GPU (or the reverse) is a contradiction. With an explicit arch or
-the trace's own GPU it is a warning; when only the metadata names the GPU, the category is not scored, since
-every verdict would be measured against the wrong roof.
+The trace's GPU is read from its `deviceProperties`: name, memory size, SM/CU count and architecture pick the part
+(`perf_models.devices`; an unnamed device — vLLM writes `""` on ROCm — by its properties alone), and a device no part
+fits is said with its candidates, never replaced by a sibling. When the trace cannot be used (no trace_path, outside
+the data roots, missing, no device entry, a GPU no part fits) the result says why. The kernel names are a second
+witness: an NVIDIA-only kernel name on an AMD GPU (or the reverse) is a contradiction. With an explicit arch or the
+trace's own GPU it is a warning; when only the metadata names the GPU, the category is not scored, since every verdict
+would be measured against the wrong roof.
 """
 
 from __future__ import annotations
@@ -18,15 +19,9 @@ from typing import Any
 
 import orjson
 
+from perf_models.devices import identify_device
 from perf_models.errors import PerfModelError, UnknownArchError
-from perf_models.hardware import (
-    GpuSpec,
-    describe_properties,
-    get_gpu,
-    gpu_from_arch_dict,
-    known_keys,
-    match_device_properties,
-)
+from perf_models.hardware import GpuSpec, get_gpu, gpu_from_arch_dict, known_keys
 from perf_models.kernels import kernel_vendor
 from server.errors import InputError, PathOutsideRootsError, shorten_message, shorten_middle
 from server.ingest.device import device_properties
@@ -59,6 +54,7 @@ class TraceGpu:
     label: str | None  # the device's name, or what its properties say when unnamed
     note: str | None  # why there is no GPU (None when there is one)
     warning: str | None = None  # said to the caller too: a trace_path that cannot be used as it stands
+    refused: bool = False  # the trace's device was read and no part fits it: a platform naming a part is a guess
 
 
 def known_arch_names() -> list[str]:
@@ -122,11 +118,11 @@ def trace_gpu(metadata: dict[str, Any], output_dir: Path, roots: DataRoots) -> T
         return TraceGpu(None, None, "the trace has no deviceProperties")
     first = props[0]
     name = first.get("name") if isinstance(first.get("name"), str) else ""
-    label = name.strip() or f"unnamed device ({describe_properties(first)})"
-    gpu = match_device_properties(first)
-    if gpu is None:
-        return TraceGpu(None, label, f"the trace's GPU {label!r} is not in the GPU table")
-    return TraceGpu(gpu, label, None)
+    found = identify_device(first)  # name, memory, SMs and arch pick the part; no silent sibling
+    label = name.strip() or found.label
+    if found.gpu is None:
+        return TraceGpu(None, label, f"the trace's {found.reason}", refused=True)
+    return TraceGpu(found.gpu, label, None, found.warning)
 
 
 def kernels_vendor(kernel_names: Iterable[str]) -> tuple[str | None, list[str]]:
@@ -191,6 +187,11 @@ def resolve_arch(
         return ResolvedArch(found.gpu, "trace", found.label, warnings)
 
     gpu = _metadata_gpu(metadata, meta_platform, warnings)
+    if gpu is not None and found.refused and gpu.origin == "builtin":
+        raise InputError(
+            f"{output_dir.name} not scored: {found.note}; the metadata's platform {meta_platform!r} names {gpu.key}, "
+            "which that device is not — pass arch= the GPU the trace ran on (see list_architectures)"
+        )
     if gpu is None:
         raise InputError(
             f"{output_dir.name}: cannot tell which GPU ran this trace ({found.note}; the metadata has no usable "

@@ -551,11 +551,53 @@ def test_quoted_concrete_inputs_fast_reader_agrees_with_parse_literal():
 
 
 def test_equal_values_of_different_types_are_not_one_structure():
-    # 1 == True == 1.0 in Python, but parse_op reads a causal flag True and refuses 1 / 1.0
+    # 1 == True == 1.0 in Python, but parse_op reads a causal flag True and refuses 1 / 1.0 as is_causal: those rows
+    # fit no known signature and are read off their roles, with no causal flag recognized (a warning says so)
     q = T(2, 8, 64, 64)
     rows = [
         make_row("aten::_scaled_dot_product_flash_attention", [q, q, q, S("0."), S(flag), S("False"), S("0.125")])
         for flag in (True, 1, 1.0, "True", True, 1)
     ]
     pt = check_table(rows)
-    assert pt.modeled.tolist() == [True, False, False, True, True, False]
+    inferred = [any("no known signature fits" in w for w in ws) for ws in pt.warnings]
+    assert inferred == [False, True, True, False, False, True]
+    causal = "causal (bottom-right)"
+    assert pt.mask_label.tolist() == [causal, "none", "none", causal, causal, "none"]
+
+
+def _drifted_varlen(n_seqs: int, total: int, longest: int, hq: int, hkv: int) -> Row:
+    # aiter::mha_varlen_fwd of a release with one inserted tensor (slot 5): no known signature fits, the slots are
+    # read off their roles (ops.infer); max_seqlen (slots 6, 7) changes from call to call
+    return make_row(
+        "aiter::mha_varlen_fwd",
+        [T(total, hq, 128), T(total, hkv, 128), T(total, hkv, 128), T(n_seqs + 1, dtype="int"),
+         T(n_seqs + 1, dtype="int"), T(n_seqs + 1, dtype="int"), S(str(longest)), S(str(longest)), S("0"), S("0.0"),
+         S("0.088388347648318447"), S("0.0"), S("False"), S("True"), S("-1"), S("-1"), S("False"), S("False")],
+    )  # fmt: skip
+
+
+def test_inferred_signatures_are_one_plan_per_group():
+    # 300 calls of one drifted structure (different batch, lengths, heads): one inference, read with numpy
+    rng = random.Random(7)
+    rows = []
+    for _ in range(300):
+        n, longest = rng.randint(1, 16), rng.randint(1, 4096)
+        rows.append(_drifted_varlen(n, n * longest, longest, rng.choice([32, 64]), rng.choice([8, 32])))
+    pt = check_table(rows)
+    assert pt.modeled.all() and not pt.per_row.any()
+    assert all("no known signature fits" in w[0] for w in pt.warnings)
+
+
+def test_rows_whose_dims_infer_other_slots_are_parsed_by_parse_op():
+    # a forward with an output tensor before q (out, q, k, v, ...): with MHA shapes the first window (out, q, k)
+    # agrees, with GQA shapes it does not (k and v differ in heads) and (q, k, v) is taken. One structure, two
+    # inferences: the rows that differ from the group's first row are parsed one by one, and every row equals parse_op.
+    def row(hkv: int) -> Row:
+        q, kv = T(2, 512, 32, 128), T(2, 512, hkv, 128)
+        return make_row("aiter::mha_fwd", [q, q, kv, kv, S("0.0"), S("0.088388347648318447"), S("True"), S("-1"),
+                                           S("0"), S("False"), S("False")])  # fmt: skip
+
+    rows = [row(32), row(8), row(32), row(8), row(32)]
+    pt = check_table(rows)
+    assert pt.modeled.all()
+    assert pt.per_row.tolist() == [False, True, False, True, False]

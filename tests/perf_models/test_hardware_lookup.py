@@ -1,4 +1,5 @@
-"""Finding a GPU: by key / short name (get_gpu) and by a trace's deviceProperties name (match_device_name)."""
+"""Finding a GPU: by key / short name (get_gpu), by a trace's deviceProperties name (match_device_name), and by
+every property the trace records (identify_device)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from perf_models.devices import identify_device
 from perf_models.errors import UnknownArchError
 from perf_models.hardware import get_gpu, list_gpus, match_device_name
 
@@ -31,6 +33,11 @@ DEVICE_NAMES = {
     "AMD Instinct MI325X": "mi325x",
     "AMD Instinct MI350X": "mi350x",
     "AMD Instinct MI355X": "mi355x",
+    "NVIDIA H20": "h20",
+    "NVIDIA H800": "h800-sxm",
+    "NVIDIA H800 PCIe": "h800-pcie",
+    "NVIDIA B300": "b300",
+    "NVIDIA GeForce RTX 4090": "rtx-4090",
     # spellings not in the exact lists, resolved by the patterns
     "nvidia h100 80gb hbm3": "h100-sxm",
     "NVIDIA H100 SXM5 80GB": "h100-sxm",
@@ -43,7 +50,8 @@ NOT_LISTED = [
     "NVIDIA GH200 480GB",  # Grace Hopper: different memory, not the H200
     "AMD Instinct MI300A",  # APU, 228 CUs
     "NVIDIA L40",
-    "NVIDIA GeForce RTX 4090",
+    "NVIDIA GeForce RTX 4090 D",  # 114 SMs: another part than the RTX 4090
+    "NVIDIA GeForce RTX 4090 Laptop GPU",
     "AMD Instinct MI250X/MI250",
     "",
     "   ",
@@ -139,3 +147,120 @@ def test_names_are_unambiguous() -> None:
         for label in (gpu.key, gpu.name, *gpu.aliases, *gpu.device_names):
             compact = "".join(ch for ch in label.lower() if ch.isalnum())
             assert seen.setdefault(compact, gpu.key) == gpu.key, f"{label!r}: {seen[compact]} and {gpu.key}"
+
+
+# --- the part from every property a trace records (perf_models.devices) -------------------------------------------
+
+GIB = 2**30
+
+
+def _nv(name: str, mem_bytes: float, sms: int, cc: tuple[int, int]) -> dict:
+    return {"name": name, "totalGlobalMem": int(mem_bytes), "numSms": sms, "computeMajor": cc[0],
+            "computeMinor": cc[1], "warpSize": 32}  # fmt: skip
+
+
+def _amd(name: str, mem_bytes: float, cus: int, gfx: tuple[int, int]) -> dict:
+    return {"name": name, "totalGlobalMem": int(mem_bytes), "numSms": cus, "computeMajor": gfx[0],
+            "computeMinor": gfx[1], "warpSize": 64}  # fmt: skip
+
+
+# (deviceProperties, the part it is). Memory sizes: the real traces' totalGlobalMem where one exists (h100/, b200/,
+# mi300/, inference/ in ../shared/traces; the synthetic writer's table for H200, A100 80 GB and MI325X), otherwise
+# the vendor's size as the driver reports it (nvidia-smi MiB: A100 40 GB 40,536 MiB = 39.6 GiB, H100 NVL 95,830 MiB,
+# H20 97,871 MiB, RTX 4090 24,564 MiB), SM counts from the vendors' documents.
+IDENTIFIED = [
+    (_nv("NVIDIA H100 80GB HBM3", 85018279936, 132, (9, 0)), "h100-sxm"),  # h100/*.json.gz
+    (_nv("NVIDIA B200", 191503138816, 148, (10, 0)), "b200"),  # b200/vllm_eager_trace.json.gz
+    (_amd("AMD Instinct MI300X", 206141652992, 304, (9, 4)), "mi300x"),  # mi300x-microbench/
+    (_amd("AMD Instinct MI300X VF", 205571227648, 304, (9, 4)), "mi300x"),  # mi300/
+    (_amd("", 206141652992, 304, (9, 4)), "mi300x"),  # inference/vllm_prefilldecode_piecewise (vLLM on ROCm)
+    (_amd("AMD Instinct MI325X", 274877906944, 304, (9, 4)), "mi325x"),
+    (_nv("NVIDIA H200", 150754820096, 132, (9, 0)), "h200"),
+    (_nv("NVIDIA A100-SXM4-80GB", 85097971712, 108, (8, 0)), "a100-sxm-80gb"),
+    (_nv("NVIDIA A100-SXM4-40GB", 40536 * 2**20, 108, (8, 0)), "a100-40gb"),  # 1.555 TB/s, not 2.039
+    (_nv("NVIDIA A100-PCIE-40GB", 40536 * 2**20, 108, (8, 0)), "a100-40gb"),
+    (_nv("NVIDIA A100 80GB PCIe", 81920 * 2**20, 108, (8, 0)), "a100-pcie-80gb"),
+    (_nv("NVIDIA H100 PCIe", 81559 * 2**20, 114, (9, 0)), "h100-pcie"),
+    (_nv("NVIDIA H100 NVL", 95830 * 2**20, 132, (9, 0)), "h100-nvl"),  # 93.6 GiB: not the 80 GB SXM
+    (_nv("NVIDIA H20", 97871 * 2**20, 78, (9, 0)), "h20"),
+    (_nv("NVIDIA H800", 81559 * 2**20, 132, (9, 0)), "h800-sxm"),
+    (_nv("NVIDIA H800 PCIe", 81559 * 2**20, 114, (9, 0)), "h800-pcie"),
+    (_nv("NVIDIA B300", 275 * GIB, 148, (10, 3)), "b300"),  # sm_count unknown in the table: not compared
+    (_nv("NVIDIA GeForce RTX 4090", 24564 * 2**20, 128, (8, 9)), "rtx-4090"),
+    (_nv("NVIDIA L40S", 46068 * 2**20, 142, (8, 9)), "l40s"),  # 48 GB GDDR6 with ECC: 45 GiB left
+    (_amd("AMD Instinct MI355X", 288 * GIB, 256, (9, 5)), "mi355x"),
+    ({"name": "SYNTHETIC (H100-like names)", "totalGlobalMem": 85520809984, "computeMajor": 9, "computeMinor": 0,
+      "numSms": 132}, "h100-sxm"),  # synthetic/ (no warpSize: the arch is not compared)
+]
+
+
+@pytest.mark.parametrize(("props", "key"), IDENTIFIED, ids=[p["name"] or "unnamed" for p, _ in IDENTIFIED])
+def test_identify_device(props: dict, key: str) -> None:
+    found = identify_device(props)
+    assert found.gpu is not None and found.gpu.key == key, found.reason
+    assert found.warning is None and found.reason is None
+
+
+def test_identify_device_on_every_real_trace(traces_dir: Path) -> None:
+    seen = 0
+    for path in sorted(traces_dir.rglob("*.json.gz")):
+        if path.stat().st_size > 200_000_000:
+            continue
+        for dev in _trace_devices(path)[:1]:
+            found = identify_device(dev)
+            expected = DEVICE_NAMES.get(dev["name"], "mi300x")  # the unnamed vLLM device is an MI300X
+            assert found.gpu is not None and found.gpu.key == expected, f"{path.name}: {found.reason}"
+            seen += 1
+    assert seen
+
+
+def test_a_40gb_a100_with_a_generic_name_is_not_the_80gb_part() -> None:
+    # a name that says only "A100" and 39.6 GiB: by name the 80 GB SXM (2.039 TB/s), by memory the 40 GB part
+    # (1.555 TB/s). Not scored as the 80 GB part: the error names both and what disagrees.
+    found = identify_device(_nv("NVIDIA A100", 40536 * 2**20, 108, (8, 0)))
+    assert found.gpu is None
+    assert "a100-sxm-80gb (80 GB, 108 SMs, sm_80): 39.6 GiB is not 80 GB" in found.reason
+    assert "its properties fit a100-40gb (40 GB, 108 SMs, sm_80)" in found.reason
+    assert match_device_name("NVIDIA A100") is get_gpu("a100-sxm-80gb")  # the name alone still says A100 SXM
+
+
+def test_a_95_gib_h100_is_not_the_80gb_sxm() -> None:
+    found = identify_device(_nv("NVIDIA H100", 95 * GIB, 132, (9, 0)))
+    assert found.gpu is None and "95.0 GiB is not 80 GB" in found.reason
+    assert "fit h100-nvl (94 GB, 132 SMs, sm_90)" in found.reason and "h100-nvl" in found.candidates
+
+
+def test_properties_that_contradict_the_name_are_refused() -> None:
+    # an H100 PCIe name with 132 SMs (the SXM count): not the SXM part the weaker "H100" match would give, and the
+    # error says what disagrees and which part the properties fit; a MIG slice: no part has its properties
+    found = identify_device(_nv("NVIDIA H100 PCIe", 81559 * 2**20, 132, (9, 0)))
+    assert found.gpu is None and "h100-pcie (80 GB, 114 SMs, sm_90): 132 SMs/CUs are not 114" in found.reason
+    assert "its properties fit h100-sxm" in found.reason
+    mig = identify_device(_nv("NVIDIA A100-SXM4-40GB MIG 3g.20gb", 19968 * 2**20, 42, (8, 0)))
+    assert mig.gpu is None and "42 SMs/CUs are not 108" in mig.reason
+
+
+def test_an_unknown_name_with_unique_properties_is_a_stated_best_match() -> None:
+    found = identify_device(_nv("NVIDIA Hopper inference card", 97871 * 2**20, 78, (9, 0)))
+    assert found.gpu is not None and found.gpu.key == "h20"  # the name has no pattern, the properties one part
+    assert found.warning and "not in the GPU table" in found.warning and "scored as h20" in found.warning
+    other = identify_device(_nv("NVIDIA GeForce RTX 4090 D", 24564 * 2**20, 114, (8, 9)))
+    assert other.gpu is None and "not in the GPU table" in other.reason and "rtx-4090" in other.reason
+
+
+def test_indistinguishable_parts_are_an_error_listing_both() -> None:
+    # MI350X and MI355X: one die, 256 CUs, 288 GB; only the name tells them apart
+    found = identify_device(_amd("", 288 * GIB, 256, (9, 5)))
+    assert found.gpu is None and "mi350x" in found.reason and "mi355x" in found.reason
+    # H100 PCIe and H800 PCIe: same properties, and a name that fits neither
+    same = identify_device(_nv("Hopper PCIe card", 81559 * 2**20, 114, (9, 0)))
+    assert same.gpu is None and {"h100-pcie", "h800-pcie"} <= set(same.candidates)
+
+
+def test_relation_between_parts() -> None:
+    sxm, pcie, h200, b200 = (get_gpu(k) for k in ("h100-sxm", "h100-pcie", "h200", "b200"))
+    assert sxm.relation(sxm) == "same"
+    assert pcie.relation(sxm) == "sibling"  # same family and arch, other form factor: a band is borrowed
+    assert h200.relation(sxm) == "same_arch"
+    assert b200.relation(sxm) == "other"
+    assert (sxm.part_family, sxm.form_factor, pcie.form_factor) == ("h100", "sxm", "pcie")

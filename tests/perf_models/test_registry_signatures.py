@@ -463,9 +463,9 @@ def test_flash_attn_backward_reads_causal_from_slot_11():
     assert causal.config.mask == CAUSAL_BR and plain.config.mask == NONE
 
 
-def test_flash_attn_backward_with_scale_in_causal_slot_is_refused():
-    # A row whose slot 11 holds a float (e.g. an argument list shifted by one) matches no signature:
-    # better no model than a causal flag made of softmax_scale.
+def test_flash_attn_backward_with_scale_in_causal_slot_is_not_read_as_causal():
+    # A row whose slot 11 holds a float (an argument list shifted by one) matches no known signature: it is read off
+    # its roles (q/k/v from the shapes, the scale from its value), and no causal flag is made of softmax_scale.
     q, kv = T(2, 4096, 32, 128), T(2, 4096, 8, 128)
     p = parse(
         "flash_attn::_flash_attn_backward",
@@ -488,8 +488,14 @@ def test_flash_attn_backward_with_scale_in_causal_slot_is_refused():
         S("False"),
         NA,
     )
-    assert p.config is None
-    assert "slot 11 (causal) is '0.088388347648318433'" in p.reason
+    assert p.config == cfg(
+        batch=2, heads_q=32, heads_kv=8, seq_q=4096, seq_kv=4096, head_dim_qk=128, head_dim_v=128,
+        direction=Direction.BWD, mask=NONE,
+    )  # fmt: skip
+    (warning,) = p.warnings
+    assert "no known signature fits (flash-attn >= 2.6)" in warning
+    assert "dout=0, q=1, k=2, v=3, out=4, dropout_p=10, softmax_scale=11" in warning
+    assert "no causal flag recognized" in warning
 
 
 def test_flashattn_namespace_alias_and_sliding_window():

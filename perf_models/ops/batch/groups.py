@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 from perf_models.literals import LiteralParseError, parse_float_str, parse_int_str
 from perf_models.ops.batch.cells import BAD, RAW, Rows, dims_cell, seq_cell
+from perf_models.ops.roles import role_fits
 from perf_models.ops.row import is_blank
 from perf_models.ops.specs import OpSpec, Signature
 from perf_models.registry import lookup
@@ -65,9 +66,13 @@ def _free_slots(spec: OpSpec, arity: int) -> dict[int, str]:
 
     Such values change from call to call (max_q of aten flash ops, the scale), so they are left out of
     the group key; varlen rows take their max_seqlen values per row. Only the signatures that accept
-    `arity` arguments count: the others are never chosen for such a row.
+    `arity` arguments count: the others are tried only when none of those fits (more arguments read as appended
+    ones, or a signature inferred from the roles, ops.choice), and such a group's rows are checked against its
+    first row by parse.py. With no signature in range, every signature that takes at least `arity` counts.
     """
     sigs = [sig for sig in spec.signatures if sig.n_args[0] <= arity <= sig.n_args[1]]
+    if not sigs:
+        sigs = [sig for sig in spec.signatures if sig.n_args[0] <= arity]
     if not sigs:
         return {}
     roles: dict[int, set[str]] = {slot: set() for slot in range(_KEEP_LEN)}
@@ -282,6 +287,8 @@ def _kind_of(value: Any, parser: Any) -> tuple[int, int]:
     try:
         parsed = parser(value)
     except LiteralParseError:
+        return _INVALID, NO_INT
+    if parser is parse_float_str and not role_fits("softmax_scale", value):  # a number, but not a scale
         return _INVALID, NO_INT
     if parser is parse_int_str and parsed is not None and -(2**62) < parsed < 2**62:
         return _VALID, int(parsed)

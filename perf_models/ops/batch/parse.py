@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from perf_models.config import Mask
+from perf_models.literals import LiteralParseError, parse_int_str
 from perf_models.ops import perf_params as pp
 from perf_models.ops.batch.cells import BAD, RAW, Rows, dims_cell
 from perf_models.ops.batch.columns import GroupPlan, config_from_columns, table_columns
@@ -152,6 +153,14 @@ def _parse_block(
     if plan.error is not None and not plan.error_after_shapes:
         _broadcast_unless_params(members, rows, res, expect=plan.error)
         return
+    if plan.choice.how != "known":  # appended or inferred: keep the rows that choose the same slots
+        same = _same_choice(plan, members, mat, lens, rows)
+        res.one_by_one(members[~same], rows)
+        if not same.any():
+            return
+        members, mat = members[same], mat[same]
+        ints = {slot: v[same] for slot, v in ints.items()}
+        ints.update(_max_seqlen_values(_max_slots(plan), members, rows))
     shapes = block_shapes(plan, mat, lens, ints, rows.concrete(rep), g.types)
     if shapes is None:
         res.one_by_one(members, rows)
@@ -164,6 +173,49 @@ def _parse_block(
     res.one_by_one(members[bad], rows)
     if not bad.all():
         _build_block(spec, plan, members[~bad], shapes.take(~bad), rows, res)
+
+
+def _max_slots(plan: RowPlan) -> tuple[int, ...]:
+    sig = plan.signature
+    return tuple(s for s in (sig.max_seqlen_q, sig.max_seqlen_k) if s is not None)
+
+
+def _same_choice(
+    plan: RowPlan, members: NDArray[np.intp], mat: NDArray[np.int64], lens: tuple[int, ...], rows: Rows
+) -> NDArray[np.bool_]:
+    """Rows that choose the same signature as the group's first row when it was not one in its argument range
+    (the group key only foresees those): the same Concrete Inputs but in the max_seqlen slots, which must hold
+    integers >= 1 there too; for an inferred signature also the same q/k/v window and scale (from their dims)."""
+    inference = plan.choice.inference
+    same = inference.agrees(mat, lens) if inference is not None else np.ones(len(members), dtype=bool)
+    parts, back = np.unique(rows.part[members], return_inverse=True)
+    rep = rows.concrete(int(members[0]))
+    skip = set(_max_slots(plan))
+    part_ok = np.ones(len(parts), dtype=bool)
+    for j, part in enumerate(parts.tolist()):
+        cell = rows.part_concrete[part]
+        if cell is None or rep is None or len(cell) != len(rep):
+            part_ok[j] = cell is rep
+            continue
+        pairs = enumerate(zip(cell, rep, strict=True))
+        part_ok[j] = all(a == b and type(a) is type(b) for s, (a, b) in pairs if s not in skip)
+        for s in skip:
+            try:
+                value = parse_int_str(cell[s]) if s < len(cell) else None
+            except LiteralParseError:
+                value = None
+            part_ok[j] &= value is not None and value >= 1
+    return same & part_ok[back.reshape(-1)]
+
+
+def _max_seqlen_values(slots: tuple[int, ...], members: NDArray[np.intp], rows: Rows) -> dict[int, NDArray[np.int64]]:
+    """The max_seqlen values of every row in inferred slots (checked to be integers >= 1 by _same_inference)."""
+    parts, back = np.unique(rows.part[members], return_inverse=True)
+    out = {}
+    for s in slots:
+        values = [parse_int_str(rows.part_concrete[p][s]) for p in parts.tolist()]
+        out[s] = np.asarray(values, dtype=np.int64)[back.reshape(-1)]
+    return out
 
 
 def _build_block(

@@ -2,9 +2,13 @@
 
 Every slot index was checked against the library's real signature (quoted in the comment above each
 entry, with where it came from). Libraries change signatures between versions, so an op may have
-several `Signature`s; the row reader picks the first whose argument count fits AND whose scalar slots
-hold the right kinds (a causal slot must hold True/False, a dropout slot a number, ...). That check is
-what stops a softmax_scale of 0.088 from ever being read as `causal` (reference-pitfalls #2).
+several `Signature`s; the row reader (`ops.choice`) picks the first whose argument count fits AND whose
+known slots hold their roles (`ops.roles`: a causal slot holds True/False, a softmax_scale slot a positive
+number, a window edge an integer >= -1, q/k/v attention tensors, ...). That check is what stops a
+softmax_scale of 0.088 from ever being read as `causal` (reference-pitfalls #2). A row with more arguments
+than a signature was seen with is read from its known slots when they still hold their roles (appended
+optional arguments), and a row no signature fits is read off its roles (`ops.infer`); both say so in the
+row's warnings. tests/perf_models/test_registry_corpus.py holds a row per real variant.
 
 One module per library: `aten`, `flash_attn` (with the FlashAttnFunc autograd wrappers), `fa3`, `aiter`,
 `te`, `vllm`, `sglang` (SGLang's profiler wrappers), `sage` (SageAttention);

@@ -17,7 +17,9 @@ class Signature:
     label: str  # which library versions
     text: str  # the signature as the library declares it
     ref: str  # where it was checked
-    n_args: tuple[int, int]  # accepted number of recorded arguments (min, max)
+    # the number of recorded arguments the signature was seen with (min, max): fewer never fit; more fit when every
+    # known slot still holds its role (libraries append optional arguments), with a warning (ops.choice)
+    n_args: tuple[int, int]
     q: int
     k: int
     v: int
@@ -45,6 +47,10 @@ class Signature:
     qkv_layout_str: int | None = None  # TransformerEngine qkv_layout string
     family: str | None = None  # overrides OpSpec.family when a name is shared by two libraries
     dropout_required: bool = True
+    # optional tensor arguments (None or a tensor, never a scalar value): a recorded scalar there means another
+    # signature (FlashAttention-3's qv slot holds FlashAttention-4's window list)
+    tensor_slots: tuple[int, ...] = ()
+    inferred: bool = False  # read off the row's recorded roles (ops.infer), not a signature a library declares
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,6 +7,7 @@ from perf_models.ops.types import AttentionType, CausalRule, Layout
 
 # family name (ParsedOp.family)
 FLASH_ATTN_3 = "flash_attn_3"
+FLASH_ATTN_4 = "flash_attn_4"  # FlashAttention-4 (flash_attn.cute): autograd wrappers only, see flash_attn.py
 
 _FA3_API = (
     "Dao-AILab/flash-attention hopper/flash_api.cpp TORCH_LIBRARY(flash_attn_3); hopper/flash_attn_interface"

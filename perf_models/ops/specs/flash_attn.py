@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from perf_models.ops.specs.aiter import AITER_MHA
 from perf_models.ops.specs.base import BWD, FWD, OpSpec, Signature, op_specs
-from perf_models.ops.specs.fa3 import FLASH_ATTN_3
+from perf_models.ops.specs.fa3 import FLASH_ATTN_3, FLASH_ATTN_4
 from perf_models.ops.types import AttentionType, CausalRule, Layout
 
 # family name (ParsedOp.family)
 FLASH_ATTN = "flash_attn"  # Dao-AILab flash-attn 2.x (and aiter's look-alike autograd wrapper)
 
 _FA_IFACE = "Dao-AILab/flash-attention flash_attn/flash_attn_interface.py"
+_FA3_IFACE = "Dao-AILab/flash-attention hopper/flash_attn_interface.py"
+_FA4_IFACE = "Dao-AILab/flash-attention flash_attn/cute/interface.py @004b1a2e (FlashAttention-4, CuTe DSL)"
 
 SPECS: list[OpSpec] = []
 
@@ -148,13 +150,30 @@ SPECS += op_specs(
         ),
     ),
 )
-# Autograd wrappers (recorded by the profiler under the Function's class name; ctx not recorded).
-# flash-attn 2.x FlashAttnFunc.forward(ctx, q, k, v, dropout_p, softmax_scale, causal, window_size,
-#   softcap, alibi_slopes, deterministic, return_softmax[, is_grad_enabled])
-# aiter FlashAttnFunc.forward(ctx, q, k, v, dropout_p, softmax_scale, causal, window_size, bias,
-#   alibi_slopes, deterministic, return_lse, return_softmax, is_grad_enabled, ...)  -> same slots
-# FA3 FlashAttnFunc.forward(ctx, q, k, v, softmax_scale, causal, qv=None, q_descale=None,
-#   k_descale=None, v_descale=None, window_size=(-1, -1), attention_chunk=0, softcap=0.0, ...)
+# Autograd wrappers (recorded by the profiler under the Function's class name; ctx not recorded). Every version
+# seen, newest first within each library (a row takes the first whose slots hold their roles, ops.choice):
+# flash-attn >= 2.3 FlashAttnFunc.forward(ctx, q, k, v, dropout_p, softmax_scale, causal, window_size,
+#   [softcap,] alibi_slopes, deterministic, return_softmax[, is_grad_enabled])    (flash_attn_interface.py @0053002)
+# aiter FlashAttnFunc.forward(ctx, q, k, v, dropout_p, softmax_scale, causal, window_size, alibi_slopes,
+#   deterministic, return_lse, return_softmax, is_grad_enabled)  -> same slots
+#     (ROCm/aiter aiter/ops/mha.py @00472f7d)
+# flash-attn 2.0-2.2 FlashAttnFunc.forward(ctx, q, k, v, dropout_p, softmax_scale, causal, return_softmax)
+#   (no window: slot 6 is the return_softmax bool)                                 (flash_attn_interface.py, v2.0-v2.2)
+# flash-attn 1.x FlashAttnFunc.forward(ctx, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+#   dropout_p, softmax_scale, causal, return_softmax): the 1.x "FlashAttnFunc" is varlen (packed tokens)
+#                                                                                   (flash_attn_interface.py @88c4e5db)
+# FA3 FlashAttnFunc.forward(ctx, q, k, v, softmax_scale, causal, qv=None, q_descale=None, k_descale=None,
+#   v_descale=None, window_size=(-1, -1), attention_chunk=0, softcap=0.0, num_splits=1, pack_gqa=None,
+#   deterministic=False, sm_margin=0, return_attn_probs=False)
+#     (hopper/flash_attn_interface.py @c082294e)
+# FA3 late 2024 FlashAttnFunc.forward(ctx, q, k, v, softmax_scale, causal, q_descale=None, k_descale=None,
+#   v_descale=None, window_size=(-1, -1), sink_token_length=0, softcap=0.0, num_splits=1, pack_gqa=None,
+#   deterministic=False)
+#     (no qv: the window is slot 8)                            (hopper/flash_attn_interface.py, 2024)
+# FA4 FlashAttnFunc.apply(q, k, v, softmax_scale, causal, window_size=(None, None), learnable_sink, softcap,
+#   num_splits, pack_gqa, deterministic, mask_mod, full_block_cnt, full_block_idx, mask_block_cnt, mask_block_idx,
+#   block_size, return_lse)  (window in slot 5, where FA3 has its qv tensor; None edges are "no limit")
+#     (flash_attn/cute/interface.py @004b1a2e)
 # Real row: traces/synthetic FlashAttnFunc ('', '', '', '0.0', '0.088…', 'False', '[-1, -1]', ...).
 SPECS += op_specs(
     ("FlashAttnFunc",),
@@ -180,10 +199,39 @@ SPECS += op_specs(
             window=6,
         ),
         Signature(
+            "flash-attn 2.0-2.2",
+            "FlashAttnFunc.forward(ctx, q, k, v, dropout_p, softmax_scale, causal, return_softmax)",
+            f"{_FA_IFACE} (v2.0-v2.2)",
+            (6, 7),
+            q=0,
+            k=1,
+            v=2,
+            dropout=3,
+            scale=4,
+            causal=5,
+        ),
+        Signature(
+            "flash-attn 1.x (varlen)",
+            "FlashAttnFunc.forward(ctx, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, "
+            "dropout_p, softmax_scale, causal, return_softmax)",
+            f"{_FA_IFACE} @88c4e5db (flash-attn 1.x)",
+            (10, 11),
+            q=0,
+            k=1,
+            v=2,
+            cu_seqlens_q=3,
+            cu_seqlens_k=4,
+            max_seqlen_q=5,
+            max_seqlen_k=6,
+            dropout=7,
+            scale=8,
+            causal=9,
+        ),
+        Signature(
             "FlashAttention-3 (hopper)",
             "FlashAttnFunc.forward(ctx, q, k, v, softmax_scale, causal, "
             "qv=None, q_descale=None, k_descale=None, v_descale=None, window_size=(-1, -1), ...)",
-            "Dao-AILab/flash-attention hopper/flash_attn_interface.py",
+            f"{_FA3_IFACE} @c082294e",
             (5, 20),
             q=0,
             k=1,
@@ -191,17 +239,57 @@ SPECS += op_specs(
             scale=3,
             causal=4,
             window=9,
+            tensor_slots=(5, 6, 7, 8),
             family=FLASH_ATTN_3,
+            dropout_required=False,
+        ),
+        Signature(
+            "FlashAttention-3 (hopper, late 2024)",
+            "FlashAttnFunc.forward(ctx, q, k, v, softmax_scale, causal, q_descale=None, k_descale=None, "
+            "v_descale=None, window_size=(-1, -1), sink_token_length=0, softcap=0.0, num_splits=1, pack_gqa=None, "
+            "deterministic=False)",
+            f"{_FA3_IFACE} (late-2024 version, before qv)",
+            (5, 16),
+            q=0,
+            k=1,
+            v=2,
+            scale=3,
+            causal=4,
+            window=8,
+            tensor_slots=(5, 6, 7),
+            family=FLASH_ATTN_3,
+            dropout_required=False,
+        ),
+        Signature(
+            "FlashAttention-4 (cute)",
+            "FlashAttnFunc.apply(q, k, v, softmax_scale, causal, window_size=(None, None), learnable_sink, softcap, "
+            "num_splits, pack_gqa, deterministic, mask_mod, ...)",
+            _FA4_IFACE,
+            (5, 24),
+            q=0,
+            k=1,
+            v=2,
+            scale=3,
+            causal=4,
+            window=5,
+            tensor_slots=(6,),
+            family=FLASH_ATTN_4,
             dropout_required=False,
         ),
     ),
 )
-# flash-attn 2.x FlashAttnVarlenFunc.forward(ctx, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
-#   max_seqlen_k, dropout_p, softmax_scale, causal, window_size, softcap, alibi_slopes, deterministic,
-#   return_softmax, block_table[, is_grad_enabled])
+# flash-attn >= 2.3 FlashAttnVarlenFunc.forward(ctx, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+#   max_seqlen_k, dropout_p, softmax_scale, causal, window_size, [softcap,] alibi_slopes, deterministic,
+#   return_softmax, block_table[, is_grad_enabled])                               (flash_attn_interface.py @0053002)
+# flash-attn 2.0-2.2 FlashAttnVarlenFunc.forward(ctx, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+#   max_seqlen_k, dropout_p, softmax_scale, causal, return_softmax)              (flash_attn_interface.py, v2.0-v2.2)
 # FA3 FlashAttnVarlenFunc.forward(ctx, q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k,
 #   max_seqlen_q, max_seqlen_k, softmax_scale, causal, qv=None, q_descale=None, k_descale=None,
 #   v_descale=None, window_size=(-1, -1), ...)
+#     (hopper/flash_attn_interface.py @c082294e)
+# FA4 FlashAttnVarlenFunc.apply(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q,
+#   max_seqlen_k, page_table, softmax_scale, causal, window_size, learnable_sink, softcap, ...)
+#     (flash_attn/cute/interface.py @004b1a2e)
 SPECS += op_specs(
     ("FlashAttnVarlenFunc",),
     family=FLASH_ATTN,
@@ -231,11 +319,28 @@ SPECS += op_specs(
             block_table=15,
         ),
         Signature(
+            "flash-attn 2.0-2.2",
+            "FlashAttnVarlenFunc.forward(ctx, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, "
+            "dropout_p, softmax_scale, causal, return_softmax)",
+            f"{_FA_IFACE} (v2.0-v2.2)",
+            (10, 11),
+            q=0,
+            k=1,
+            v=2,
+            cu_seqlens_q=3,
+            cu_seqlens_k=4,
+            max_seqlen_q=5,
+            max_seqlen_k=6,
+            dropout=7,
+            scale=8,
+            causal=9,
+        ),
+        Signature(
             "FlashAttention-3 (hopper)",
             "FlashAttnVarlenFunc.forward(ctx, q, k, v, cu_seqlens_q, "
             "cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, max_seqlen_k, softmax_scale, causal, "
             "qv=None, q_descale=None, k_descale=None, v_descale=None, window_size=(-1, -1), ...)",
-            "Dao-AILab/flash-attention hopper/flash_attn_interface.py",
+            f"{_FA3_IFACE} @c082294e",
             (11, 24),
             q=0,
             k=1,
@@ -247,7 +352,29 @@ SPECS += op_specs(
             scale=9,
             causal=10,
             window=15,
+            tensor_slots=(11, 12, 13, 14),
             family=FLASH_ATTN_3,
+            dropout_required=False,
+        ),
+        Signature(
+            "FlashAttention-4 (cute)",
+            "FlashAttnVarlenFunc.apply(q, k, v, cu_seqlens_q, cu_seqlens_k, seqused_q, seqused_k, max_seqlen_q, "
+            "max_seqlen_k, page_table, softmax_scale, causal, window_size=(None, None), learnable_sink, softcap, ...)",
+            _FA4_IFACE,
+            (12, 30),
+            q=0,
+            k=1,
+            v=2,
+            cu_seqlens_q=3,
+            cu_seqlens_k=4,
+            max_seqlen_q=7,
+            max_seqlen_k=8,
+            block_table=9,
+            scale=10,
+            causal=11,
+            window=12,
+            tensor_slots=(13,),
+            family=FLASH_ATTN_4,
             dropout_required=False,
         ),
     ),

@@ -47,6 +47,30 @@ SPECS += op_specs(
             qkv_layout_str=16,
             mask_type_str=18,
         ),
+        # TransformerEngine 1.x (before the padded cu_seqlens and page tables): FusedAttnFunc.forward(ctx,
+        #   is_training, max_seqlen_q, max_seqlen_kv, cu_seqlens_q, cu_seqlens_kv, q, k, v, qkv_dtype, attn_bias,
+        #   attn_scale, dropout_p, fast_zero_fill, qkv_layout, attn_bias_type, attn_mask_type, [window_size,]
+        #   rng_gen, fused_attention_backend, use_FAv2_bwd)   (transformer_engine/pytorch/attention.py, TE 1.x)
+        Signature(
+            "TransformerEngine 1.x",
+            "FusedAttnFunc.forward(ctx, is_training, max_seqlen_q, max_seqlen_kv, cu_seqlens_q, cu_seqlens_kv, "
+            "q, k, v, qkv_dtype, attn_bias, attn_scale, dropout_p, fast_zero_fill, qkv_layout, attn_bias_type, "
+            "attn_mask_type, [window_size,] rng_gen, fused_attention_backend, use_FAv2_bwd)",
+            "NVIDIA/TransformerEngine transformer_engine/pytorch/attention.py (TE 1.x)",
+            (16, 24),
+            q=5,
+            k=6,
+            v=7,
+            cu_seqlens_q=3,
+            cu_seqlens_k=4,
+            max_seqlen_q=1,
+            max_seqlen_k=2,
+            attn_mask=9,
+            scale=10,
+            dropout=11,
+            qkv_layout_str=13,
+            mask_type_str=15,
+        ),
     ),
     note="FusedAttention (cuDNN on NVIDIA, CK/AOTriton on ROCm); the window slot moves between versions",
 )

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from perf_models.hardware import get_gpu, match_device_properties
+from perf_models.devices import match_device_properties
+from perf_models.hardware import get_gpu
 from server.roots import DataRoots
 from server.tools import call
 from server.tools.base import ToolFailure
-from tests.support import ANALYSIS_FOLDERS, FLASH_ROW, TRACES, make_folder, need
+from tests.support import ANALYSIS_FOLDERS, FLASH_ROW, TRACES, kernel_trace, make_folder, need
 
 
 def test_unnamed_rocm_device_is_matched_by_arch_cus_and_memory() -> None:
@@ -33,7 +34,7 @@ def test_vllm_trace_with_an_unnamed_device_is_scored_on_an_mi300x(tmp_path: Path
     roots = DataRoots([tmp_path, trace.parents[2]])
     res = call("analyze_trace", roots, trace_path=str(trace), output_dir=str(tmp_path / "out"))
     assert res.gpu.arch == "mi300x" and res.gpu.source == "trace"
-    assert "unnamed device (gfx94, 304 CUs, 192 GiB)" == res.gpu.device_name
+    assert "unnamed device (gfx94, 304 CUs, 192.0 GiB)" == res.gpu.device_name
 
 
 def test_h100_folder_whose_trace_is_out_of_reach_is_not_scored_as_mi300x(tmp_path: Path) -> None:
@@ -66,3 +67,36 @@ def test_same_die_same_roof() -> None:
     h100, h200 = get_gpu("h100-sxm"), get_gpu("h200")
     assert h100.compute_roof("matrix_bf16").value == h200.compute_roof("matrix_bf16").value == 989.4
     assert h200.bandwidth_roof().value == 4.8
+
+
+def _trace_on(tmp_path: Path, device: dict) -> Path:
+    doc = kernel_trace([{}, {}])
+    doc["deviceProperties"] = [{"id": 0, **device}]
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_device_no_part_fits_is_not_scored_as_a_sibling(tmp_path: Path) -> None:
+    # a 40 GB A100 whose name says only "A100": not the 80 GB part (2.039 TB/s); one line says why and the fix
+    trace = _trace_on(tmp_path, {"name": "NVIDIA A100", "totalGlobalMem": 40536 * 2**20, "numSms": 108,
+                                 "computeMajor": 8, "computeMinor": 0, "warpSize": 32})
+    roots = DataRoots([tmp_path])
+    res = call("analyze_trace", roots, trace_path=str(trace), output_dir=str(tmp_path / "out"))
+    assert res.gpu.arch is None
+    (msg,) = [w for w in res.warnings if "its name fits a100-sxm-80gb" in w]
+    assert "39.6 GiB is not 80 GB" in msg and "fit a100-40gb" in msg and "pass arch=" in msg
+    with pytest.raises(ToolFailure) as exc:  # scoring it needs the GPU named
+        call("compute_roofline", roots, output_dir=str(tmp_path / "out"), category="sdpa_fwd")
+    assert "arch=" in str(exc.value)
+    scored = call("compute_roofline", roots, output_dir=str(tmp_path / "out"), category="sdpa_fwd", arch="a100-40gb")
+    assert scored.peaks.gpu_key == "a100-40gb" and scored.peaks.peak_tbs == pytest.approx(1.555)
+    assert scored.peaks.peak_tbs_kind == "datasheet" and scored.peaks.peak_tflops_kind == "datasheet"
+
+
+def test_a_stated_best_match_reaches_the_warnings(tmp_path: Path) -> None:
+    trace = _trace_on(tmp_path, {"name": "NVIDIA Hopper inference card", "totalGlobalMem": 97871 * 2**20,
+                                 "numSms": 78, "computeMajor": 9, "computeMinor": 0, "warpSize": 32})
+    res = call("analyze_trace", DataRoots([tmp_path]), trace_path=str(trace), output_dir=str(tmp_path / "out"))
+    assert res.gpu.arch == "h20"
+    assert any("not in the GPU table" in w and "scored as h20" in w for w in res.warnings)
