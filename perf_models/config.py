@@ -169,6 +169,10 @@ class AttentionConfig:
     # A sliding-window layer whose window size the trace does not give (the kernel name says "sliding"): the mask
     # modeled keeps at least the pairs the kernel computes, so FLOPs and bytes are upper bounds.
     window_unknown: bool = False
+    # A call whose mask flag was not found among its arguments (a release whose signature is read off the recorded
+    # roles, perf_models.ops.infer): modeled without a mask, which keeps at least the pairs the kernel computes, so
+    # FLOPs and bytes are upper bounds, as for window_unknown.
+    mask_unknown: bool = False
     # Bytes one cached token occupies per KV head as stored, K and V together, when the cache layout is not plain
     # elements of dtype_kv_cache: FlashMLA's fp8 "with scale" MLA cache is 656 B (512 fp8 + 4 fp32 scales + 64 bf16
     # RoPE values; perf_models.traffic.flashmla_fp8_token_bytes). None: (d_qk [+ d_v]) × the cache dtype's size.

@@ -82,6 +82,7 @@ class ConfigTable:
     compute_spec_pv: NDArray[np.object_]  # the P·V GEMM's spec where it is not compute_spec (None: the same)
     window_unknown: NDArray[np.bool_]  # sliding window of unknown size, modeled causal: an upper bound
     shared_kv: NDArray[np.bool_]  # V read as a slice of K's cache (MLA latent): see AttentionConfig.shared_kv
+    mask_unknown: NDArray[np.bool_]  # the call's mask flag is unknown, modeled without a mask: an upper bound
 
     def __len__(self) -> int:
         return int(self.batch.shape[0])
@@ -136,6 +137,7 @@ class ConfigTable:
         out["is_bwd"] = _column(columns.get("is_bwd", False), n, np.bool_, "is_bwd")
         out["mask_code"] = _column(columns.get("mask_code", 0), n, np.int8, "mask_code")
         out["shared_kv"] = _column(columns.get("shared_kv", False), n, np.bool_, "shared_kv")
+        out["mask_unknown"] = _column(columns.get("mask_unknown", False), n, np.bool_, "mask_unknown")
         out["window_unknown"] = _column(columns.get("window_unknown", False), n, np.bool_, "window_unknown")
         spec = columns.get("compute_spec", matrix_compute_spec(dtype))
         out["compute_spec"] = _column(spec, n, np.object_, "compute_spec")
@@ -219,6 +221,7 @@ def config_columns(
         cols["compute_spec_pv"].append(cfg.compute_spec_pv)
         cols["window_unknown"].append(cfg.window_unknown)
         cols["shared_kv"].append(cfg.shared_kv)
+        cols["mask_unknown"].append(cfg.mask_unknown)
     dtypes = {name: column_dtype(name) for name in cols}
     # _column: an int beyond int64 is a ConfigError naming the row, not an OverflowError
     return {k: _column(v, len(configs), dtypes[k], k) if v else np.zeros(0, dtype=dtypes[k]) for k, v in cols.items()}
@@ -261,7 +264,7 @@ def mask_window(mask: Mask) -> tuple[int, int]:
 def column_dtype(name: str) -> type:
     if name in _ELEM_COLUMNS:
         return np.float64
-    if name in ("is_bwd", "shared_kv", "window_unknown"):
+    if name in ("is_bwd", "shared_kv", "window_unknown", "mask_unknown"):
         return np.bool_
     if name == "mask_code":
         return np.int8

@@ -108,7 +108,8 @@ def build_from_row(spec: OpSpec, row: Row, params: Mapping[str, Any] | None) -> 
     dtypes = _dtypes(sig, row)
     mask = _mask(spec, sig, family, row, shapes, warnings)
     dropout = _dropout(sig, row)
-    config = _make_config(spec, shapes, dtypes, mask, dropout, **_compute_specs(spec, dtypes, warnings))
+    config = _make_config(spec, shapes, dtypes, mask, dropout, mask_unknown=sig.mask_unknown,
+                          **_compute_specs(spec, dtypes, warnings))
     return Built(config, family, layout, spec.attention_type, tuple(warnings))
 
 

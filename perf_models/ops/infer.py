@@ -304,7 +304,9 @@ def infer_signature(spec: OpSpec, row: Row, misfits: Sequence[str]) -> Inference
             slots["dropout"] = before[-1]
     elif unit:
         slots["dropout"] = next((j for j, x in unit if x == 0.0), None)
+    noted = len(notes)
     _mask_slots(spec, kinds, slots, layout_slot, mask_slot, notes)
+    mask_unknown = any("modeled without a mask" in n for n in notes[noted:])
 
     sig = Signature(
         label="inferred from the recorded roles",
@@ -337,6 +339,7 @@ def infer_signature(spec: OpSpec, row: Row, misfits: Sequence[str]) -> Inference
         dropout_required=False,
         tensors_only=spec.signatures[0].tensors_only,
         inferred=True,
+        mask_unknown=mask_unknown,
     )
     known = ", ".join(sorted({m.split(":", 1)[0] for m in misfits})) or "none"
     warning = (

@@ -27,6 +27,7 @@ class GroupPlan:
     dtypes: dict[str, str | None]
     direction: Direction
     dropout: float
+    mask_unknown: bool = False  # the group's (inferred) signature has no mask flag: AttentionConfig.mask_unknown
 
 
 def table_columns(
@@ -54,6 +55,7 @@ def table_columns(
     out["compute_spec"] = np.full(m, _compute_spec(dq), dtype=object)
     out["compute_spec_pv"] = np.full(m, None, dtype=object)
     out["window_unknown"] = np.zeros(m, dtype=bool)
+    out["mask_unknown"] = np.full(m, gplan.mask_unknown)
     return out
 
 
@@ -95,6 +97,7 @@ def config_from_columns(row: Mapping[str, Any], gplan: GroupPlan, mask: Mask) ->
         mask=mask,
         dropout_p=gplan.dropout,
         varlen=varlen,
+        mask_unknown=gplan.mask_unknown,
     )
 
 

@@ -235,7 +235,7 @@ def _build_block(
     row_masks = mask_of[case]
     dtypes = plan.dtypes
     assert dtypes is not None
-    gplan = GroupPlan(dtypes, spec.direction, plan.dropout)
+    gplan = GroupPlan(dtypes, spec.direction, plan.dropout, plan.signature.mask_unknown)
     table_cols = table_columns(cols, gplan, masks, case)
     check = rows.parse(int(members[0]))
     mine = config_from_columns({k: v[0] for k, v in table_cols.items()}, gplan, row_masks[0])

@@ -51,6 +51,7 @@ class Signature:
     # signature (FlashAttention-3's qv slot holds FlashAttention-4's window list)
     tensor_slots: tuple[int, ...] = ()
     inferred: bool = False  # read off the row's recorded roles (ops.infer), not a signature a library declares
+    mask_unknown: bool = False  # inferred without a mask flag: the call is modeled without a mask (an upper bound)
 
 
 @dataclass(frozen=True, slots=True)
