@@ -35,6 +35,7 @@ from server.ingest.paged import add_workload
 from server.ingest.rows import Row, build_rows, category_totals, row_frame
 from server.ingest.serving import (
     add_kernel_hints,
+    attach_helper_kernels,
     attach_side_ops,
     graph_launches,
     mark_captured,
@@ -237,6 +238,7 @@ def find_calls(ctx: TraceContext, capture: CaptureSet | None = None) -> list[Cal
     fused = find_fused_calls(ctx)
     attach_side_ops(ctx, fused)
     regions = mark_captured(ctx, fused)
+    attach_helper_kernels(ctx, fused)
     unfused = find_unfused_calls(ctx, fused)
     unfused_bwd = find_unfused_backward(ctx, unfused)
     graph = find_graph_calls(ctx)
