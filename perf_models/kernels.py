@@ -336,15 +336,20 @@ def is_decode_kernel(name: str) -> bool:
 
 
 _SLIDING = re.compile(r"SlidingOrChunked|SlidingWindow|[Ss]liding_?[Ww]indow|_swa_|SWA(?:Kernel|Fwd)")
+# TRT-LLM's fmha kernels spell their mask in the name (…PagedKvCausal…, …KvDense…, …KvSlidingOrChunkedCausal…)
+_STATED_FULL = re.compile(r"^fmhaSm\d+\w*Kv(?:Causal|Dense)")
 
 
 def kernel_window_hint(name: str) -> str | None:
     """'sliding' when an attention kernel's name says it runs a sliding-window (or chunked) mask: TRT-LLM's
-    `fmhaSm100aKernel_…PagedKvSlidingOrChunkedCausal…` against `…PagedKvCausal…` for the full layers. The window
-    size itself is never in the name."""
+    `fmhaSm100aKernel_…PagedKvSlidingOrChunkedCausal…`; 'full' when the name states a full mask instead (TRT-LLM's
+    `…PagedKvCausal…` of the full layers); None when the name says neither (most kernels). The window size itself is
+    never in the name."""
     if classify_kernel(name)[0] is not KernelRole.ATTENTION:
         return None
-    return "sliding" if _SLIDING.search(name) else None
+    if _SLIDING.search(name):
+        return "sliding"
+    return "full" if _STATED_FULL.search(name) else None
 
 
 _KV_FP8 = re.compile(r"Fp8KVCacheDataType\)\s*([12])")

@@ -76,6 +76,7 @@ def build_rows(ctx: TraceContext, calls: list[Call]) -> dict[str, list[Row]]:
     out: dict[str, list[Row]] = {}
     for row in groups.values():
         row.calls.sort(key=lambda c: c.ts)
+        _mark_unresolved_layers(row)
         _parse_row(ctx, row, fwd_params)
         for c in row.calls:
             fwd_params[id(c)] = row.perf_params
@@ -332,8 +333,38 @@ def _row_values(ctx: TraceContext, row: Row) -> dict[str, Any]:
     return v
 
 
-# an inference row whose calls' kernel times spread more than this: layers of two kinds under one kernel name
+# an inference row whose calls' kernel times fall into two groups this far apart (the smaller holding at least
+# LAYER_GROUP_SHARE of the calls): layers of two kinds under one kernel name
 SPREAD_WARN = 1.5
+LAYER_GROUP_SHARE = 0.1
+
+
+def layer_time_groups(times: list[float]) -> tuple[float, float] | None:
+    """(fast, slow) mean kernel times when a row's calls split into two groups whose boundary is a jump of more
+    than SPREAD_WARN× between consecutive sorted times, the smaller group holding at least LAYER_GROUP_SHARE of the
+    calls (and at least one): sliding-window and full layers; one slow outlier is not a second group."""
+    t = np.sort(np.asarray([x for x in times if x > 0], dtype=float))
+    if len(t) < 4:
+        return None
+    ratio = t[1:] / t[:-1]
+    cut = int(np.argmax(ratio))
+    small = min(cut + 1, len(t) - cut - 1)
+    if ratio[cut] <= SPREAD_WARN or small < max(1, LAYER_GROUP_SHARE * len(t)):
+        return None
+    return float(t[: cut + 1].mean()), float(t[cut + 1 :].mean())
+
+
+def _mark_unresolved_layers(row: Row) -> None:
+    """A serving row that no layer hint resolved (no model config, no kernel name stating the mask) whose calls'
+    times fall into two groups holds layers of two kinds: modeled causal it is an upper bound (perf_params
+    sliding_window "unresolved"), never exact."""
+    if row.category != INFERENCE or any("layer_type" in c.extra_params or "sliding_window" in c.extra_params
+                                        for c in row.calls):
+        return
+    if layer_time_groups([c.extra_params.get("_kernel_us", 0.0) for c in row.calls]) is None:
+        return
+    for c in row.calls:
+        c.extra_params["sliding_window"] = "unresolved"
 
 
 def _row_warnings(row: Row) -> list[str]:
@@ -349,12 +380,15 @@ def _row_warnings(row: Row) -> list[str]:
             "zeroing its output): their kernels are auxiliary time, the row's kernel time does not count them"
         )
     times = [c.extra_params.get("_kernel_us", 0.0) for c in row.calls]
-    positive = [t for t in times if t > 0]
-    if row.category == INFERENCE and len(positive) > 3 and max(positive) > SPREAD_WARN * min(positive):
+    groups = layer_time_groups(times) if row.category == INFERENCE else None
+    if groups is not None:
+        hinted = "layer_type" in row.first.extra_params
         seen.append(
-            f"the calls' kernel times spread {max(positive) / min(positive):.1f}× ({min(positive):.1f}–"
-            f"{max(positive):.1f} µs) under one kernel name: layers of different kinds (sliding-window and full "
-            "attention) may share this row; the exact causal FLOPs overstate the sliding layers' work"
+            f"the calls' kernel times spread {groups[1] / groups[0]:.1f}× (two groups, {groups[0]:.1f} and "
+            f"{groups[1]:.1f} µs) under one kernel name: "
+            + ("the model config gives these calls one kind of layer (is it this model's?)" if hinted else
+               "layers of different kinds (sliding-window and full attention) share this row, so its causal work is "
+               "an upper bound; pass the model's config.json (--model-config / model_config) to resolve each layer")
         )
     if row.parsed is not None:
         for w in row.parsed.warnings:

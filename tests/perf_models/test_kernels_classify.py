@@ -349,7 +349,10 @@ def test_helper_kinds_say_which_side_of_the_main_kernel_they_run():
 def test_kernel_name_hints():
     sliding = "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvSlidingOrChunkedCausalP16VarSeqQ128Kv128PersistentContext"
     full = "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext"
-    assert kernel_window_hint(sliding) == "sliding" and kernel_window_hint(full) is None
+    assert kernel_window_hint(sliding) == "sliding" and kernel_window_hint(full) == "full"
+    # most kernels state no mask in their name: neither sliding nor full
+    assert kernel_window_hint("kernel_unified_attention_2d") is None
+    assert kernel_window_hint("sage_quant_kernel") is None  # not an attention kernel
     fp8 = "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>("
     auto = "void vllm::reshape_and_cache_flash_kernel<__hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0>("
     assert kernel_kv_cache_dtype(fp8) == "fp8_e4m3" and kernel_kv_cache_dtype(auto) is None

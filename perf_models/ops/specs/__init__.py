@@ -7,7 +7,7 @@ hold the right kinds (a causal slot must hold True/False, a dropout slot a numbe
 what stops a softmax_scale of 0.088 from ever being read as `causal` (reference-pitfalls #2).
 
 One module per library: `aten`, `flash_attn` (with the FlashAttnFunc autograd wrappers), `fa3`, `aiter`,
-`te`, `vllm`, `sglang` (SGLang's profiler wrappers), `sage` (SageAttention);
+`te`, `vllm`, `sglang` (SGLang's profiler wrappers), `sage` (SageAttention), `mla` (FlashMLA);
 `autograd` holds the backward nodes without arguments, `unfused` our own unfused rows
 (matched by name prefix, not in SPEC_BY_NAME), `base` the OpSpec / Signature types. A new op is one
 OpSpec in its library's module (and a test); a new library is a new module, added to `SPECS` below.
@@ -15,7 +15,7 @@ OpSpec in its library's module (and a test); a new library is a new module, adde
 
 from __future__ import annotations
 
-from perf_models.ops.specs import aiter, aten, autograd, fa3, flash_attn, sage, sglang, te, vllm
+from perf_models.ops.specs import aiter, aten, autograd, fa3, flash_attn, mla, sage, sglang, te, vllm
 from perf_models.ops.specs.aiter import AITER
 from perf_models.ops.specs.aten import (
     ATEN_EFFICIENT,
@@ -29,6 +29,7 @@ from perf_models.ops.specs.aten import (
 from perf_models.ops.specs.base import BWD, FWD, OpSpec, Signature
 from perf_models.ops.specs.fa3 import FLASH_ATTN_3
 from perf_models.ops.specs.flash_attn import FLASH_ATTN
+from perf_models.ops.specs.mla import FLASH_MLA
 from perf_models.ops.specs.sage import SAGE
 from perf_models.ops.specs.sglang import SGLANG
 from perf_models.ops.specs.te import TRANSFORMER_ENGINE
@@ -42,6 +43,7 @@ __all__ = [
     "BWD",
     "FLASH_ATTN",
     "FLASH_ATTN_3",
+    "FLASH_MLA",
     "FWD",
     "SAGE",
     "SDPA",
@@ -73,6 +75,7 @@ SPECS: list[OpSpec] = [
     *vllm.SPECS,
     *sglang.SPECS,
     *sage.SPECS,
+    *mla.SPECS,
     *autograd.SPECS,
 ]
 
