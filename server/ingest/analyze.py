@@ -29,7 +29,7 @@ from server.ingest.compare import add_comparison
 from server.ingest.context import TraceContext
 from server.ingest.copies import add_copy_overhead
 from server.ingest.errors import TraceError
-from server.ingest.layers import apply_model_hints
+from server.ingest.layers import apply_model_hints, check_shapes
 from server.ingest.load import load_trace
 from server.ingest.model_config import ModelHints, load_model_config
 from server.ingest.names import short_kernel_name
@@ -47,7 +47,7 @@ from server.ingest.serving import (
 from server.ingest.unfused import find_unfused_backward, find_unfused_calls
 from server.results import ResultModel
 from server.roots import UNRESTRICTED, DataRoots
-from server.vocab import CATEGORIES
+from server.vocab import CATEGORIES, INFERENCE
 
 Progress = Callable[[float, float, str], None]
 
@@ -156,6 +156,8 @@ def analyze_trace(
     warnings = list(ctx.warnings)
     gpu_meta, gpu_result = _gpu(ctx, explicit, warnings)
     rows = build_rows(ctx, calls)
+    warnings += check_shapes(hints, [r.parsed.config for r in rows.get(INFERENCE, [])
+                                     if r.parsed is not None and r.parsed.config is not None])
     if ctx2 is not None:
         build_rows(ctx2, calls2)  # fills each trace-2 call's kernel time
         warnings += add_comparison(ctx, rows, ctx2, calls2)

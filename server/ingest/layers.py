@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from perf_models.config import AttentionConfig
 from perf_models.kernels import kernel_window_hint
 from server.ingest.calls import Call
 from server.ingest.context import TraceContext
@@ -109,3 +110,22 @@ def _step_groups(ctx: TraceContext, calls: list[Call]) -> list[list[Call]]:
         step = int(nma[node]) if node >= 0 else -1
         groups.setdefault((step, c.thread), []).append(c)
     return [sorted(g, key=lambda c: c.ts) for _, g in sorted(groups.items())]
+
+
+def check_shapes(hints: ModelHints | None, configs: list[AttentionConfig]) -> list[str]:
+    """Warnings where the serving rows' shapes contradict the config (a config of another model): KV heads that are
+    not the config's split evenly over tensor-parallel ranks (or replicated, when the ranks outnumber them), a head
+    dim that is not the config's. MLA rows are checked by their latent dims (perf_models.ops.mla)."""
+    if hints is None:
+        return []
+    c = hints.config
+    seen: set[str] = set()
+    for cfg in configs:
+        if cfg.shared_kv:
+            continue
+        if c.num_key_value_heads is not None and cfg.heads_kv != 1 and c.num_key_value_heads % cfg.heads_kv:
+            seen.add(f"{cfg.heads_kv} KV heads, which do not divide the config's num_key_value_heads "
+                     f"{c.num_key_value_heads}")
+        if c.head_dim is not None and cfg.head_dim_qk != c.head_dim:
+            seen.add(f"head dim {cfg.head_dim_qk}, not the config's head_dim {c.head_dim}")
+    return [f"model_config {hints.source}: serving rows have {why}: is it this model's config?" for why in sorted(seen)]

@@ -109,7 +109,7 @@ def attach_helper_kernels(ctx: TraceContext, calls: list[Call]) -> int:
     if not fused or not len(gpu):
         return 0
     names = ctx.ev.names
-    kind_of: dict[int, object] = {}
+    kind_of: dict[int, HelperKind] = {}
     for code in np.unique(gpu["name"]).tolist():
         kind = N.helper_kind(names[code])
         if kind is not None and kind is not HelperKind.PREPARE:  # metadata kernels outside a call serve a whole step

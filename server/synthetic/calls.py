@@ -57,7 +57,8 @@ class SyntheticAttentionCall:
     every auxiliary kernel (FillFunctor, dot(dO, O), convert dQ, GQA head sums, reshape_and_cache, scale
     and mask element-wise ops, split-KV combine) ``aux_kernel_us``, every contiguous copy
     ``copy_kernel_us``. ``copies_before`` / ``copies_after`` add ``aten::contiguous`` copies inside the
-    outermost attention op, before / after the inner op (siblings for ``unfused``).
+    outermost attention op, before / after the inner op (siblings for ``unfused``; for ``sage``, between the
+    quantization and the attention launch).
 
     ``seqlens_q`` / ``seqlens_kv`` give per-sequence lengths (``flash_attn_varlen`` and the paged serving
     flavours ``vllm_paged``, ``vllm_unified``, ``sglang_prefill``, ``sglang_decode``, ``flashmla``); when given,

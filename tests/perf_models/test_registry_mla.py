@@ -106,3 +106,22 @@ def test_an_mqa_cache_or_a_mismatching_config_is_not_mla() -> None:
     p = parse_op("sglang_profiler::attention_paged_attention_ragged_7", *_ragged(576, 576),
                  {**STEP, "mla_latent": [512, 576]})
     assert p.config is None and "mla_latent" in p.reason
+
+
+def test_flashmla_fp8_cache_reads_656_bytes_per_token() -> None:
+    # FlashMLA's fp8 cache: uint8 (…, 1, 656) per token = 512 fp8 latent + 4 fp32 scales + 64 bf16 RoPE values.
+    # bytes: 524,288 · 656 = 343,932,928 + Q + O 35,651,584 = 379,584,512
+    dims = ((128, 1, 128, 576), (8192, 64, 1, 656), (), (128,), (128, 64), (), (), (132, 8), (129,), (), ())
+    types = ("c10::BFloat16", "unsigned char", "Scalar", "int", "int", "Scalar", "Scalar", "int", "int", "Scalar", "")
+    concrete = ("", "", "512", "", "", "0.0416", "True", "", "", "True", "")
+    params = {"num_ctx_requests": 0, "num_gen_requests": 128, "c_sq": 0, "c_sk": 0, "g_sq": 128, "g_sk": 524288}
+    cfg = parse_op("sgl_kernel::fwd_kvcache_mla", dims, types, concrete, params).config
+    assert cfg is not None and cfg.shared_kv and cfg.kv_cache_token_bytes == 656 and cfg.head_dim_v == 512
+    assert _bytes(cfg) == 379_584_512
+
+
+def test_flashmla_without_a_step_annotation_says_what_is_missing() -> None:
+    dims = ((128, 1, 128, 576), (8192, 64, 1, 576), (), (128,), (128, 64), (), (), (132, 8), (129,), (), ())
+    types = ("c10::BFloat16", "c10::BFloat16", "Scalar", "int", "int", "Scalar", "Scalar", "int", "int", "Scalar", "")
+    p = parse_op("sgl_kernel::fwd_kvcache_mla", dims, types, ("", "", "512", "", "", "0.04", "True", "", "", "", ""))
+    assert p.config is None and "cache_seqlens" in p.reason and "step annotation" in p.reason

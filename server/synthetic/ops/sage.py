@@ -2,7 +2,8 @@
 
 The quantization launch (``sage_quant_kernel``: int8 Q and K per block, fp8 V per channel) and the attention
 launch (``sage_fwd``: int8 Q·Kᵀ, fp8 P·V), each recorded as a ``<kernel>_<n>`` op with its tensor arguments,
-Q/K/V [B, H, N, d].
+Q/K/V [B, H, N, d]. ``copies_before`` puts layout copies between the two launches (real replays have other kernels
+there, which must not split the call).
 """
 
 from __future__ import annotations

@@ -11,8 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from perf_models.config import AttentionConfig
 from server.errors import InputError
 from server.ingest.analyze import analyze_trace
+from server.ingest.layers import check_shapes
 from server.ingest.model_config import FULL, SLIDING, load_model_config
 from server.roots import DataRoots
 from server.scoring.category import score_category
@@ -193,6 +195,19 @@ def test_alternating_windows_full_graph_decode_with_and_without_the_config(tmp_p
     assert meta["model_config"]["layer_kinds"] == {SLIDING: 2, FULL: 2}
 
 
+def test_a_config_of_other_shapes_is_named(tmp_path: Path) -> None:
+    # the trace's layers have 8 KV heads of 64; a config of 6 KV heads of 128 is not this model's
+    replay, capture, _, _ = write_serving_run(tmp_path / "run", [_decode_layer(8.0), _decode_layer(78.0)])
+    cfg = _write(tmp_path / "config.json", {**_gpt_oss(2), "num_key_value_heads": 6, "head_dim": 128})
+    res = analyze_trace(replay, tmp_path / "out", capture_dir=capture, model_config=cfg)
+    assert any("8 KV heads, which do not divide the config's num_key_value_heads 6" in w for w in res.warnings)
+    assert any("head dim 64, not the config's head_dim 128" in w for w in res.warnings)
+    # tensor parallelism: gpt-oss-120b's 8 KV heads over 8 ranks are 1 per rank (the B200 trace): no warning
+    hints = load_model_config(_write(tmp_path / "oss.json", _gpt_oss(36)))
+    assert check_shapes(hints, [AttentionConfig(1, 8, 1, 888, 888, 64, 64)]) == []
+    assert check_shapes(hints, [AttentionConfig(1, 16, 2, 888, 888, 64, 64)]) == []
+
+
 def test_a_config_whose_layers_do_not_divide_the_step_leaves_the_layers_unresolved(tmp_path: Path) -> None:
     # 4 calls in the step, a 6-layer config: which call is which layer is not known, so the rows stay upper bounds
     replay, capture, _, _ = write_serving_run(tmp_path / "run", [_decode_layer(8.0), _decode_layer(78.0)] * 2)
@@ -237,32 +252,6 @@ def test_flashmla_decode_at_its_published_bandwidth_is_below_the_roofline(tmp_pa
     assert r["efficiency_pct"] == pytest.approx(100 * MLA_BYTES / H100_HBM / 213.125e-6)
     assert r["efficiency_pct"] < 100 and not r["is_anomaly"]
     assert res.unlinked.attention_kernels_outside_rows == 0
-
-
-def test_flashmla_fp8_cache_reads_656_bytes_per_token(tmp_path: Path) -> None:
-    # FlashMLA's fp8 cache: uint8 (…, 1, 656) per token = 512 fp8 latent + 4 fp32 scales + 64 bf16 RoPE values.
-    # bytes: 524,288 · 656 = 343,932,928 + Q + O 35,651,584 = 379,584,512
-    from perf_models.registry import parse_op
-
-    dims = ((128, 1, 128, 576), (8192, 64, 1, 656), (), (128,), (128, 64), (), (), (132, 8), (129,), (), ())
-    types = ("c10::BFloat16", "unsigned char", "Scalar", "int", "int", "Scalar", "Scalar", "int", "int", "Scalar", "")
-    concrete = ("", "", "512", "", "", "0.0416", "True", "", "", "True", "")
-    params = {"num_ctx_requests": 0, "num_gen_requests": 128, "c_sq": 0, "c_sk": 0, "g_sq": 128, "g_sk": 524288}
-    cfg = parse_op("sgl_kernel::fwd_kvcache_mla", dims, types, concrete, params).config
-    assert cfg is not None and cfg.shared_kv and cfg.kv_cache_token_bytes == 656 and cfg.head_dim_v == 512
-    from perf_models.estimate import estimate_work
-    from perf_models.table import ConfigTable
-
-    assert int(estimate_work(ConfigTable.from_configs([cfg])).bytes_compulsory[0]) == 379_584_512
-
-
-def test_flashmla_without_a_step_annotation_says_what_is_missing(tmp_path: Path) -> None:
-    from perf_models.registry import parse_op
-
-    dims = ((128, 1, 128, 576), (8192, 64, 1, 576), (), (128,), (128, 64), (), (), (132, 8), (129,), (), ())
-    types = ("c10::BFloat16", "c10::BFloat16", "Scalar", "int", "int", "Scalar", "Scalar", "int", "int", "Scalar", "")
-    p = parse_op("sgl_kernel::fwd_kvcache_mla", dims, types, ("", "", "512", "", "", "0.04", "True", "", "", "", ""))
-    assert p.config is None and "cache_seqlens" in p.reason and "step annotation" in p.reason
 
 
 # ---- the real traces -------------------------------------------------------------------------------------------------
