@@ -169,6 +169,14 @@ def _row_totals(table: ConfigTable, bq: I64, bk: I64, skip: bool) -> tuple[I64, 
         useful[pi], upper[pi] = np.minimum(low, cap), np.minimum(high, cap)
         one_query = paged_query_tokens(paged) <= paged.num_requests
         loose = np.where(one_query, paged_window_floor(paged) < np.minimum(high, cap), np.minimum(high, cap) < high)
+        # one request: its q new tokens over k keys are the sums themselves, so the window's pairs are exact
+        single = np.flatnonzero(windowed & (paged.num_requests == 1) & (low == high))
+        if single.size:
+            q, k = paged_query_tokens(paged)[single], paged.sum_ctx[single]
+            exact, _ = kept_and_tiles(q, k, np.ones_like(q), np.ones_like(q), paged.mask_code[single],
+                                      paged.window_left[single], paged.window_right[single])
+            useful[pi[single]] = upper[pi[single]] = exact
+            loose[single] = False
         capped[pi] = windowed & loose
         tiles.visits[pi] = 0
         tiles.pairs[pi] = useful[pi]

@@ -16,11 +16,14 @@ from enum import StrEnum
 from perf_models.ops.types import AttentionType
 
 __all__ = [
+    "HELPERS_BEFORE_MAIN",
+    "HelperKind",
     "KernelClass",
     "KernelInfo",
     "KernelRole",
     "classify_kernel",
     "classify_kernels",
+    "helper_kind",
     "is_auxiliary_kernel",
     "is_decode_kernel",
     "is_inductor_fused",
@@ -43,6 +46,20 @@ class KernelRole(StrEnum):
 
 _AUX_ROLES = (KernelRole.AUXILIARY, KernelRole.KV_CACHE_WRITE)
 
+
+class HelperKind(StrEnum):
+    """What a helper kernel of one attention call does: the call is its main kernel plus these, never more calls.
+    The kind says where the helper sits beside the main kernel, which is how a graph replay (no CPU op per call)
+    attributes it."""
+
+    QUANT = "quant"  # quantizes the call's inputs (SageAttention's sage_quant_kernel): before the main kernel
+    PREPARE = "prepare"  # page indices, varlen metadata, dO·O preprocess, accumulator clears: before it
+    KV_WRITE = "kv_write"  # the KV-cache write feeding the call: before it
+    REDUCE = "reduce"  # split-KV combine / reduce, merge of partial states, dQ conversion: after it
+
+
+HELPERS_BEFORE_MAIN = frozenset({HelperKind.QUANT, HelperKind.PREPARE, HelperKind.KV_WRITE})
+
 LIB_FA_PYTORCH = "FlashAttention (PyTorch)"
 LIB_FA2 = "FlashAttention-2"
 LIB_FA3 = "FlashAttention-3"
@@ -55,6 +72,7 @@ LIB_FLASHINFER = "FlashInfer"
 LIB_TRTLLM = "TRT-LLM"
 LIB_VLLM = "vLLM"
 LIB_SAGE = "SageAttention"
+LIB_FLASHMLA = "FlashMLA"
 LIB_UNFUSED = "unfused (GEMM + softmax)"
 
 
@@ -66,6 +84,7 @@ class _Rule:
     library: str | None = None
     paged_if: re.Pattern[str] | None = None  # this library's paged variants
     part_of_attention: bool = False  # a helper that belongs to the attention call (split-KV reduce, dO·O, ...)
+    helper: HelperKind | None = None  # what that helper does (and so where it sits beside the main kernel)
 
 
 def _r(
@@ -75,9 +94,10 @@ def _r(
     library: str | None = None,
     paged_if: str | None = None,
     part_of_attention: bool = False,
+    helper: HelperKind | None = None,
 ) -> _Rule:
     return _Rule(re.compile(pattern), role, atype, library, re.compile(paged_if) if paged_if else None,
-                 part_of_attention)
+                 part_of_attention or helper is not None, helper)
 
 
 A, X = KernelRole.ATTENTION, KernelRole.AUXILIARY
@@ -97,20 +117,33 @@ _INDUCTOR_FUSED = re.compile(r"^triton_(?:poi|red|per)_fused_")
 # count as the attention compute); the generic fill/copy rules come after the attention rules, because
 # attention kernels can carry words like "copy" in their template arguments.
 _RULES: tuple[_Rule, ...] = (
-    # attention helper kernels (vLLM's Triton unified attention 3D reduces its segments in `reduce_segments`)
+    # attention helper kernels that run after the main kernel: split-KV combines and reduces (vLLM's Triton unified
+    # attention 3D reduces its segments in `reduce_segments`; FlashMLA's `flash_fwd_mla_combine_kernel`, deepseek-ai/
+    # FlashMLA csrc/smxx/decode/combine), merged partial states, the backward's dQ conversion
     _r(
-        r"convert_dq|dot_do_o|bwd_preprocess|BwdPreprocess|BwdPostprocess|clear_dkvaccum|"
-        r"splitkv_combine|FwdCombine|prepare_varlen|compute_dot_do_o|_copy_page_indices|"
-        r"kv_indices|paged_attention_ll4mi_reduce|MergeStates|^reduce_segments$",
+        r"convert_dq|BwdPostprocess|splitkv_combine|FwdCombine|paged_attention_ll4mi_reduce|MergeStates|"
+        r"merge_attn_states|^reduce_segments$|mla_combine",
         X,
         None,
-        part_of_attention=True,
+        helper=HelperKind.REDUCE,
     ),
-    _r(r"reshape_and_cache|store_kvcache|concat_and_cache|set_kv_buffer", KernelRole.KV_CACHE_WRITE, PAGED),
+    # ... and before it: the backward's dO·O preprocess and accumulator clears, page-index and varlen metadata
+    _r(
+        r"dot_do_o|bwd_preprocess|BwdPreprocess|clear_dkvaccum|prepare_varlen|compute_dot_do_o|_copy_page_indices|"
+        r"kv_indices",
+        X,
+        None,
+        helper=HelperKind.PREPARE,
+    ),
+    _r(r"reshape_and_cache|store_kvcache|concat_and_cache|set_kv_buffer", KernelRole.KV_CACHE_WRITE, PAGED,
+       helper=HelperKind.KV_WRITE),
     # SageAttention (aiter's Triton v1 as xDiT runs it; thu-ml's CUDA kernels): int8 Q·Kᵀ, fp8/fp16 P·V. The
-    # quantization kernel is an auxiliary of the call.
+    # quantization kernel is a helper of the call, launched before it.
     _r(r"^sage_quant_kernel|^_?(?:per_block|per_warp|per_channel)_int8|quant_per_block_int8", X, None,
-       part_of_attention=True),
+       helper=HelperKind.QUANT),
+    # FlashMLA (DeepSeek's MLA decode: one latent KV head of 576, V its first 512 columns): before FA2's
+    # `flash_fwd…kernel` rule, which its `flash_fwd_splitkv_mla_kernel` would match
+    _r(r"flash_fwd_splitkv_mla\w*kernel|flash_fwd_\w*mla\w*kernel|\bflashmla\w*kernel", A, PAGED, LIB_FLASHMLA),
     _r(r"^_?sage_fwd|^_?sage_attn|qk_int8_sv_f(?:8|16)|qk_int\w*_attn", A, FLASH, LIB_SAGE),
     # aiter / CK paged batch prefill (SGLang prefill): before FlashInfer's `Batch(Prefill|Decode)With…` rule
     _r(r"FmhaBatchPrefill", A, PAGED, LIB_CK),
@@ -271,17 +304,27 @@ def is_inductor_fused(name: str) -> bool:
 
 
 def kernel_group_role(name: str) -> str:
-    """'attention' | 'kv_cache' | 'other': what a kernel is when kernels are grouped into calls by name (graph
-    replays, kernel breakdowns). Attention-internal helpers (split-KV reduce, dO·O preprocess, dQ convert, the
-    SageAttention quantization) count as 'attention': they belong to the call."""
+    """'attention' | 'helper' | 'kv_cache' | 'other': what a kernel is when kernels are grouped into calls by name
+    (graph replays, kernel breakdowns). 'attention' is a call's main kernel; 'helper' a kernel that belongs to the
+    call of a main kernel beside it (split-KV reduce, dO·O preprocess, dQ convert, the SageAttention quantization:
+    `helper_kind` says which, and on which side); 'kv_cache' the KV-cache write feeding it."""
     rule = _rule_of(name)
     if rule is None:
         return "other"
     if rule.role is KernelRole.KV_CACHE_WRITE:
         return "kv_cache"
-    if rule.role is KernelRole.ATTENTION or rule.part_of_attention:
+    if rule.role is KernelRole.ATTENTION:
         return "attention"
+    if rule.part_of_attention:
+        return "helper"
     return "other"
+
+
+def helper_kind(name: str) -> HelperKind | None:
+    """What a helper kernel of an attention call does (quant, prepare, KV write, reduce), None for any other kernel
+    (the main attention kernels, fills and copies, GEMMs, Inductor's fused kernels)."""
+    rule = _rule_of(name)
+    return rule.helper if rule is not None else None
 
 
 _DECODE = re.compile(r"paged_attention|[Dd]ecode|ll4mi|pa_ragged|pa_fwd|xqa_kernel|\bmmha|masked_multihead")
@@ -293,15 +336,20 @@ def is_decode_kernel(name: str) -> bool:
 
 
 _SLIDING = re.compile(r"SlidingOrChunked|SlidingWindow|[Ss]liding_?[Ww]indow|_swa_|SWA(?:Kernel|Fwd)")
+# TRT-LLM's fmha kernels spell their mask in the name (…PagedKvCausal…, …KvDense…, …KvSlidingOrChunkedCausal…)
+_STATED_FULL = re.compile(r"^fmhaSm\d+\w*Kv(?:Causal|Dense)")
 
 
 def kernel_window_hint(name: str) -> str | None:
     """'sliding' when an attention kernel's name says it runs a sliding-window (or chunked) mask: TRT-LLM's
-    `fmhaSm100aKernel_…PagedKvSlidingOrChunkedCausal…` against `…PagedKvCausal…` for the full layers. The window
-    size itself is never in the name."""
+    `fmhaSm100aKernel_…PagedKvSlidingOrChunkedCausal…`; 'full' when the name states a full mask instead (TRT-LLM's
+    `…PagedKvCausal…` of the full layers); None when the name says neither (most kernels). The window size itself is
+    never in the name."""
     if classify_kernel(name)[0] is not KernelRole.ATTENTION:
         return None
-    return "sliding" if _SLIDING.search(name) else None
+    if _SLIDING.search(name):
+        return "sliding"
+    return "full" if _STATED_FULL.search(name) else None
 
 
 _KV_FP8 = re.compile(r"Fp8KVCacheDataType\)\s*([12])")

@@ -12,11 +12,13 @@ from perf_models.dtypes import matrix_compute_spec
 from perf_models.errors import ConfigError
 from perf_models.ops import perf_params as pp
 from perf_models.ops.choice import Choice, choose_signature
+from perf_models.ops.mla import latent_head_dim_v
 from perf_models.ops.roles import window_list
 from perf_models.ops.row import Row, is_blank
-from perf_models.ops.specs import ATEN_EFFICIENT, TRANSFORMER_ENGINE, VLLM, OpSpec, Signature
+from perf_models.ops.specs import ATEN_EFFICIENT, FLASH_MLA, TRANSFORMER_ENGINE, VLLM, OpSpec, Signature
 from perf_models.ops.types import AttentionType, CausalRule, Layout, RowError
 from perf_models.ops.vllm import StepTokens, paged_info, step_tokens
+from perf_models.traffic import flashmla_fp8_token_bytes
 
 _ALIGN = {CausalRule.BOTTOM_RIGHT: Alignment.BOTTOM_RIGHT, CausalRule.TOP_LEFT: Alignment.TOP_LEFT}
 # aten mem-efficient custom_mask_type: 0 none, 1 causal from top-left, 2 causal from bottom-right
@@ -92,6 +94,8 @@ def build_from_row(spec: OpSpec, row: Row, params: Mapping[str, Any] | None) -> 
         warnings.append(f"Concrete Inputs has {len(row.concrete)} entries, Input Dims {len(row.dims)}")
     if family == VLLM:
         return _build_vllm(spec, sig, row, params, warnings)
+    if family == FLASH_MLA:
+        return _build_latent(spec, sig, row, params, warnings)
     if spec.attention_type is AttentionType.PAGED:
         return _build_paged(spec, sig, row, params, warnings)
 
@@ -446,13 +450,13 @@ def _vllm_built(
     if heads_kv is None:
         heads_kv = pp.positive_int(params, "H_KV")
     mask, unknown = _step_mask(params, Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT), warnings)
-    if not unknown and mask.kind is MaskKind.CAUSAL:
+    if not unknown and mask.kind is MaskKind.CAUSAL and params.get("layer_type") != "full_attention":
         warnings.append(
             "vLLM attention modeled as causal (bottom-right); sliding-window layers are not "
             "visible in the op arguments (see the kernel names)"
         )
     return _paged_built(spec, VLLM, tokens, (heads_q, heads_kv, d_qk, d_v), dtypes, mask, unknown,
-                        pp.kv_cache_dtype(params), warnings)
+                        pp.kv_cache_dtype(params), warnings, params=params)
 
 
 def _paged_built(
@@ -466,8 +470,16 @@ def _paged_built(
     cache_dtype: str | None,
     warnings: list[str],
     paged: PagedInfo | None = None,
+    params: Mapping[str, Any] | None = None,
+    **latent: Any,
 ) -> Built:
+    """A paged row's config; `latent`: shared_kv / kv_cache_token_bytes of an op that is MLA by itself (FlashMLA),
+    else an MLA latent cache is recognized from the shapes (perf_models.ops.mla)."""
     heads_q, heads_kv, d_qk, d_v = heads
+    if not latent:
+        latent_v = latent_head_dim_v(heads_kv, d_qk, d_v, params, warnings)
+        if latent_v is not None:
+            d_v, latent = latent_v, {"shared_kv": True}
     n = tokens.num_requests
     if n > 1 or not tokens.exact_requests:
         warnings.append(
@@ -489,23 +501,38 @@ def _paged_built(
         paged=paged or paged_info(tokens),
         dtype_kv_cache=cache_dtype,
         window_unknown=window_unknown,
+        **latent,
     )
     return Built(config, family, Layout.THD, AttentionType.PAGED, tuple(warnings))
 
 
 def _step_mask(params: Mapping[str, Any] | None, default: Mask, warnings: list[str]) -> tuple[Mask, bool]:
     """The mask of a paged row, and whether its window size is unknown: perf_params `sliding_window` (an integer:
-    the layer's window in keys, vLLM's convention: each query sees the last w keys; "unknown": the kernel name says
-    sliding but no size is known) overrides the op's own mask."""
+    the layer's window in keys, vLLM's and Hugging Face's convention: each query sees the last w keys; "unknown":
+    the kernel name says sliding but no size is known; "unresolved": the row's layers may be sliding or full and
+    the trace does not tell) overrides the op's own mask."""
     hint = params.get("sliding_window") if params else None
     if hint is None:
         return default, False
     if isinstance(hint, int) and not isinstance(hint, bool) and hint > 0:
         return Mask(MaskKind.SLIDING_WINDOW, Alignment.BOTTOM_RIGHT, hint - 1, 0), False
-    warnings.append(
-        "sliding-window layer (its kernel says so) whose window size is not in the trace (it is the model's "
-        "config): modeled causal, so its FLOPs and bytes are upper bounds (work_bound 'upper')"
-    )
+    if hint == "chunked":
+        warnings.append(
+            "chunked-attention layer (the model config's layer_types): modeled causal, so its FLOPs and bytes are "
+            "upper bounds (work_bound 'upper')"
+        )
+    elif hint == "unresolved":
+        warnings.append(
+            "layers of different kinds (sliding-window and full attention) may share this row and the trace does "
+            "not say which call is which: modeled causal, so its FLOPs and bytes are upper bounds (work_bound "
+            "'upper'); the model's config.json (--model-config) resolves each layer"
+        )
+    else:
+        warnings.append(
+            "sliding-window layer (its kernel says so) whose window size is not in the trace (it is the model's "
+            "config): modeled causal, so its FLOPs and bytes are upper bounds (work_bound 'upper'); the model's "
+            "config.json (--model-config) gives the window"
+        )
     return Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT), True
 
 
@@ -568,7 +595,44 @@ def _build_paged(
     if mask.kind is MaskKind.NONE and tokens.sum_qk is None and tokens.total_q > tokens.num_requests:
         raise RowError(f"{spec.name}: a non-causal paged call without the step's Σ q·k: pairs unknown")
     return _paged_built(spec, family, tokens, (q[1], heads_kv, d_qk, d_v), dtypes, mask, unknown,
-                        pp.kv_cache_dtype(params) if params else None, warnings, paged)
+                        pp.kv_cache_dtype(params) if params else None, warnings, paged, params=params)
+
+
+def _build_latent(
+    spec: OpSpec, sig: Signature, row: Row, params: Mapping[str, Any] | None, warnings: list[str]
+) -> Built:
+    """FlashMLA's decode: q (B, s_q, Hq, d_qk), one latent cache (blocks, page, Hkv, d_qk) — or FlashMLA's fp8
+    layout, uint8 (…, 656): fp8 latent, fp32 scales, bf16 RoPE — whose first head_dim_v columns are V."""
+    q = row.require_dims(sig.q, "q", (4,))
+    cache = row.require_dims(sig.k, "kv cache", (4,))
+    assert sig.head_dim_v is not None
+    d_v = row.required_int(sig.head_dim_v, "head_dim_v")
+    batch, s_q, heads_q, d_qk = q
+    heads_kv, width = cache[2], cache[3]
+    if heads_q % heads_kv or d_v >= d_qk:
+        raise RowError(f"{spec.name}: q {q} and cache {cache} with head_dim_v {d_v} are not an MLA latent layout")
+    cache_dtype = row.dtype(sig.k, "kv cache")
+    latent: dict[str, Any] = {"shared_kv": True}
+    if cache_dtype in ("uint8", "int8") and width == flashmla_fp8_token_bytes(d_qk, d_v):
+        latent["kv_cache_token_bytes"] = width
+        cache_dtype = "fp8_e4m3"
+    elif width != d_qk:
+        raise RowError(f"{spec.name}: the cache holds {width} values per token, q {d_qk}: not a latent cache")
+    if not row.bool_at(sig.causal, f"causal flag '{sig.causal_name}'") and s_q > 1:
+        raise RowError(f"{spec.name}: a non-causal decode of {s_q} query tokens per request: pairs unknown")
+    if params is None or all(params.get(key) is None for key in ("c_sq", "g_sq", "sum_ctx_tokens")):
+        raise RowError(
+            f"{spec.name}: the requests' cache lengths (cache_seqlens) are a tensor whose values the trace does not "
+            "record, and no step annotation (execute_..._generation_...) gives the step's tokens"
+        )
+    tokens = step_tokens(params, warnings)
+    _check_query_rows(tokens, batch * s_q, warnings)
+    mask, unknown = _step_mask(params, Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT), warnings)
+    dtypes = {"q": row.dtype(sig.q, "q"), "k": row.dtype(sig.q, "q"), "v": row.dtype(sig.q, "q")}
+    warnings.append(f"MLA latent cache: {heads_kv} KV head(s) of {d_qk}, V its first {d_v} columns; each cached "
+                    "token is read once")
+    return _paged_built(spec, FLASH_MLA, tokens, (heads_q, heads_kv, d_qk, d_v), dtypes, mask, unknown,
+                        None if cache_dtype == dtypes["q"] else cache_dtype, warnings, params=params, **latent)
 
 
 def _tokens_from_arguments(

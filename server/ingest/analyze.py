@@ -30,12 +30,15 @@ from server.ingest.compare import add_comparison
 from server.ingest.context import TraceContext
 from server.ingest.copies import add_copy_overhead
 from server.ingest.errors import TraceError
+from server.ingest.layers import apply_model_hints, check_shapes
 from server.ingest.load import load_trace
+from server.ingest.model_config import ModelHints, load_model_config
 from server.ingest.names import short_kernel_name
 from server.ingest.paged import add_workload
 from server.ingest.rows import Row, build_rows, category_totals, row_frame
 from server.ingest.serving import (
     add_kernel_hints,
+    attach_helper_kernels,
     attach_side_ops,
     graph_launches,
     mark_captured,
@@ -45,7 +48,7 @@ from server.ingest.serving import (
 from server.ingest.unfused import find_unfused_backward, find_unfused_calls
 from server.results import ResultModel
 from server.roots import UNRESTRICTED, DataRoots
-from server.vocab import CATEGORIES
+from server.vocab import CATEGORIES, INFERENCE
 
 Progress = Callable[[float, float, str], None]
 
@@ -107,6 +110,7 @@ class AnalyzeResult(ResultModel):
     comparison_scope: str = "standalone"
     trace2_path: str | None = None
     trace2_e2e: E2EResult | None = None
+    config_json: str | None = Field(None, description="the model config.json whose layer hints were used")
     warnings: list[str] = Field(default_factory=list)
     files_written: list[str] = Field(default_factory=list)
     seconds: float = 0.0
@@ -120,12 +124,14 @@ def analyze_trace(
     trace2_path: Path | None = None,
     progress: Progress | None = None,
     capture_dir: Path | None = None,
+    model_config: Path | None = None,
     roots: DataRoots = UNRESTRICTED,
 ) -> AnalyzeResult:
     """Analyze one trace (two in comparative mode) into `output_dir`; every file is read and written through
     `roots` (the folder is written all-or-nothing: server.folder.write). `capture_dir`: the serving profiler's
     capture_traces/ folder of a graph-replay trace (the shapes of the replayed calls). `arch`: a GPU table name, or
-    the GpuSpec of an arch JSON file the caller read through the roots."""
+    the GpuSpec of an arch JSON file the caller read through the roots. `model_config`: the model's Hugging Face
+    config.json (per-layer sliding windows and MLA for serving calls: server.ingest.layers)."""
     t_start = time.perf_counter()
     trace_path, output_dir = Path(trace_path), Path(output_dir)
     report = _reporter(progress, two=trace2_path is not None)
@@ -133,9 +139,10 @@ def analyze_trace(
     if roots.exists(output_dir, what="output_dir") and not roots.is_dir(output_dir, what="output_dir"):
         raise TraceError(f"output_dir {output_dir} exists and is not a folder — pass a folder path")
     capture = load_capture_dir(Path(capture_dir), roots) if capture_dir is not None else None
+    hints = load_model_config(Path(model_config), roots) if model_config is not None else None
 
     ctx = load_trace(trace_path, lambda f, m: report(0, f, m), roots)
-    calls = find_calls(ctx, capture)
+    calls = find_calls(ctx, capture, hints)
     if capture is None and (beside := sibling_capture_dir(trace_path, roots)) is not None:
         ctx.warnings.append(
             f"a capture folder sits beside the trace ({beside}): not read; pass capture_dir (--capture-dir "
@@ -151,6 +158,8 @@ def analyze_trace(
     warnings = list(ctx.warnings)
     gpu_meta, gpu_result = _gpu(ctx, explicit, warnings)
     rows = build_rows(ctx, calls)
+    warnings += check_shapes(hints, [r.parsed.config for r in rows.get(INFERENCE, [])
+                                     if r.parsed is not None and r.parsed.config is not None])
     if ctx2 is not None:
         build_rows(ctx2, calls2)  # fills each trace-2 call's kernel time
         warnings += add_comparison(ctx, rows, ctx2, calls2)
@@ -180,6 +189,7 @@ def analyze_trace(
         # what every category's tools should say too (attention kernels outside every row, graph captures)
         "warnings": _category_warnings(unlinked, ctx),
         "attention_outside_rows": outside,
+        "model_config": hints.metadata() if hints is not None else None,
     }
     manifest_extra: dict[str, Any] = {"comparison_scope": "standalone"}
     if ctx2 is not None:
@@ -227,18 +237,21 @@ def analyze_trace(
         comparison_scope=manifest_extra["comparison_scope"],
         trace2_path=str(trace2_path) if trace2_path is not None else None,
         trace2_e2e=_e2e(ctx2) if ctx2 is not None else None,
+        config_json=hints.source if hints is not None else None,
         warnings=_dedupe(warnings),
         files_written=[str(p) for p in written],
         seconds=time.perf_counter() - t_start,
     )
 
 
-def find_calls(ctx: TraceContext, capture: CaptureSet | None = None) -> list[Call]:
+def find_calls(ctx: TraceContext, capture: CaptureSet | None = None, hints: ModelHints | None = None) -> list[Call]:
     """Every attention call of one trace, each counted once, with copies, KV-cache writes and the inference workload
-    attached. `capture`: the capture traces of a replay (a serving profiler's capture_traces/ folder)."""
+    attached. `capture`: the capture traces of a replay (a serving profiler's capture_traces/ folder); `hints`: the
+    model's config (each serving call's layer: its window, MLA)."""
     fused = find_fused_calls(ctx)
     attach_side_ops(ctx, fused)
     regions = mark_captured(ctx, fused)
+    attach_helper_kernels(ctx, fused)
     unfused = find_unfused_calls(ctx, fused)
     unfused_bwd = find_unfused_backward(ctx, unfused)
     graph = find_graph_calls(ctx)
@@ -255,6 +268,7 @@ def find_calls(ctx: TraceContext, capture: CaptureSet | None = None) -> list[Cal
     add_copy_overhead(ctx, fused + unfused)
     add_workload(ctx, calls)
     add_kernel_hints(ctx, calls)
+    ctx.warnings.extend(apply_model_hints(ctx, calls, hints))
     _captured_warnings(ctx, fused)
     return calls
 

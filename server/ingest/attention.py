@@ -8,14 +8,16 @@ shapes anywhere (an autograd backward node alone) keeps the node name and gets i
 linked forward (Sequence number + Fwd thread id).
 
 Kernels belong to the call whose subtree holds their launch. Kernels replayed from a CUDA/HIP graph
-all share one launch, so they are grouped by name instead (graph calls): runs of consecutive attention
-kernels on a stream, with the KV-cache write right before them.
+all share one launch, so they are grouped by name instead (graph calls): one call per main attention kernel,
+with the helpers beside it (quantization and KV-cache write before it, split-KV reduce after it; see
+`segment_calls`), so a replay counts the calls its capture holds.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from perf_models.kernels import HELPERS_BEFORE_MAIN, HelperKind
 from server.ingest import names as N
 from server.ingest.calls import Call, has_tensor_shapes
 from server.ingest.context import TraceContext
@@ -177,33 +179,74 @@ def match_forward(
 
 
 def find_graph_calls(ctx: TraceContext) -> list[Call]:
-    """Attention kernels replayed from a CUDA/HIP graph: no CPU op per call, so group kernels by name."""
+    """Attention kernels replayed from a CUDA/HIP graph: no CPU op per call, so calls are cut from each stream's
+    kernels (`segment_calls`): one call per main attention kernel, with its helpers."""
     ev, links = ctx.ev, ctx.links
     gpu = ev.gpu
     sel = np.flatnonzero(links.graph & (gpu["kind"] == KERNEL))
     if len(sel) == 0:
         return []
-    roles = np.array([N.kernel_role(ev.names[c]) for c in gpu["name"][sel].tolist()])
-    if not (roles == "attention").any():
+    kinds = np.array([_segment_kind(ev.names[c]) for c in gpu["name"][sel].tolist()], dtype=np.int8)
+    if not (kinds == MAIN).any():
         return []
     calls: list[Call] = []
     streams = gpu["thread"][sel]
     for stream in np.unique(streams).tolist():
-        idx = sel[streams == stream]
-        r = roles[streams == stream]
+        on = streams == stream
+        idx, k = sel[on], kinds[on]
         o = np.argsort(gpu["ts"][idx], kind="stable")
-        idx, r = idx[o], r[o]
-        att = r == "attention"
-        kv = r == "kv_cache"
-        # a run of attention kernels, plus the KV-cache write right before it
-        prev_att = np.concatenate([[False], att[:-1]])
-        starts = np.flatnonzero(att & ~prev_att)
-        for s in starts.tolist():
-            e = s
-            while e + 1 < len(idx) and att[e + 1]:
-                e += 1
-            lo = s - 1 if s > 0 and kv[s - 1] else s
-            calls.append(_graph_call(ctx, idx[lo : e + 1], idx[s]))
+        idx, k = idx[o], k[o]
+        for rows, main in segment_calls(k, gpu["name"][idx]):
+            calls.append(_graph_call(ctx, idx[rows], int(idx[main])))
+    return calls
+
+
+# what a kernel is to the call segmentation of a graph replay
+OTHER, MAIN, BEFORE, AFTER = 0, 1, 2, 3
+
+
+def _segment_kind(name: str) -> int:
+    role = N.kernel_role(name)
+    if role == "attention":
+        return MAIN
+    if role == "kv_cache":
+        return BEFORE
+    if role == "helper":
+        kind = N.helper_kind(name)
+        if kind is HelperKind.PREPARE:  # page indices / metadata outside a call's op serve a whole step
+            return OTHER
+        return BEFORE if kind in HELPERS_BEFORE_MAIN else AFTER
+    return OTHER
+
+
+def segment_calls(kinds: np.ndarray, names: np.ndarray) -> list[tuple[list[int], int]]:
+    """The attention calls of one stream's replayed kernels (in time order): (positions of the call's kernels, the
+    position of its first main kernel).
+
+    A call is its main attention kernel plus its helpers, never one call per kernel: the helpers that run before a
+    main kernel (quantization, KV-cache write) wait for the next main kernel; those that run after it
+    (split-KV reduce / combine) join the call of the last main kernel. Two main kernels of different names back to
+    back are one call (a step's prefill and decode kernels); the same kernel again is the next layer's call.
+    Helpers no main kernel claims stay outside every call (counted nowhere, as any other kernel)."""
+    calls: list[tuple[list[int], int]] = []
+    pending: list[int] = []
+    current: list[int] | None = None
+    last_main = -1  # the code of the main kernel right before (no kernel between), else -1
+    for i, (kind, code) in enumerate(zip(kinds.tolist(), names.tolist(), strict=True)):
+        if kind == MAIN:
+            if current is not None and not pending and last_main >= 0 and last_main != code:
+                current.append(i)
+            else:
+                current = [*pending, i]
+                calls.append((current, i))
+                pending = []
+            last_main = code
+            continue
+        last_main = -1
+        if kind == BEFORE:
+            pending.append(i)
+        elif kind == AFTER and current is not None and not pending:
+            current.append(i)
     return calls
 
 

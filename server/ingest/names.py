@@ -12,8 +12,9 @@ import re
 from functools import lru_cache
 
 from perf_models.config import Direction
+from perf_models.kernels import HelperKind, kernel_group_role
+from perf_models.kernels import helper_kind as kernels_helper_kind
 from perf_models.kernels import is_decode_kernel as kernels_is_decode
-from perf_models.kernels import kernel_group_role
 from perf_models.ops.types import AttentionType
 from perf_models.registry import is_attention_op as registry_is_attention_op
 from perf_models.registry import is_wrapper_op, lookup
@@ -92,8 +93,14 @@ def keep_args(name: str) -> bool:
 
 @lru_cache(maxsize=65536)
 def kernel_role(name: str) -> str:
-    """'attention' | 'kv_cache' | 'other' for one kernel name (perf_models.kernels.kernel_group_role)."""
+    """'attention' | 'helper' | 'kv_cache' | 'other' for one kernel name (perf_models.kernels.kernel_group_role)."""
     return kernel_group_role(name)
+
+
+@lru_cache(maxsize=65536)
+def helper_kind(name: str) -> HelperKind | None:
+    """What a helper kernel of an attention call does (perf_models.kernels.helper_kind), None for other kernels."""
+    return kernels_helper_kind(name)
 
 
 @lru_cache(maxsize=65536)

@@ -66,7 +66,7 @@ def kernel_breakdown(names: list[str], durations: np.ndarray) -> dict[str, Any]:
         role = N.kernel_role(name)
         if role == "kv_cache":
             parts["reshape_cache"] += d
-        elif role == "attention":
+        elif role in ("attention", "helper"):  # a split-KV reduce is part of the decode's attention
             parts["paged_attention" if N.is_decode_kernel(name) else "fwd_kernel"] += d
         else:
             parts["other"] += d

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perf_models.kernels import classify_kernels, is_auxiliary_kernel
+from perf_models.kernels import HelperKind, classify_kernels, is_auxiliary_kernel
+from server.ingest import names as N
 from server.ingest import op_config
 from server.ingest.calls import Call
 from server.ingest.context import TraceContext
@@ -53,12 +54,15 @@ def build_rows(ctx: TraceContext, calls: list[Call]) -> dict[str, list[Row]]:
     """Group calls into rows per category and fill every column value."""
     kernel_union, main_union, aux_union = _call_kernel_times(ctx, calls)
     kv_union = union_by_group(*_gpu_intervals(ctx, calls, kv=True), len(calls)) if calls else np.zeros(0)
-    for c, ku, mu, au, kv in zip(calls, kernel_union.tolist(), main_union.tolist(), aux_union.tolist(),
-                                 kv_union.tolist(), strict=True):
-        c.extra_params.setdefault("_kernel_us", ku)
-        c.extra_params.setdefault("_main_us", mu)
-        c.extra_params.setdefault("_aux_us", au)
-        c.extra_params.setdefault("_kv_us", kv)
+    quant_us, reduce_us, helpers = _helper_times(ctx, calls)
+    for i, c in enumerate(calls):
+        c.extra_params.setdefault("_kernel_us", float(kernel_union[i]))
+        c.extra_params.setdefault("_main_us", float(main_union[i]))
+        c.extra_params.setdefault("_aux_us", float(aux_union[i]))
+        c.extra_params.setdefault("_kv_us", float(kv_union[i]))
+        c.extra_params.setdefault("_quant_us", float(quant_us[i]))
+        c.extra_params.setdefault("_reduce_us", float(reduce_us[i]))
+        c.extra_params.setdefault("_helpers", int(helpers[i]))
     groups: dict[tuple[Any, ...], Row] = {}
     # forwards first: a shapeless backward row reads its forward row's perf_params
     ordered = sorted(calls, key=lambda c: (c.direction != "fwd", c.ts))
@@ -72,6 +76,7 @@ def build_rows(ctx: TraceContext, calls: list[Call]) -> dict[str, list[Row]]:
     out: dict[str, list[Row]] = {}
     for row in groups.values():
         row.calls.sort(key=lambda c: c.ts)
+        _mark_unresolved_layers(row)
         _parse_row(ctx, row, fwd_params)
         for c in row.calls:
             fwd_params[id(c)] = row.perf_params
@@ -190,6 +195,29 @@ def _call_kernel_times(ctx: TraceContext, calls: list[Call]) -> tuple[np.ndarray
     return total, main, aux_us
 
 
+def _helper_times(ctx: TraceContext, calls: list[Call]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per call: the union of its quantization kernels and of its split-KV reduce kernels (µs), and how many helper
+    kernels (quantization, preparation, reduce: perf_models.kernels.helper_kind) it has. They are in its kernel time
+    already; these say how much of it they are."""
+    n = len(calls)
+    zeros = np.zeros(n), np.zeros(n), np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return zeros
+    gid, start, dur = _gpu_intervals(ctx, calls)
+    if len(gid) == 0:
+        return zeros
+    ev = ctx.ev
+    rows = np.concatenate([c.kernels for c in calls]).astype(np.int64)
+    kind_code = np.zeros(len(ev.names), dtype=np.int8)  # 0 none, 1 quant, 2 reduce, 3 another helper
+    codes = {None: 0, HelperKind.QUANT: 1, HelperKind.REDUCE: 2}
+    for code in np.unique(ev.gpu["name"][rows]).tolist():
+        kind_code[code] = codes.get(N.helper_kind(ev.names[code]), 3)
+    k = kind_code[ev.gpu["name"][rows]]
+    quant = union_by_group(gid[k == 1], start[k == 1], dur[k == 1], n)
+    reduce = union_by_group(gid[k == 2], start[k == 2], dur[k == 2], n)
+    return quant, reduce, np.bincount(gid[k > 0], minlength=n)
+
+
 def union_by_group(group: np.ndarray, start: np.ndarray, dur: np.ndarray, n_groups: int) -> np.ndarray:
     """Union length of intervals per group id (vectorized: groups shifted apart on one time axis).
 
@@ -280,6 +308,10 @@ def _row_values(ctx: TraceContext, row: Row) -> dict[str, Any]:
         # the kernel time beyond the attention kernels (overlap-aware); for a call without attention compute, all
         # of its auxiliary time
         "aux_kernel_time_us_sum": float(np.where(kt > 0, kt - mt, at).sum()),
+        # the call's helpers, inside its kernel time: never calls of their own
+        "quant_kernel_time_us_sum": float(sum(c.extra_params["_quant_us"] for c in calls)),
+        "reduce_kernel_time_us_sum": float(sum(c.extra_params["_reduce_us"] for c in calls)),
+        "helper_kernel_count": int(sum(c.extra_params["_helpers"] for c in calls)),
         "kv_cache_write_us_sum": float(kv.sum()),
         "kv_cache_write_count": int(sum(len(c.kv_kernels) for c in calls)),
         "copy_overhead_us_sum": float(copy_us.sum()),
@@ -301,8 +333,38 @@ def _row_values(ctx: TraceContext, row: Row) -> dict[str, Any]:
     return v
 
 
-# an inference row whose calls' kernel times spread more than this: layers of two kinds under one kernel name
+# an inference row whose calls' kernel times fall into two groups this far apart (the smaller holding at least
+# LAYER_GROUP_SHARE of the calls): layers of two kinds under one kernel name
 SPREAD_WARN = 1.5
+LAYER_GROUP_SHARE = 0.1
+
+
+def layer_time_groups(times: list[float]) -> tuple[float, float] | None:
+    """(fast, slow) mean kernel times when a row's calls split into two groups whose boundary is a jump of more
+    than SPREAD_WARN× between consecutive sorted times, the smaller group holding at least LAYER_GROUP_SHARE of the
+    calls (and at least one): sliding-window and full layers; one slow outlier is not a second group."""
+    t = np.sort(np.asarray([x for x in times if x > 0], dtype=float))
+    if len(t) < 4:
+        return None
+    ratio = t[1:] / t[:-1]
+    cut = int(np.argmax(ratio))
+    small = min(cut + 1, len(t) - cut - 1)
+    if ratio[cut] <= SPREAD_WARN or small < max(1, LAYER_GROUP_SHARE * len(t)):
+        return None
+    return float(t[: cut + 1].mean()), float(t[cut + 1 :].mean())
+
+
+def _mark_unresolved_layers(row: Row) -> None:
+    """A serving row that no layer hint resolved (no model config, no kernel name stating the mask) whose calls'
+    times fall into two groups holds layers of two kinds: modeled causal it is an upper bound (perf_params
+    sliding_window "unresolved"), never exact."""
+    if row.category != INFERENCE or any("layer_type" in c.extra_params or "sliding_window" in c.extra_params
+                                        for c in row.calls):
+        return
+    if layer_time_groups([c.extra_params.get("_kernel_us", 0.0) for c in row.calls]) is None:
+        return
+    for c in row.calls:
+        c.extra_params["sliding_window"] = "unresolved"
 
 
 def _row_warnings(row: Row) -> list[str]:
@@ -318,12 +380,15 @@ def _row_warnings(row: Row) -> list[str]:
             "zeroing its output): their kernels are auxiliary time, the row's kernel time does not count them"
         )
     times = [c.extra_params.get("_kernel_us", 0.0) for c in row.calls]
-    positive = [t for t in times if t > 0]
-    if row.category == INFERENCE and len(positive) > 3 and max(positive) > SPREAD_WARN * min(positive):
+    groups = layer_time_groups(times) if row.category == INFERENCE else None
+    if groups is not None:
+        hinted = "layer_type" in row.first.extra_params
         seen.append(
-            f"the calls' kernel times spread {max(positive) / min(positive):.1f}× ({min(positive):.1f}–"
-            f"{max(positive):.1f} µs) under one kernel name: layers of different kinds (sliding-window and full "
-            "attention) may share this row; the exact causal FLOPs overstate the sliding layers' work"
+            f"the calls' kernel times spread {groups[1] / groups[0]:.1f}× (two groups, {groups[0]:.1f} and "
+            f"{groups[1]:.1f} µs) under one kernel name: "
+            + ("the model config gives these calls one kind of layer (is it this model's?)" if hinted else
+               "layers of different kinds (sliding-window and full attention) share this row, so its causal work is "
+               "an upper bound; pass the model's config.json (--model-config / model_config) to resolve each layer")
         )
     if row.parsed is not None:
         for w in row.parsed.warnings:

@@ -5,7 +5,8 @@
   unified_kv_cache_update, SGLang's set_kv_buffer / store_cache) or right before the attention kernels of a graph
   replay goes to the call's `kv_kernels`, never into its kernel time (docs/formats.md: kv_cache_write_us_sum).
 * A quantization op right before a quantized attention call (SageAttention's sage_quant_kernel) is auxiliary time
-  of that call.
+  of that call; so is any helper kernel (quantization, split-KV reduce, page indices: perf_models.kernels.helper_kind)
+  an op outside every call launched — one call is its main kernel plus its helpers, never one call per kernel.
 * Calls made while a CUDA/HIP graph was being captured (between *StreamBeginCapture and *StreamEndCapture) launch
   no kernel events: their kernels run in the replays. Each such call is counted once: a replay of its graph in the
   same trace (or in the replay trace, for a capture folder) takes the captured call's shapes and adds its times;
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from perf_models.kernels import kernel_kv_cache_dtype, kernel_window_hint
+from perf_models.kernels import HELPERS_BEFORE_MAIN, HelperKind, kernel_kv_cache_dtype, kernel_window_hint
 from server.ingest import names as N
 from server.ingest.calls import Call
 from server.ingest.context import TraceContext
@@ -94,6 +95,68 @@ def attach_side_ops(ctx: TraceContext, calls: list[Call]) -> None:
             if not is_kv and c.name.startswith("sage_fwd"):
                 c.kernels = np.sort(np.concatenate([c.kernels, rows]).astype(np.int64))
                 break
+
+
+def attach_helper_kernels(ctx: TraceContext, calls: list[Call]) -> int:
+    """Helper kernels of attention calls (perf_models.kernels.helper_kind) launched outside every call of an eager
+    trace — by an op the names above do not know — join the call they serve on their CPU thread: a helper that runs
+    before its main kernel (quantization, a KV-cache write) the next call, a split-KV reduce the previous one.
+    Preparation kernels outside a call (FlashInfer's `_copy_page_indices`, once per step for every layer) serve the
+    whole step: they stay outside. KV-cache writes go to an inference call's kv_kernels, the others into the call's
+    kernels (their time is the call's auxiliary time, never a call of its own). Returns how many were attached."""
+    fused = [c for c in calls if c.kind == "fused" and c.top >= 0 and not c.captured]
+    gpu = ctx.ev.gpu
+    if not fused or not len(gpu):
+        return 0
+    names = ctx.ev.names
+    kind_of: dict[int, HelperKind] = {}
+    for code in np.unique(gpu["name"]).tolist():
+        kind = N.helper_kind(names[code])
+        if kind is not None and kind is not HelperKind.PREPARE:  # metadata kernels outside a call serve a whole step
+            kind_of[code] = kind
+    if not kind_of:
+        return 0
+    owned = np.zeros(len(gpu), dtype=bool)
+    for c in calls:
+        owned[c.kernels] = True
+        owned[c.kv_kernels] = True
+    gnode = ctx.gpu_node
+    cand = np.flatnonzero(np.isin(gpu["name"], list(kind_of)) & ~owned & (gnode >= 0) & ~ctx.links.graph)
+    if not len(cand):
+        return 0
+    f = ctx.forest
+    by_thread: dict[int, list[Call]] = {}
+    for c in sorted(fused, key=lambda c: float(f.ts[c.top])):
+        by_thread.setdefault(c.thread, []).append(c)
+    starts = {t: [float(f.ts[c.top]) for c in cs] for t, cs in by_thread.items()}
+    extra: dict[int, list[int]] = {}
+    extra_kv: dict[int, list[int]] = {}
+    for row in cand.tolist():
+        node = int(gnode[row])
+        thread, at = int(f.thread[node]), float(f.ts[node])
+        cands = by_thread.get(thread)
+        if not cands:
+            continue
+        i = bisect.bisect_left(starts[thread], at)
+        kind = kind_of[int(gpu["name"][row])]
+        if kind in HELPERS_BEFORE_MAIN:
+            later = cands[i:]
+            if kind is HelperKind.KV_WRITE:
+                target = next((c for c in later if c.category == INFERENCE), None)
+                if target is not None:
+                    extra_kv.setdefault(id(target), []).append(row)
+                continue
+            target = later[0] if later else None
+        else:
+            target = cands[i - 1] if i > 0 else None
+        if target is not None:
+            extra.setdefault(id(target), []).append(row)
+    for c in fused:
+        if id(c) in extra:
+            c.kernels = np.sort(np.concatenate([c.kernels, extra[id(c)]]).astype(np.int64))
+        if id(c) in extra_kv:
+            c.kv_kernels = np.concatenate([c.kv_kernels, extra_kv[id(c)]]).astype(np.int64)
+    return sum(map(len, extra.values())) + sum(map(len, extra_kv.values()))
 
 
 def split_kv_kernels(ctx: TraceContext, calls: Iterable[Call]) -> None:

@@ -323,6 +323,8 @@ def compute_records(
             warn(idx[j], f"{gpu.name} has no compute roof for {pt.dtype_q[idx[j]]}; efficiency not computed")
         for j in np.flatnonzero(~np.asarray(rf.has_measurement)):
             warn(idx[j], "no measured kernel time; efficiency not computed")
+        for j in np.flatnonzero(rf.is_anomaly & t.is_paged).tolist():  # serving rows: say what the trace cannot
+            warn(idx[j], _paged_anomaly_cause(float(rf.efficiency_pct[j]), bool(t.window_unknown[j])))
         flagged = np.flatnonzero(rf.anomaly_flag)
         for j in flagged.tolist():
             warn(
@@ -345,6 +347,17 @@ def compute_records(
     return RooflineTable(
         records=records, gpu=gpu, bytes_model=bytes_model, parsed=pt, peak_notes=notes, source=data, _codes=known
     )
+
+
+def _paged_anomaly_cause(efficiency: float, window_unknown: bool) -> str:
+    """Why a serving row can read above 100 %: its op records neither the layer's window nor the cache layout."""
+    if window_unknown:
+        return (f"efficiency {efficiency:.1f}% is above 100%: an upper bound, not a measurement — sliding-window "
+                "layers whose window the trace does not give are modeled full causal; the model's config.json "
+                "(--model-config / model_config) resolves them")
+    return (f"efficiency {efficiency:.1f}% is above 100%: a serving op records neither its layer's window nor its "
+            "cache layout — if the model has sliding-window layers or an MLA latent cache, the row's work is "
+            "overstated; pass the model's config.json (--model-config / model_config)")
 
 
 def _empty_column(kind: str, n: int) -> np.ndarray:

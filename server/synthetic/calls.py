@@ -26,16 +26,19 @@ FLAVOURS = (
     "sglang_decode",
     "sage",
     "aiter_flash",
+    "flashmla",
 )
 DTYPES = ("bf16", "fp16", "fp32")
 
 # flavours grouped by what they can express (the validation below and the default scale use these)
 _SDPA_FLAVOURS = ("aten_flash", "aten_efficient", "aten_cudnn")
 # serving engines' paged attention: per-request lengths, inference only
-PAGED_FLAVOURS = ("vllm_paged", "vllm_unified", "sglang_prefill", "sglang_decode")
+PAGED_FLAVOURS = ("vllm_paged", "vllm_unified", "sglang_prefill", "sglang_decode", "flashmla")
 INFERENCE_ONLY = (*PAGED_FLAVOURS, "sage", "aiter_flash")
 # aiter's kernels and vLLM's ROCm Triton backend
 AMD_ONLY = ("sglang_prefill", "sglang_decode", "sage", "aiter_flash", "vllm_unified")
+# FlashMLA's CUDA kernels (DeepSeek MLA decode: one latent KV head of head_dim_qk, V its first head_dim_v columns)
+NVIDIA_ONLY = ("flashmla",)
 _FLASH_ONLY_HALF = ("aten_flash", "aten_cudnn", "flash_attn", "flash_attn_varlen", *INFERENCE_ONLY)
 _WINDOW_FLAVOURS = ("flash_attn", "flash_attn_varlen", "vllm_paged")
 _SEQLEN_FLAVOURS = ("flash_attn_varlen", *PAGED_FLAVOURS)
@@ -54,11 +57,12 @@ class SyntheticAttentionCall:
     every auxiliary kernel (FillFunctor, dot(dO, O), convert dQ, GQA head sums, reshape_and_cache, scale
     and mask element-wise ops, split-KV combine) ``aux_kernel_us``, every contiguous copy
     ``copy_kernel_us``. ``copies_before`` / ``copies_after`` add ``aten::contiguous`` copies inside the
-    outermost attention op, before / after the inner op (siblings for ``unfused``).
+    outermost attention op, before / after the inner op (siblings for ``unfused``; for ``sage``, between the
+    quantization and the attention launch).
 
     ``seqlens_q`` / ``seqlens_kv`` give per-sequence lengths (``flash_attn_varlen`` and the paged serving
-    flavours ``vllm_paged``, ``vllm_unified``, ``sglang_prefill``, ``sglang_decode``); when given, ``seq_q`` /
-    ``seq_kv`` are replaced by their maxima. ``graph_batch``: the token count a serving step pads to (the
+    flavours ``vllm_paged``, ``vllm_unified``, ``sglang_prefill``, ``sglang_decode``, ``flashmla``); when given,
+    ``seq_q`` / ``seq_kv`` are replaced by their maxima. ``graph_batch``: the token count a serving step pads to (the
     captured graph's batch size), written in its step annotation; default the step's tokens. ``scale=None``
     leaves the scale argument of ``scaled_dot_product_attention`` / ``flash_attn_func`` empty (the inner ops
     still get the default scale). ``input_layout`` is the memory layout of the (B, H, N, d) tensors handed to SDPA:
@@ -174,9 +178,16 @@ class SyntheticAttentionCall:
                 raise _bad("window", self.window, "(left, right) integers >= -1 (-1 = unbounded)")
         if fl in _FLASH_ONLY_HALF and self.dtype == "fp32":
             raise _bad("dtype", self.dtype, f"bf16 or fp16 for flavour {fl} (fp32 runs aten_efficient/unfused)")
-        if fl in _FLASH_ONLY_HALF and fl != "aten_cudnn" and self.head_dim_qk != self.head_dim_v:
+        if fl == "flashmla":
+            if self.heads_kv != 1 or not self.head_dim_v < self.head_dim_qk:
+                raise _bad("heads_kv", self.heads_kv, "1, with head_dim_v < head_dim_qk, for flashmla (one latent KV "
+                           "head whose first head_dim_v columns are V)")
+            if len(set(self.q_lens)) != 1:
+                raise _bad("seqlens_q", self.q_lens, "the same query length for every request (FlashMLA's q is "
+                           "(batch, s_q, heads, d))")
+        elif fl in _FLASH_ONLY_HALF and fl != "aten_cudnn" and self.head_dim_qk != self.head_dim_v:
             raise _bad("head_dim_v", self.head_dim_v, f"equal to head_dim_qk={self.head_dim_qk} for flavour {fl}")
-        if fl in _FLASH_ONLY_HALF and fl != "aten_cudnn" and self.head_dim_qk > 256:
+        if fl in _FLASH_ONLY_HALF and fl not in ("aten_cudnn", "flashmla") and self.head_dim_qk > 256:
             raise _bad("head_dim_qk", self.head_dim_qk, f"<= 256 for flavour {fl}")
         if fl in ("aten_efficient", "aten_cudnn") and self.heads_kv != self.heads_q:
             raise _bad("heads_kv", self.heads_kv, f"equal to heads_q={self.heads_q} for {fl} (GQA runs aten_flash, "

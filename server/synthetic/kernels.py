@@ -423,3 +423,20 @@ def vllm_unified_kernels(c: SyntheticAttentionCall, gpu: Gpu) -> tuple[Kernel, l
         ]
     return cache_k, [Kernel("kernel_unified_attention_2d", main, (cdiv(tokens, 16), c.hkv, 1), (256, 1, 1),
                             "triton", 128, 32768, "main")]
+
+
+def flashmla_kernels(c: SyntheticAttentionCall) -> list[Kernel]:
+    """FlashMLA's dense decode (deepseek-ai/FlashMLA): the split-KV MLA kernel over the latent cache and the combine
+    of its splits (csrc/smxx/decode: flash_fwd_mla_combine_kernel<ElementT, HEAD_DIM_V, BLOCK_SIZE_M, MAX_SPLITS,
+    NUM_THREADS>)."""
+    t = _CUTLASS_T[c.dtype]
+    main = (f"void flash_fwd_splitkv_mla_kernel<Flash_fwd_kernel_traits_mla<{c.head_dim_qk}, 64, 64, 8, {t}, {c.dv}>, "
+            f"flash::SharedStorageMLA<Flash_fwd_kernel_traits_mla<{c.head_dim_qk}, 64, 64, 8, {t}, {c.dv}> > >"
+            "(Flash_fwd_mla_params)")
+    combine = (f"void smxx::decode::flash_fwd_mla_combine_kernel<{t}, (int){c.dv}, (int)8, (int)160, (int)256>"
+               "(CombineParams)")
+    rows = c.heads_q * c.q_lens[0]
+    return [
+        Kernel(main, to_ns(c.kernel_us), (132, 1, 1), (256, 1, 1), "native", 168, 230400, "main"),
+        Kernel(combine, to_ns(c.aux_kernel_us), (c.batch, 1, cdiv(rows, 8)), (256, 1, 1), "native", 64, 0, "aux"),
+    ]

@@ -24,7 +24,7 @@ import orjson
 
 from server.errors import InputError
 from server.synthetic.builder import PTR, TraceBuilder
-from server.synthetic.calls import AMD_ONLY, SyntheticAttentionCall
+from server.synthetic.calls import AMD_ONLY, NVIDIA_ONLY, SyntheticAttentionCall
 from server.synthetic.envelope import metadata_events, span_events, to_us, trace_header
 from server.synthetic.gpus import DEFAULT_GPU, Gpu, lookup_gpu
 from server.synthetic.ops.common import ForwardPass, empty, fill_zero_int
@@ -51,6 +51,9 @@ def resolve_gpu(gpu_name: str | None, calls: Sequence[SyntheticAttentionCall]) -
             raise InputError(f"calls[{i}].flavour='aten_cudnn' needs an NVIDIA GPU, not {gpu.name!r}")
         if c.flavour in AMD_ONLY and not gpu.amd:
             raise InputError(f"calls[{i}].flavour={c.flavour!r} runs aiter's ROCm kernels: it needs an AMD GPU, "
+                             f"not {gpu.name!r}")
+        if c.flavour in NVIDIA_ONLY and gpu.amd:
+            raise InputError(f"calls[{i}].flavour={c.flavour!r} runs CUDA kernels: it needs an NVIDIA GPU, "
                              f"not {gpu.name!r}")
     return gpu
 

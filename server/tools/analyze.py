@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from perf_models.hardware import GpuSpec
 from server.errors import InputError
@@ -23,6 +23,9 @@ TracePath = Annotated[
 
 
 class AnalyzeInput(ToolInput):
+    # `model_config` is pydantic's own attribute: the field is model_config_path, spelled model_config over MCP
+    model_config = ConfigDict(populate_by_name=True, protected_namespaces=())
+
     trace_path: TracePath
     output_dir: Annotated[
         str | None,
@@ -43,6 +46,16 @@ class AnalyzeInput(ToolInput):
             description="the serving profiler's capture_traces/ folder of a graph-replay trace (execution_details.json "
             "and the capture traces; the run folder holding capture_traces/ works too): shapes of the graph-replayed "
             "attention calls come from it, times from the trace",
+        ),
+    ] = None
+    model_config_path: Annotated[
+        str | None,
+        Field(
+            alias="model_config",
+            max_length=4096,
+            description="the model's Hugging Face config.json under a data root (sliding_window, layer_types, "
+            "num_key_value_heads, head_dim, MLA ranks): resolves the per-layer sliding windows and MLA latent caches "
+            "of serving attention calls, which the trace does not carry; recorded in the metadata",
         ),
     ] = None
 
@@ -73,10 +86,11 @@ def analyze_trace(ctx: ToolContext, args: AnalyzeInput) -> AnalyzeResult:
     trace2 = roots.resolve(args.trace2_path, what="trace2_path") if args.trace2_path else None
     capture = roots.resolve(args.capture_dir, what="capture_dir") if args.capture_dir else None
     arch = explicit_arch(args.arch, roots)
+    model = roots.resolve(args.model_config_path, what="model_config") if args.model_config_path else None
     try:
         return run_analysis(
             trace, out, arch=arch, trace2_path=trace2, progress=ctx.progress, capture_dir=capture,
-            roots=roots,
+            model_config=model, roots=roots,
         )
     except TraceError as exc:
         raise InputError(str(exc)) from None
@@ -90,11 +104,13 @@ TOOL = ToolSpec(
         "category_data/<category>_ops.csv, metadata/<category>_metadata.json and the manifest, for sdpa_fwd, "
         "sdpa_bwd and inferenceattention. Status NO_DATA when the trace holds no attention. For a serving trace "
         "that replays CUDA/HIP graphs, capture_dir (the profiler's capture_traces/ folder) gives the replayed "
-        "calls' shapes. Sends progress notifications."
+        "calls' shapes; model_config (the model's config.json) gives each serving layer's sliding window and MLA "
+        "cache. Sends progress notifications."
     ),
     input_model=AnalyzeInput,
     result_model=AnalyzeResult,
     run=analyze_trace,
-    cli=CliSpec("analyze", positional=("trace_path",), flags={"output_dir": ("-o",), "trace2_path": ("--compare",)}),
+    cli=CliSpec("analyze", positional=("trace_path",),
+                flags={"output_dir": ("-o",), "trace2_path": ("--compare",), "model_config_path": ("--model-config",)}),
     writes=True,
 )

@@ -10,9 +10,12 @@ import pandas as pd
 import pytest
 
 from perf_models.kernels import (
+    HELPERS_BEFORE_MAIN,
+    HelperKind,
     KernelRole,
     classify_kernel,
     classify_kernels,
+    helper_kind,
     is_auxiliary_kernel,
     is_decode_kernel,
     kernel_group_role,
@@ -314,16 +317,42 @@ def test_serving_kernels():
                "BlockFmhaBatchPrefillPipelineQRKSVSAsync<ck_tile::bf16_t> > >(ck_tile::FmhaBatchPrefillKargs)")
     assert classify_kernel(prefill) == (KernelRole.ATTENTION, AttentionType.PAGED, "CK / aiter")  # not FlashInfer
     assert classify_kernel("sage_fwd") == (KernelRole.ATTENTION, AttentionType.FLASH, "SageAttention")
-    assert is_auxiliary_kernel("sage_quant_kernel") and kernel_group_role("sage_quant_kernel") == "attention"
-    assert kernel_group_role("reduce_segments") == "attention" and is_auxiliary_kernel("reduce_segments")
+    assert is_auxiliary_kernel("sage_quant_kernel") and kernel_group_role("sage_quant_kernel") == "helper"
+    assert kernel_group_role("reduce_segments") == "helper" and is_auxiliary_kernel("reduce_segments")
     kv = "void (anonymous namespace)::store_kvcache<2048l, 4, false, long>((anonymous namespace)::StoreKVCacheParams)"
     assert kernel_group_role(kv) == "kv_cache"
+
+
+def test_helper_kinds_say_which_side_of_the_main_kernel_they_run():
+    # real names: SGLang decode on MI300X (traces/inference/sglang_decode), vLLM eager on B200 (traces/b200), vLLM's
+    # Triton 3D split (vllm attention/ops/triton_unified_attention.py), SageAttention (aiter fav3_sage), FlashMLA's
+    # decode and combine kernels (deepseek-ai/FlashMLA csrc/smxx/decode: flash_fwd_mla_combine_kernel)
+    reduce = ("void paged_attention_ll4mi_reduce_kernel<__hip_bfloat16, __hip_bfloat16, 128, 128, 256, 3, false>("
+              "__hip_bfloat16*, float const*, float const*, __hip_bfloat16 const*, int const*, int const*, int, int, "
+              "float const*)")
+    kv = "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>("
+    combine = ("void smxx::decode::flash_fwd_mla_combine_kernel<cutlass::bfloat16_t, (int)512, (int)8, (int)160, "
+               "(int)256>(CombineParams)")
+    mla = "void flash_fwd_splitkv_mla_kernel<Flash_fwd_kernel_traits_mla<576, 64, 64, 8, cutlass::bfloat16_t, 512>>("
+    expected = {reduce: HelperKind.REDUCE, "reduce_segments": HelperKind.REDUCE, combine: HelperKind.REDUCE,
+                "sage_quant_kernel": HelperKind.QUANT, kv: HelperKind.KV_WRITE,
+                "_copy_page_indices_kernel": HelperKind.PREPARE, mla: None, "sage_fwd": None,
+                "kernel_unified_attention_3d": None}
+    for name, kind in expected.items():
+        assert helper_kind(name) is kind, name
+    assert {HelperKind.QUANT, HelperKind.KV_WRITE, HelperKind.PREPARE} == HELPERS_BEFORE_MAIN
+    # FlashMLA's main kernel is FlashMLA's paged attention, not FlashAttention-2 (whose rule its name would match)
+    assert classify_kernel(mla) == (KernelRole.ATTENTION, AttentionType.PAGED, "FlashMLA")
+    assert kernel_group_role(mla) == "attention" and kernel_group_role(combine) == "helper"
 
 
 def test_kernel_name_hints():
     sliding = "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvSlidingOrChunkedCausalP16VarSeqQ128Kv128PersistentContext"
     full = "fmhaSm100aKernel_QkvE4m3OBfloat16H64PagedKvCausalP16VarSeqQ128Kv128PersistentContext"
-    assert kernel_window_hint(sliding) == "sliding" and kernel_window_hint(full) is None
+    assert kernel_window_hint(sliding) == "sliding" and kernel_window_hint(full) == "full"
+    # most kernels state no mask in their name: neither sliding nor full
+    assert kernel_window_hint("kernel_unified_attention_2d") is None
+    assert kernel_window_hint("sage_quant_kernel") is None  # not an attention kernel
     fp8 = "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, unsigned char, (vllm::Fp8KVCacheDataType)1>("
     auto = "void vllm::reshape_and_cache_flash_kernel<__hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0>("
     assert kernel_kv_cache_dtype(fp8) == "fp8_e4m3" and kernel_kv_cache_dtype(auto) is None

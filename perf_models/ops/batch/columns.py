@@ -16,8 +16,7 @@ from perf_models.errors import ConfigError
 from perf_models.masks import mask_code
 from perf_models.table import SHAPE_COLUMNS, ConfigTable, column_dtype, config_columns, mask_window
 
-# shared_kv (an MLA latent cache) is read from no op's arguments yet: ConfigTable.from_arrays defaults it
-TABLE_FIELDS = tuple(f.name for f in fields(ConfigTable) if f.name != "shared_kv")
+TABLE_FIELDS = tuple(f.name for f in fields(ConfigTable))
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +54,7 @@ def table_columns(
     out["compute_spec"] = np.full(m, _compute_spec(dq), dtype=object)
     out["compute_spec_pv"] = np.full(m, None, dtype=object)
     out["window_unknown"] = np.zeros(m, dtype=bool)
+    out["shared_kv"] = np.zeros(m, dtype=bool)  # MLA latent caches are paged rows, built one by one
     out["mask_unknown"] = np.full(m, gplan.mask_unknown)
     return out
 

@@ -11,7 +11,7 @@ optional arguments), and a row no signature fits is read off its roles (`ops.inf
 row's warnings. tests/perf_models/test_registry_corpus.py holds a row per real variant.
 
 One module per library: `aten`, `flash_attn` (with the FlashAttnFunc autograd wrappers), `fa3`, `aiter`,
-`te`, `vllm`, `sglang` (SGLang's profiler wrappers), `sage` (SageAttention);
+`te`, `vllm`, `sglang` (SGLang's profiler wrappers), `sage` (SageAttention), `mla` (FlashMLA);
 `autograd` holds the backward nodes without arguments, `unfused` our own unfused rows
 (matched by name prefix, not in SPEC_BY_NAME), `base` the OpSpec / Signature types. A new op is one
 OpSpec in its library's module (and a test); a new library is a new module, added to `SPECS` below.
@@ -19,7 +19,7 @@ OpSpec in its library's module (and a test); a new library is a new module, adde
 
 from __future__ import annotations
 
-from perf_models.ops.specs import aiter, aten, autograd, fa3, flash_attn, sage, sglang, te, vllm
+from perf_models.ops.specs import aiter, aten, autograd, fa3, flash_attn, mla, sage, sglang, te, vllm
 from perf_models.ops.specs.aiter import AITER
 from perf_models.ops.specs.aten import (
     ATEN_EFFICIENT,
@@ -33,6 +33,7 @@ from perf_models.ops.specs.aten import (
 from perf_models.ops.specs.base import BWD, FWD, OpSpec, Signature
 from perf_models.ops.specs.fa3 import FLASH_ATTN_3
 from perf_models.ops.specs.flash_attn import FLASH_ATTN
+from perf_models.ops.specs.mla import FLASH_MLA
 from perf_models.ops.specs.sage import SAGE
 from perf_models.ops.specs.sglang import SGLANG
 from perf_models.ops.specs.te import TRANSFORMER_ENGINE
@@ -46,6 +47,7 @@ __all__ = [
     "BWD",
     "FLASH_ATTN",
     "FLASH_ATTN_3",
+    "FLASH_MLA",
     "FWD",
     "SAGE",
     "SDPA",
@@ -77,6 +79,7 @@ SPECS: list[OpSpec] = [
     *vllm.SPECS,
     *sglang.SPECS,
     *sage.SPECS,
+    *mla.SPECS,
     *autograd.SPECS,
 ]
 

@@ -42,6 +42,7 @@ class Signature:
     block_table: int | None = None  # paged KV cache page table
     kv_indptr: int | None = None  # paged cache: per-request page offsets (n + 1,): the request count
     paged_cache: bool = False  # k/v are the paged cache: Hkv and d come from its layout (see ops.build)
+    head_dim_v: int | None = None  # an int argument giving V's head dim (MLA: V is the first columns of the cache)
     tensors_only: str | None = None  # the recorder keeps tensor arguments only: why scalar slots are missing
     mask_type_str: int | None = None  # TransformerEngine attn_mask_type string
     qkv_layout_str: int | None = None  # TransformerEngine qkv_layout string

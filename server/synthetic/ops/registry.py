@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from server.synthetic.builder import TraceBuilder
 from server.synthetic.calls import FLAVOURS, SyntheticAttentionCall
-from server.synthetic.ops import aiter, flash_attn, sage, sdpa, sglang, unfused, vllm
+from server.synthetic.ops import aiter, flash_attn, mla, sage, sdpa, sglang, unfused, vllm
 from server.synthetic.ops.common import ForwardPass
 
 ForwardEmitter = Callable[[TraceBuilder, SyntheticAttentionCall, ForwardPass], None]
@@ -43,6 +43,7 @@ EMITTERS: dict[str, FlavourEmitters] = {
     "sglang_decode": FlavourEmitters(sglang.decode, None, sglang.step_annotation),
     "sage": FlavourEmitters(sage.forward, None),
     "aiter_flash": FlavourEmitters(aiter.forward, None),
+    "flashmla": FlavourEmitters(mla.forward, None, sglang.step_annotation),
 }
 
 # A flavour the spec accepts but nothing emits would only fail when a trace is built: fail at import instead.

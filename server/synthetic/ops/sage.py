@@ -2,7 +2,8 @@
 
 The quantization launch (``sage_quant_kernel``: int8 Q and K per block, fp8 V per channel) and the attention
 launch (``sage_fwd``: int8 Q·Kᵀ, fp8 P·V), each recorded as a ``<kernel>_<n>`` op with its tensor arguments,
-Q/K/V [B, H, N, d].
+Q/K/V [B, H, N, d]. ``copies_before`` puts layout copies between the two launches (real replays have other kernels
+there, which must not split the call).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from server.synthetic.builder import TraceBuilder
 from server.synthetic.calls import SyntheticAttentionCall
 from server.synthetic.kernels import sage_kernels
-from server.synthetic.ops.common import ForwardPass
+from server.synthetic.ops.common import ForwardPass, copies
 from server.synthetic.slots import ATEN_TYPE, N, S, T
 from server.synthetic.truth import SyntheticInstance
 from server.synthetic.units import cdiv
@@ -31,6 +32,7 @@ def forward(b: TraceBuilder, c: SyntheticAttentionCall, fwd: ForwardPass) -> Non
         with b.op("sage_quant_kernel_7", [T(shape, at), T(shape, INT8), q_scale, T(kshape, at), T(kshape, INT8),
                                           k_scale, T(kshape, at), T(kshape, FP8), v_scale]):
             b.launch(quant)
+        copies(b, c, c.copies_before)  # a layout copy between the quantization and the attention launch
         inst = SyntheticInstance(fwd.call_index, fwd.repeat_index, "fwd", c.flavour, "sage_fwd_8", None, None)
         strides = [S(0)] * 8  # stride_qsz .. stride_vsh of the descale tensors
         with b.instance_scope(inst), \

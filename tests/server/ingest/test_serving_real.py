@@ -133,11 +133,15 @@ def test_vllm_piecewise_mixed_step(traces_dir: Path, tmp_path: Path) -> None:
     assert res.gpu.arch == "mi300x"  # the unnamed device (gfx 9.4, 304 CUs, 192 GiB)
     assert any("replays no attention kernel from a graph" in w for w in res.warnings)  # PIECEWISE: nothing to take
     r = _records(tmp_path / "out").iloc[0]
-    assert r["flops_useful"] == 65_076_985_856 and r["work_bound"] == "exact" and r["efficiency_pct"] < 100
+    # gpt-oss alternates sliding-window and full layers under one kernel name and the op carries no window: the
+    # causal work is an upper bound (never "exact") until the model's config resolves each layer
+    # (tests/server/ingest/test_model_config.py)
+    assert r["flops_useful"] == 65_076_985_856 and r["work_bound"] == "upper" and r["efficiency_pct"] < 100
     ops = _ops(tmp_path / "out")
     kv_us = sum(d for n, d in _kernels(replay) if "reshape_and_cache" in n)
     assert ops["kv_cache_write_us_sum"].iloc[0] == pytest.approx(kv_us)  # unified_kv_cache_update, beside the row
     assert "kernel times spread" in ops["warnings"].iloc[0]  # sliding and full layers share the kernel name
+    assert "--model-config" in ops["warnings"].iloc[0]
 
 
 def test_vllm_piecewise_capture_trace_fills_are_not_attention_time(traces_dir: Path, tmp_path: Path) -> None:
