@@ -93,7 +93,7 @@ def _add_tool_command(sub: Any, spec: ToolSpec[Any, Any]) -> None:
     for name, field in fields.items():
         if name in spec.cli.positional:
             continue
-        spellings = (*spec.cli.flags.get(name, ()), _flag(name))
+        spellings = (*spec.cli.flags.get(name, ()), _flag(field.alias or name))  # the name clients send
         kw = _option(field)
         if field.is_required():
             kw["required"] = True
@@ -134,7 +134,8 @@ def settings_from(args: argparse.Namespace, settings: Sequence[Setting]) -> dict
 
 
 def _tool_arguments(args: argparse.Namespace, spec: ToolSpec[Any, Any]) -> dict[str, Any]:
-    return {name: getattr(args, name) for name in spec.input_model.model_fields if hasattr(args, name)}
+    fields = spec.input_model.model_fields
+    return {(f.alias or name): getattr(args, name) for name, f in fields.items() if hasattr(args, name)}
 
 
 def _cli_roots(args: argparse.Namespace) -> DataRoots:

@@ -23,8 +23,9 @@ TracePath = Annotated[
 
 
 class AnalyzeInput(ToolInput):
-    # `model_config` is pydantic's own attribute: the field is model_config_path, spelled model_config over MCP
-    model_config = ConfigDict(populate_by_name=True, protected_namespaces=())
+    # `model_config` is pydantic's own attribute: the field is model_config_path, and callers (MCP and CLI alike)
+    # spell it by its alias, model_config, only
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
 
     trace_path: TracePath
     output_dir: Annotated[
@@ -111,6 +112,6 @@ TOOL = ToolSpec(
     result_model=AnalyzeResult,
     run=analyze_trace,
     cli=CliSpec("analyze", positional=("trace_path",),
-                flags={"output_dir": ("-o",), "trace2_path": ("--compare",), "model_config_path": ("--model-config",)}),
+                flags={"output_dir": ("-o",), "trace2_path": ("--compare",)}),
     writes=True,
 )
