@@ -211,6 +211,14 @@ def _identification_hint(finding: FindingView, ops: list[dict[str, Any]]) -> str
     regimes = sorted({str(_roofline_of(op).get("regime")) for op in ops} - {"None"})
     if regimes:
         facts.append(f"regime: {', '.join(regimes)} (balanced: neither roof alone limits it)")
+    split = [r for r in map(_roofline_of, ops) if r.get("regime_compulsory") and r.get("regime_tiled")
+             and r.get("regime_compulsory") != r.get("regime_tiled")]  # fmt: skip
+    if split:
+        r = split[0]
+        facts.append(
+            f"the bytes model decides the regime: {r.get('regime_compulsory')} with compulsory bytes, "
+            f"{r.get('regime_tiled')} with tiled bytes; these numbers use {r.get('bytes_model')} bytes — say so"
+        )
     return (
         "Identification — why these ops were flagged, in plain language; name the implementation, library "
         "and model layer; say where the efficiency sits against the expected band. Facts: " + "; ".join(facts)

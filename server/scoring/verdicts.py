@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from perf_models.bands import BELOW_WORDS, NO_BAND_WORDS
+from perf_models.roofline import BYTES_MODELS
 
 REGIME_WORDS = {
     "compute": "compute-bound",
@@ -87,9 +88,14 @@ def verdict(
     unfused_bytes: float | None = None,
     fused_intensity: float | None = None,
     ridge: float | None = None,
+    bytes_model: str | None = None,
+    regime_compulsory: str | None = None,
+    regime_tiled: str | None = None,
 ) -> str:
     """One sentence: both utilizations, the regime, the band (or the anomaly). A row whose work is a bound says so
-    ("at least" / "at most") and gets no band verdict (perf_models.assess)."""
+    ("at least" / "at most") and gets no band verdict (perf_models.assess). When the regime depends on the bytes
+    model (compulsory vs tiled: on MI300-class parts the tiled estimate is the better guess of HBM traffic), the
+    sentence says which one it used and what the other gives."""
     if not (_num(compute_pct) and _num(memory_pct)):
         return "not measured or no roof: no verdict"
     head = f"{compute_pct:.1f} % of tensor peak, {memory_pct:.1f} % of HBM bandwidth"
@@ -99,6 +105,11 @@ def verdict(
         return f"{head}: above the roofline, an anomaly (check shapes, peaks, or a time that misses kernels)"
     regime_text = regime_words(regime, unfused_intensity=unfused_intensity, unfused_bytes=unfused_bytes,
                                fused_intensity=fused_intensity, ridge=ridge)
+    if regime_compulsory and regime_tiled and regime_compulsory != regime_tiled and bytes_model in BYTES_MODELS:
+        other = "tiled" if bytes_model == "compulsory" else "compulsory"
+        other_regime = regime_tiled if other == "tiled" else regime_compulsory
+        regime_text += (f" with {bytes_model} bytes ({REGIME_WORDS.get(other_regime, other_regime)} with {other} "
+                        "bytes: the bytes model decides the regime here)")
     band_text = band_words(band_status, band_low, band_high, band_metric, note=band_note,
                            reference_kernel=band_reference_kernel, reference_pct=band_reference_pct,
                            borrowed_from=band_borrowed_from)

@@ -257,7 +257,8 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
                     est.is_anomaly, est.work_bound, band_note=est.band_note,
                     band_reference_kernel=band.reference_kernel if band else None,
                     band_reference_pct=band.reference_pct if band else None,
-                    band_borrowed_from=band.borrowed_from if band else None)
+                    band_borrowed_from=band.borrowed_from if band else None, bytes_model=est.bytes_model,
+                    regime_compulsory=est.regime_compulsory, regime_tiled=est.regime_tiled)
     return ModelResult(
         config=ConfigOut(
             batch=cfg.batch,

@@ -79,8 +79,8 @@ def _text(x: object) -> str | None:
     return x if isinstance(x, str) else None
 
 
-def row_verdict(r: pd.Series) -> str:
-    """The verdict in words of one records row."""
+def row_verdict(r: pd.Series, bytes_model: str) -> str:
+    """The verdict in words of one records row (scored with `bytes_model`)."""
     unfused = r["attention_type"] == "unfused"
     return verdict(
         _text(r["regime"]), finite(r["compute_pct"], 2), finite(r["memory_pct"], 2), str(r["band_status"]),
@@ -91,12 +91,14 @@ def row_verdict(r: pd.Series) -> str:
         unfused_intensity=finite(r["regime_intensity"], 1) if unfused else None,
         unfused_bytes=finite(r["regime_bytes"], 0) if unfused else None,
         fused_intensity=finite(r["intensity"], 1) if unfused else None,
-        ridge=finite(r["ridge"], 1) if unfused else None,
+        ridge=finite(r["ridge"], 1) if unfused else None, bytes_model=bytes_model,
+        regime_compulsory=_text(r["regime_compulsory"]), regime_tiled=_text(r["regime_tiled"]),
     )  # fmt: skip
 
 
-def _row_model(r: pd.Series) -> BaseModel:
-    values = result_values(r, "row", verdict=row_verdict(r), warnings=list(r["warnings"])[:MAX_ROW_WARNINGS])
+def _row_model(r: pd.Series, bytes_model: str) -> BaseModel:
+    warnings = list(r["warnings"])[:MAX_ROW_WARNINGS]
+    values = result_values(r, "row", verdict=row_verdict(r, bytes_model), warnings=warnings)
     return RooflineRow(**values)
 
 
@@ -117,7 +119,7 @@ def compute_roofline(ctx: ToolContext, args: RooflineInput) -> RooflineResult:
     rows: list[BaseModel] = []
     used = 0
     for _, row in r.iloc[order[args.offset : args.offset + args.limit]].iterrows():
-        model = _row_model(row)
+        model = _row_model(row, table.bytes_model)
         used += len(model.model_dump_json())
         if rows and used > ROWS_BUDGET_CHARS:
             break

@@ -45,3 +45,19 @@ def test_unfused_trace_row_verdict_agrees_with_its_numbers(tmp_path: Path) -> No
     assert row.regime == "memory" and row.intensity == pytest.approx(254.02, abs=0.01)
     assert "on its own unfused traffic: 28.4 FLOP/B counting the score matrices" in row.verdict
     assert f"the fused kernel's {row.intensity:,.0f} FLOP/B" in row.verdict
+
+
+def test_the_verdict_says_which_bytes_model_decides_the_regime() -> None:
+    # MI300X backward, B1 H32 N1024 d128 causal (the seed PR's case): compute-bound on compulsory bytes, memory-bound
+    # on the tiled estimate, which is the better guess of HBM traffic on MI300-class parts
+    from server.roots import DataRoots
+    from server.tools import call
+
+    kw = {"batch": 1, "heads_q": 32, "seq_q": 1024, "head_dim": 128, "mask": "causal", "direction": "bwd",
+          "arch": "mi300x", "measured_us": 200.0}  # fmt: skip
+    comp = call("model_attention", DataRoots(["/"]), **kw)
+    tiled = call("model_attention", DataRoots(["/"]), **kw, bytes_model="tiled")
+    assert "compute-bound with compulsory bytes (memory-bound with tiled bytes" in comp.verdict
+    assert "memory-bound with tiled bytes (compute-bound with compulsory bytes" in tiled.verdict
+    same = call("model_attention", DataRoots(["/"]), **{**kw, "arch": "h100-sxm", "direction": "fwd", "seq_q": 8192})
+    assert "the bytes model decides" not in same.verdict
