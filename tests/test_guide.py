@@ -1,0 +1,211 @@
+"""docs/internal-api.md "Where to add…", walked through: each entry is done as the guide says in a temporary copy of the
+packages, and the new thing is seen flowing to a tool result (through the CLI and the MCP listing of that copy).
+
+The copy holds perf_models/, server/ and prompts/; every check runs in a fresh interpreter whose import path is the
+copy, so the packaged data files (GPU tables, bands) are the copy's."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.support import REPO
+
+pytestmark = pytest.mark.slow  # a copy of the packages and a fresh interpreter per walk-through
+
+GUIDE = REPO / "docs" / "internal-api.md"
+GPU_KEY = "guide-gpu"
+
+OP_MODULE = '''"""A library the guide adds: one attention op (BNHD, q/k/v first, causal after the scale)."""
+
+from __future__ import annotations
+
+from perf_models.ops.specs.base import FWD, OpSpec, Signature, op_specs
+from perf_models.ops.types import AttentionType, CausalRule, Layout
+
+GUIDELIB = "guidelib"
+SPECS: list[OpSpec] = []
+# guidelib::attn_fwd(q, k, v, softmax_scale, causal)   (a made-up library for the guide's walk-through)
+SPECS += op_specs(
+    ("guidelib::attn_fwd",), family=GUIDELIB, direction=FWD, layout=Layout.BNHD,
+    attention_type=AttentionType.FLASH, causal_rule=CausalRule.BOTTOM_RIGHT,
+    signatures=(Signature("guidelib 1", "attn_fwd(q, k, v, softmax_scale, causal)", "the guide test", (5, 5),
+                          q=0, k=1, v=2, scale=3, causal=4, dropout_required=False),),
+)
+# guidelib::paged_attn(q, k_cache, v_cache, kv_indptr): a paged decode op (category inferenceattention)
+SPECS += op_specs(
+    ("guidelib::paged_attn",), family=GUIDELIB, direction=FWD, layout=Layout.THD,
+    attention_type=AttentionType.PAGED, causal_rule=CausalRule.BOTTOM_RIGHT,
+    signatures=(Signature("guidelib 1", "paged_attn(q, k_cache, v_cache, kv_indptr)", "the guide test", (4, 4),
+                          q=0, k=1, v=2, kv_indptr=3, paged_cache=True, dropout_required=False),),
+)
+'''
+
+TOOL_MODULE = '''"""A tool the guide adds: echoes its argument."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from server.results import ResultModel
+from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+
+
+class EchoInput(ToolInput):
+    text: Annotated[str, Field(max_length=100, description="what to echo")]
+
+
+class EchoResult(ResultModel):
+    echoed: str
+
+
+def echo(ctx: ToolContext, args: EchoInput) -> EchoResult:
+    return EchoResult(echoed=args.text)
+
+
+TOOL = ToolSpec(name="guide_echo", title="Echo", description="Echo the text (the guide's walk-through).",
+                input_model=EchoInput, result_model=EchoResult, run=echo, cli=CliSpec("guide-echo",
+                positional=("text",)))
+'''
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{path}: the guide's step no longer matches the code ({old!r} not found)"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The packages with one of each thing the guide adds, done as the guide says."""
+    root = tmp_path_factory.mktemp("guide")
+    for pkg in ("perf_models", "server", "prompts"):
+        shutil.copytree(REPO / pkg, root / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    # an attention op of a new library: a module under perf_models/ops/specs/, added to SPECS in __init__
+    specs = root / "perf_models" / "ops" / "specs"
+    (specs / "guidelib.py").write_text(OP_MODULE, encoding="utf-8")
+    _edit(specs / "__init__.py", "from perf_models.ops.specs import ", "from perf_models.ops.specs import guidelib, ")
+    _edit(specs / "__init__.py", "SPECS: list[OpSpec] = [\n", "SPECS: list[OpSpec] = [\n    *guidelib.SPECS,\n")
+    # a GPU: one JSON file in perf_models/data/gpus/ (an H100 SXM's numbers under a new key, name and arch)
+    gpus = root / "perf_models" / "data" / "gpus"
+    gpu = json.loads((gpus / "h100-sxm.json").read_text(encoding="utf-8"))
+    gpu.update(key=GPU_KEY, name="Guide GPU 80GB", arch="sm_guide", aliases=[], device_names=["Guide GPU 80GB"],
+               device_patterns=[r"\bguide gpu\b"], part_family="guide", tflops_datasheet={
+                   **gpu["tflops_datasheet"], "matrix_bf16": 1000.0})  # fmt: skip
+    (gpus / f"{GPU_KEY}.json").write_text(json.dumps(gpu), encoding="utf-8")
+    # a band: one entry in perf_models/data/bands.json, with its anchors and their source
+    bands_path = root / "perf_models" / "data" / "bands.json"
+    bands = json.loads(bands_path.read_text(encoding="utf-8"))
+    family = json.loads(json.dumps(bands["families"][0]))
+    family.update(id="guide-fwd-none", arch="sm_guide", measured_on=[GPU_KEY], measured_on_name="Guide GPU 80GB")
+    bands["families"].append(family)
+    bands_path.write_text(json.dumps(bands), encoding="utf-8")
+    # a tool: one module under server/tools/, added to TOOLS
+    tools = root / "server" / "tools"
+    (tools / "guide_echo.py").write_text(TOOL_MODULE, encoding="utf-8")
+    _edit(tools / "__init__.py", "from server.tools import (\n", "from server.tools import (\n    guide_echo,\n")
+    _edit(tools / "__init__.py", "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n",
+          "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n    guide_echo.TOOL,\n")
+    return root
+
+
+def _run(copy: Path, code: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=copy, env=env, capture_output=True,
+                         text=True, timeout=300)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
+def test_the_guide_names_every_walk_through() -> None:
+    text = GUIDE.read_text(encoding="utf-8")
+    for entry in ("An attention op", "A GPU", "A band", "A tool", "A trace source"):
+        assert f"**{entry}**" in text, entry
+
+
+def _trace_with(op: str, dims: list, types: list, concrete: list, kernel: str, device: str) -> dict:
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0.0, "dur": 400.0,
+         "args": {}},
+        {"ph": "X", "cat": "cpu_op", "name": op, "pid": 1, "tid": 1, "ts": 10.0, "dur": 50.0,
+         "args": {"External id": 1, "Input Dims": dims, "Input type": types, "Concrete Inputs": concrete}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 20.0, "dur": 5.0,
+         "args": {"correlation": 100, "External id": 1}},
+        {"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 7, "ts": 30.0, "dur": 300.0,
+         "args": {"correlation": 100, "stream": 7, "device": 0}},
+    ]  # fmt: skip
+    return {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": device}], "traceEvents": events}
+
+
+def test_a_new_op_and_a_new_gpu_flow_to_compute_roofline(copy: Path, tmp_path: Path) -> None:
+    # guidelib::attn_fwd B2 N2048 H16 d128 causal bf16 on the guide GPU: 4·2·16·(2048·2049/2)·128 FLOPs
+    trace = _trace_with("guidelib::attn_fwd", [[2, 2048, 16, 128]] * 3 + [[], []], ["c10::BFloat16"] * 3 +
+                        ["Scalar", "Scalar"], ["", "", "", "0.0884", "True"], "guidelib_fwd_kernel", "Guide GPU 80GB")
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(trace))
+    out = _run(copy, f"""
+        import json
+        from server.roots import DataRoots
+        from server.tools import call
+        roots = DataRoots([{str(tmp_path)!r}])
+        call("analyze_trace", roots, trace_path={str(path)!r}, output_dir={str(tmp_path / "out")!r})
+        r = call("compute_roofline", roots, output_dir={str(tmp_path / "out")!r}, category="sdpa_fwd")
+        row = r.rows[0]
+        print(json.dumps({{"name": row.name, "flops": row.flops_useful, "gpu": r.peaks.gpu_key,
+                           "peak": r.peaks.peak_tflops, "band": row.band_status}}))
+    """)
+    got = json.loads(out.strip().splitlines()[-1])
+    assert got["name"] == "guidelib::attn_fwd" and got["gpu"] == GPU_KEY and got["peak"] == 1000.0
+    assert got["flops"] == 4 * 2 * 16 * (2048 * 2049 // 2) * 128
+
+
+def test_a_new_paged_op_lands_in_inferenceattention(copy: Path, tmp_path: Path) -> None:
+    trace = _trace_with("guidelib::paged_attn", [[4, 32, 128], [4096, 16, 8, 128], [4096, 16, 8, 128], [5]],
+                        ["c10::BFloat16"] * 3 + ["int"], ["", "", "", ""], "guidelib_paged_kernel", "Guide GPU 80GB")
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(trace))
+    out = _run(copy, f"""
+        from server.roots import DataRoots
+        from server.tools import call
+        roots = DataRoots([{str(tmp_path)!r}])
+        res = call("analyze_trace", roots, trace_path={str(path)!r}, output_dir={str(tmp_path / "paged")!r})
+        print([c.name for c in res.categories])
+    """)
+    assert "inferenceattention" in out and "sdpa_fwd" not in out
+
+
+def test_a_new_band_is_the_verdict_on_its_gpu(copy: Path) -> None:
+    out = _run(copy, f"""
+        from server.roots import DataRoots
+        from server.tools import call
+        r = call("model_attention", DataRoots(["/"]), batch=8, heads_q=16, seq_q=4096, head_dim=128,
+                 arch={GPU_KEY!r}, measured_us=2000.0)
+        print(r.band.id if r.band else None, r.peaks.gpu_key)
+    """)
+    assert out.split() == ["guide-fwd-none", GPU_KEY]
+
+
+def test_a_new_tool_reaches_the_cli_and_the_mcp_listing(copy: Path) -> None:
+    out = _run(copy, """
+        import anyio
+        from mcp import Client
+        from server.cli.main import main
+        from server.mcp_server import create_server
+        assert main(["guide-echo", "hello", "--json"]) == 0
+
+        async def listed() -> list[str]:
+            async with Client(create_server()) as c:
+                return [t.name for t in (await c.list_tools()).tools]
+
+        print("listed:", "guide_echo" in anyio.run(listed))
+    """)
+    assert '"echoed": "hello"' in out and "listed: True" in out
