@@ -52,17 +52,24 @@ def band_comparison(metric: Any, value: Any, low: Any, high: Any, status: Any) -
     return f"{word} {shown} % vs band {number_text(low)}–{number_text(high)} % ({status})"
 
 
+IN_BAND_SHOWN = 20  # rows of the in-band table (a long training run can have thousands; all are in the JSON)
+
+
 def in_band_section(ours: dict[str, Any]) -> list[str]:
+    listed = [x for x in _list(ours.get("in_band")) if isinstance(x, dict)]
     rows = [
         [x.get("operation"), x.get("shape"), x.get("time_ms"), x.get("percent_of_total"), x.get("efficiency_pct"),
          band_comparison(x.get("band_metric"), x.get("band_value"), x.get("band_low"), x.get("band_high"),
                          x.get("band_status"))]
-        for x in _list(ours.get("in_band")) if isinstance(x, dict)
+        for x in listed[:IN_BAND_SHOWN]
     ]  # fmt: skip
     if not rows:
         return []
     columns = ("Operation", "Shape", "Time (ms)", "%E2E", "Efficiency (% of roofline)", "Compared with the band")
-    return [IN_BAND_HEADING, "", IN_BAND_SENTENCE, "", *_table(columns, rows), ""]
+    more = len(listed) - len(rows)
+    tail = [f"And {more} more ops within their band (every one is in the metrics JSON's sdpa_analyzer.in_band).",
+            ""] if more > 0 else []  # fmt: skip
+    return [IN_BAND_HEADING, "", IN_BAND_SENTENCE, "", *_table(columns, rows), "", *tail]
 
 
 def _outside_line(name: str, x: dict[str, Any]) -> str | None:

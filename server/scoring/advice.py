@@ -45,21 +45,36 @@ def in_band_rows(records: pd.DataFrame, comparative: bool) -> np.ndarray:
 
 
 def in_band_list(records: pd.DataFrame, rows: np.ndarray, e2e_ms: float) -> list[dict[str, Any]]:
-    """The in-band ops, longest first, with the numbers that put them there."""
+    """The in-band ops, longest first, with the numbers that put them there (columns rounded at once: a long
+    training run can hold tens of thousands of them)."""
     r = records.iloc[rows]
     order = np.argsort(-r["time_ms"].to_numpy(dtype=float), kind="stable")
-    out = []
-    for i in order.tolist():
-        x = r.iloc[i]
-        out.append({
-            "row": int(x["row"]), "operation": str(x["name"]), "library": str(x["library"]),
-            "shape": str(x["shape"]), "count": int(x["count"]), "time_ms": finite(x["time_ms"], 3),
-            "percent_of_total": finite(100.0 * float(x["time_ms"]) / e2e_ms, 2),
-            "efficiency_pct": finite(x["efficiency_pct"], 2), "band_metric": x["band_metric"],
-            "band_value": finite(x["band_value"], 2), "band_low": finite(x["band_low"], 1),
-            "band_high": finite(x["band_high"], 1), "band_status": str(x["band_status"]),
-        })  # fmt: skip
-    return out
+    r = r.iloc[order]
+    time_ms = r["time_ms"].to_numpy(dtype=float)
+    cols = {
+        "row": r["row"].to_numpy(dtype=np.int64).tolist(),
+        "operation": r["name"].astype(str).tolist(),
+        "library": r["library"].astype(str).tolist(),
+        "shape": r["shape"].astype(str).tolist(),
+        "count": r["count"].to_numpy(dtype=np.int64).tolist(),
+        "time_ms": _rounded(time_ms, 3),
+        "percent_of_total": _rounded(100.0 * time_ms / e2e_ms, 2),
+        "efficiency_pct": _rounded(r["efficiency_pct"].to_numpy(dtype=float), 2),
+        "band_metric": r["band_metric"].tolist(),
+        "band_value": _rounded(r["band_value"].to_numpy(dtype=float), 2),
+        "band_low": _rounded(r["band_low"].to_numpy(dtype=float), 1),
+        "band_high": _rounded(r["band_high"].to_numpy(dtype=float), 1),
+        "band_status": r["band_status"].astype(str).tolist(),
+    }
+    keys = list(cols)
+    return [dict(zip(keys, values, strict=True)) for values in zip(*cols.values(), strict=True)]
+
+
+def _rounded(values: np.ndarray, digits: int) -> list[float | None]:
+    """finite(x, digits) of a whole column (None where not finite)."""
+    out = np.round(values, digits).astype(object)
+    out[~np.isfinite(values)] = None
+    return [None if v is None else float(v) for v in out.tolist()]
 
 
 def _ms(us: float) -> float | None:
