@@ -161,7 +161,8 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
     declare("band_reference_pct", "float", "%", 1, "reference %", "rmjc",
             "its efficiency at this shape, % of the datasheet peak of band_metric (interpolated between published "
             "anchors)"),
-    declare("band_reference_source", "text", "", None, "reference source", "jc", "where that figure is published"),
+    # the citation is long and the same for every row of a band: rows carry band_id, results and advice the source
+    declare("band_reference_source", "text", "", None, "reference source", "m", "where that figure is published"),
     declare("band_reference_time_us", "float", "µs", 3, "at reference µs", "mjc",
             "one call's time at the reference kernel's efficiency: what the best published kernel for this shape "
             "would take"),
