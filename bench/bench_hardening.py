@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
-from server_fixtures import FLASH_ROW, kernel_trace, make_folder  # noqa: E402
+from tests.support import FLASH_ROW, kernel_trace, make_folder  # noqa: E402
 
 from server.roots import DataRoots  # noqa: E402
 from server.tools import call  # noqa: E402

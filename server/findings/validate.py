@@ -30,7 +30,7 @@ from server.findings.items import (
     check_warning_line,
     p_item_marker,
 )
-from server.findings.markdown import split_cells, structural_lines
+from server.findings.markdown import read_blocks, split_cells, structural_lines
 from server.findings.metrics_view import MetricsView, view_metrics
 from server.findings.models import FileKind, ValidationReport
 from server.findings.spec import NO_DATA_SENTENCE
@@ -90,7 +90,8 @@ def validate_findings_text(
     lines = text.splitlines()
     _check_slots(lines, out)
     scope = _resolve_scope(comparison_scope, view, lines, out)
-    structural = structural_lines(lines)
+    blocks = read_blocks(lines)
+    structural = structural_lines(lines, blocks)
     kind: FileKind
     p_items = 0
     if any(_STATUS_ERROR.match(line) for line in structural):
@@ -100,7 +101,7 @@ def validate_findings_text(
         kind = "no_data"
         _check_no_data_file(structural, view, out)
     else:
-        doc = parse_document(text, out)
+        doc = parse_document(lines, blocks, out)
         p_items = len(doc.p_items)
         kind = _check_findings(doc, view, tier, scope, out)
     if out.dropped:
