@@ -20,11 +20,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.support import FLASH_ROW, kernel_trace, make_folder  # noqa: E402
-
 from server.roots import DataRoots  # noqa: E402
 from server.tools import call  # noqa: E402
 from server.tools.base import ToolFailure  # noqa: E402
+from tests.support import FLASH_ROW, kernel_trace, make_folder  # noqa: E402
 
 
 def timed(label: str, fn: Callable[[], object]) -> float:
