@@ -172,6 +172,9 @@ def _check_number(run: Run, number: Number, rank: int | None, who: str, groundin
         return
     if number.parts and all(_grounded(Number(0, 0, str(p), p, None, False), rank, grounding) for p in number.parts):
         return  # `1,128,2048` read as 1128 and 2048 is the list 1, 128, 2048
+    if out.full:  # no more errors are listed: count it without looking up why
+        out.dropped += 1
+        return
     line = run.line_at(number.start)
     written = run.literal(number)
     pools = _pools(rank, grounding)
@@ -226,6 +229,9 @@ def _check_span(
         if span in grounding.all_names or grounding.name_owners(span):
             return
     elif grounding.has_name(rank, span) or span in grounding.category_names:
+        return
+    if out.full:
+        out.dropped += 1
         return
     others = [q for q in grounding.name_owners(span) if q != rank] if rank is not None else []
     if others:

@@ -8,8 +8,7 @@ Links and images keep their text only (the page fetches and links nothing).
 Safety: markdown-it parses with raw HTML off, and this module writes the page from the tokens itself (not with
 markdown-it's renderer): every character of the source reaches the page through html.escape, and the only tags
 in the output are the ones written here. Raw HTML in the source (`<script>`, `<img onerror=…>`) comes out as text.
-Parsing is linear in the text (markdown-it-py; about 1 s per 200 kB of link-like brackets, the costliest input,
-on a 2-core machine).
+Parsing is linear in the text (bench/bench_hardening.py times the costliest inputs).
 """
 
 from __future__ import annotations
@@ -23,8 +22,10 @@ from markdown_it.token import Token
 
 MAX_CHARS = 1_000_000  # a findings file is a few kB per finding; beyond this the page would be unusable
 
-_MD = MarkdownIt("commonmark", {"html": False}).disable("lheading").enable("table")
-_MD.validateLink = lambda url: True  # a link's target is dropped anyway: every link keeps just its text
+# Links and images are not markdown-it's: its link rule costs ~50 µs a character on a run of `[` (a 1 MB file of
+# them: a minute); `[text](target)` and `![alt](target)` keep their text through _LINK, which is linear.
+_MD = MarkdownIt("commonmark", {"html": False}).disable(["lheading", "link", "image"]).enable("table")
+_LINK = re.compile(r"!?\[([^\[\]]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
 
 _BR = re.compile(r"&lt;br\s*/?&gt;", re.IGNORECASE)
 _FILL = re.compile(r"\{\{FILL:.*?\}\}")
@@ -66,8 +67,9 @@ def _esc(s: str) -> str:
 
 
 def _text(s: str) -> str:
-    """Plain text: escaped, then the two marks that survive as markup: `<br>` and highlighted `{{FILL: …}}`."""
-    out = _FILL.sub(lambda m: f'<span class="fill">{m.group(0)}</span>', _esc(s))
+    """Plain text: links reduced to their text, escaped, then the two marks that survive as markup: `<br>` and
+    highlighted `{{FILL: …}}`."""
+    out = _FILL.sub(lambda m: f'<span class="fill">{m.group(0)}</span>', _esc(_LINK.sub(r"\1", s)))
     return _BR.sub("<br>", out)
 
 
@@ -78,11 +80,8 @@ def _inline(children: Sequence[Token] | None) -> str:
             out.append(_text(token.content))
         elif token.type == "code_inline":
             out.append(f"<code>{_esc(token.content.strip())}</code>")
-        elif token.type == "image":
-            out.append(_inline(token.children))  # the alt text
         elif token.type in _INLINE_TAGS:
             out.append(_INLINE_TAGS[token.type])
-        # link_open / link_close: dropped, the link's text stays
     return "".join(out)
 
 
