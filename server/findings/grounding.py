@@ -217,10 +217,12 @@ class Pool:
             if number is not None:
                 self.numbers.add(number, unit_of(key), where)
             elif isinstance(leaf, str) and leaf:
-                self.take_text(leaf, where)
+                self.take_text(leaf, where, numbers=key not in _NAMES_ONLY)
 
-    def take_text(self, text: str, path: str) -> None:
+    def take_text(self, text: str, path: str, numbers: bool = True) -> None:
         self.strings.append(text)
+        if not numbers:
+            return
         for number in numbers_in_text(text):
             self.numbers.add(number.value, "%E2E" if number.e2e else number.unit, f"{path} (text)")
             for part in number.parts:
@@ -228,6 +230,8 @@ class Pool:
 
 
 _CATEGORY_SKIP = frozenset({"operations", "category_findings", "impact_estimates"})
+# strings whose digits are no quantities: a call stack's source line numbers (`train.py(112): main`)
+_NAMES_ONLY = frozenset({"call_chain"})
 _SKELETON_START = re.compile(r"^### P(\d+):|^<!--\s*reasoning-candidate\b.*?\brank=(\d+)")
 _SLOT = re.compile(re.escape(SLOT_OPEN) + r".*?" + re.escape(SLOT_CLOSE))
 

@@ -83,7 +83,12 @@ def _prose_rank(runs: list[Run], rank: int, grounding: Grounding) -> tuple[int |
 def resolve_owners(
     doc: Document, runs: list[Run], findings: list[FindingView], grounding: Grounding | None
 ) -> tuple[list[Owner], list[Owner]]:
-    """Owners of the P-items and of the candidate blocks, in document order."""
+    """Owners of the P-items and of the candidate blocks, in document order (without metrics: as written)."""
+    if grounding is None:
+        return (
+            [Owner(item.rank, None, None, item.rank) for item in doc.p_items],
+            [Owner(c.rank or 0, None, None, c.rank or 0) for c in doc.candidates],
+        )
     by_region: dict[tuple[str, int], list[Run]] = {}
     for run in runs:
         if not run.heading:

@@ -13,11 +13,13 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from server.findings.document import Collector, Document, inside_any
 from server.findings.grounding import Grounding, Number, NumberSet, compatible, numbers_in_text
 from server.findings.markdown import Block, inline_pieces
 from server.findings.spec import SLOT_CLOSE, SLOT_OPEN
+from server.folder import layout
 
 CODE = "⟨code⟩"  # a backticked span in a run's text: phrase rules see that a name stood there, not the name
 _EXCLUDED = re.compile(r"<!--|^\s*\*\*Impact\*\*\s*:|^\s*>\s*\*\*Warning|^\s*\|")
@@ -25,6 +27,7 @@ _SLOT = re.compile(re.escape(SLOT_OPEN) + r".*?" + re.escape(SLOT_CLOSE))
 _P_PREFIX = re.compile(r"^\s*P\d+:\s*")
 _RANK_REF = re.compile(r"(?<![\w-])P(\d+)\b")
 _FIELD_PART = re.compile(r"[\w$-]+")
+_METRICS_NAME = PurePosixPath(layout.metrics_json("")).name  # `<cat>_metrics.json` ends so
 _FIELD_SEPARATORS = re.compile(r"^[\s.\[\]→>:/,()-]*$")
 
 
@@ -120,12 +123,12 @@ def neutral_name(grounding: Grounding, span: str) -> bool:
 
 def is_field_path(span: str, keys: set[str]) -> bool:
     """`operations[].efficiency.efficiency_percent`, `sdpa_fwd_metrics.json → category_findings[]`, `band_status`."""
-    if span.endswith("_metrics.json"):
+    if span.endswith(_METRICS_NAME):
         return True
     parts = _FIELD_PART.findall(span)
     if not parts or not _FIELD_SEPARATORS.match(_FIELD_PART.sub("", span)):
         return False
-    return all(part in keys or part.endswith("_metrics.json") for part in parts)
+    return all(part in keys or part.endswith(_METRICS_NAME) for part in parts)
 
 
 # ---- rules 13 and 14 on one run ------------------------------------------------------------------------------------
