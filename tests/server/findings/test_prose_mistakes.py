@@ -26,7 +26,7 @@ from server.findings.spec import number_text
 from server.roots import DataRoots
 from server.synthetic import build_trace, demo_calls, write_trace
 from server.tools import call
-from tests.support import ANALYSIS_FOLDERS, TRACES, copy_fixture, fill_findings, roots_for
+from tests.support import ANALYSIS_FOLDERS, FINDINGS_CORPUS, TRACES, copy_fixture, fill_findings, roots_for
 
 CATCH_RATE = 0.95
 
@@ -127,6 +127,12 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> list[Case]:
     if serving.exists():
         call("analyze_trace", roots, trace_path=str(serving), output_dir=str(tmp / "vllm"))
         found.append(_case("vllm serving step", _rank(roots, tmp / "vllm", "inferenceattention")))
+    # a comparative ranking of that pair has no finding today (trace 2 is not faster for any op): the comparative
+    # corpus metrics (one finding, trace 2 slower) and the reference pipeline's metrics of the pair stand in
+    found.append(_case("corpus comparative", load_metrics(FINDINGS_CORPUS / "metrics" / "comparative.json")))
+    reference = ANALYSIS_FOLDERS / "cmp_test03_attention_fused_vs_unfused_comparative" / "category_data"
+    if (reference / "sdpa_fwd_metrics.json").exists():
+        found.append(_case("reference pipeline, comparative", load_metrics(reference / "sdpa_fwd_metrics.json")))
     return [case for case in found if case.findings]
 
 
