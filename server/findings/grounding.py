@@ -20,10 +20,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
+from functools import cached_property, lru_cache
 from typing import Any
 
-from server.findings.metrics_view import MetricsFormatError, MetricsView, finding_operation_indices
-from server.findings.spec import CONTRACT_NUMBERS, SLOT_CLOSE, SLOT_OPEN, TIME_CONVERSIONS, UNIT_WORDS
+from server.findings.metrics_view import MetricsFormatError, MetricsView, finding_operation_indices, view_metrics
+from server.findings.spec import CONTRACT_NUMBERS, SLOT_CLOSE, SLOT_OPEN, TIME_CONVERSIONS, UNIT_WORDS, as_float
 from server.findings.template import render_findings_template
 
 # ---- numbers in text --------------------------------------------------------------------------------------------
@@ -36,6 +37,7 @@ _UNIT_AFTER = re.compile(
 _E2E_AFTER = re.compile(r"\s*(?:of\s+(?:the\s+)?)?(?:E2E|end-to-end|profiled window|total GPU time)", re.IGNORECASE)
 _RANGE_NEXT = re.compile(r"\s*(?:[–—-]|to)\s*")
 _MAX_PLACES = 4  # a rounded spelling is recognised up to this many decimals
+_TIME_UNITS = frozenset(unit for pair in TIME_CONVERSIONS for unit in pair)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,15 @@ class Number:
 
 
 def numbers_in_text(text: str) -> list[Number]:
+    return list(_numbers_in(text)) if len(text) > 256 else list(_numbers_cached(text))
+
+
+@lru_cache(maxsize=8192)
+def _numbers_cached(text: str) -> tuple[Number, ...]:
+    return tuple(_numbers_in(text))
+
+
+def _numbers_in(text: str) -> list[Number]:
     """The numbers of a text that stand alone: not part of a word (`fp8`, `sm_80`, `H100`, `FlashAttention-2`,
     `0.5b`, `64x64`, `1.5.0`), each with the unit written after it. A range's first number takes the unit of the
     second (`15–22 %`)."""
@@ -95,6 +106,7 @@ def numbers_in_text(text: str) -> list[Number]:
     return found
 
 
+@lru_cache(maxsize=4096)
 def unit_of(key: str) -> str | None:
     """The unit of a metrics JSON number, from its field name (`%E2E`: a share of the E2E baseline)."""
     k = key.lower()
@@ -153,11 +165,12 @@ class NumberSet:
         self._rounded: dict[tuple[int, Decimal], list[Source]] | None = None
 
     def add(self, value: Decimal, unit: str | None, path: str) -> None:
-        for number in {value, abs(value)}:
+        for number in (value, -value) if value < 0 else (value,):
             self._add_one(number, unit, path)
-            for (src, dst), factor in TIME_CONVERSIONS.items():
-                if unit == src:
-                    self._add_one(number * Decimal(str(factor)), dst, f"{path} × {factor:g}")
+            if unit in _TIME_UNITS:
+                for (src, dst), factor in TIME_CONVERSIONS.items():
+                    if unit == src:
+                        self._add_one(number * Decimal(str(factor)), dst, f"{path} × {factor:g}")
 
     def _add_one(self, value: Decimal, unit: str | None, path: str) -> None:
         sources = self.values.setdefault(value, [])
@@ -194,11 +207,14 @@ def _walk(obj: Any, path: str, key: str) -> Iterator[tuple[str, str, Any]]:
         node, where, name = stack.pop()
         if isinstance(node, dict):
             for k, v in node.items():
-                stack.append((v, f"{where}.{k}" if where else str(k), str(k)))
+                if isinstance(v, dict | list):
+                    stack.append((v, f"{where}.{k}" if where else str(k), str(k)))
+                elif v is not None and not isinstance(v, bool):
+                    yield (f"{where}.{k}" if where else str(k)), str(k), v
         elif isinstance(node, list):
             for v in reversed(node):
                 stack.append((v, f"{where}[]", name))
-        else:
+        elif node is not None and not isinstance(node, bool):
             yield where, name, node
 
 
@@ -230,8 +246,15 @@ class Pool:
 
 
 _CATEGORY_SKIP = frozenset({"operations", "category_findings", "impact_estimates"})
-# strings whose digits are no quantities: a call stack's source line numbers (`train.py(112): main`)
-_NAMES_ONLY = frozenset({"call_chain"})
+MAX_MEMBER_OPS = 500  # operations[] entries read per finding (its longest), and Data-table rows of the skeleton
+MAX_SKELETON_ROWS = MAX_MEMBER_OPS
+# strings whose digits are no quantities: a call stack's source line numbers (`train.py(112): main`), kernel
+# template arguments
+# and the op's raw trace cells, whose quantities the numeric fields and `args` already carry
+_NAMES_ONLY = frozenset(
+    {"call_chain", "kernel_details_summary", "kernel_name", "kernel_name_trunc", "launcher_path", "Input type",
+     "Concrete Inputs", "perf_params"}
+)  # fmt: skip
 _SKELETON_START = re.compile(r"^### P(\d+):|^<!--\s*reasoning-candidate\b.*?\brank=(\d+)")
 _SLOT = re.compile(re.escape(SLOT_OPEN) + r".*?" + re.escape(SLOT_CLOSE))
 
@@ -244,11 +267,11 @@ class Grounding:
     ranks: list[int]
     category: Pool
     by_rank: dict[int, Pool]
-    everything: Pool
     citations: dict[int, str]  # rank -> the `(source: …)` citation the skeleton ends its Identification with
+    metrics: dict[str, Any] = field(default_factory=dict, repr=False)
     names: dict[int, str] = field(default_factory=dict)
-    all_names: str = ""
     category_names: str = ""
+    keys: set[str] = field(default_factory=set)  # every field name of the category and the P-items
     value_ranks: dict[Decimal, dict[int, set[str | None]]] = field(default_factory=dict)
     _owners_text: str = ""
     _owner_starts: list[int] = field(default_factory=list)
@@ -256,8 +279,8 @@ class Grounding:
 
     def __post_init__(self) -> None:
         self.names = {rank: "\0".join(pool.strings) for rank, pool in self.by_rank.items()}
-        self.all_names = "\0".join([*self.everything.strings, *self.category.strings])
         self.category_names = "\0".join(self.category.strings)
+        self.keys = set(self.category.keys).union(*(pool.keys for pool in self.by_rank.values()))
         pieces, offset = [], 0
         for rank in self.ranks:
             self._owner_starts.append(offset)
@@ -268,6 +291,17 @@ class Grounding:
         for rank, pool in self.by_rank.items():
             for value, sources in pool.numbers.values.items():
                 self.value_ranks.setdefault(value, {}).setdefault(rank, set()).update(s.unit for s in sources)
+
+    @cached_property
+    def everything(self) -> Pool:
+        """Every number and string of the metrics JSON, for free text (built only when free text needs it)."""
+        pool = Pool()
+        pool.take({k: self.metrics.get(k) for k in _CATEGORY_SKIP}, "")
+        return pool
+
+    @cached_property
+    def all_names(self) -> str:
+        return "\0".join([*self.everything.strings, *self.category.strings])
 
     def has_number(self, rank: int, number: Number) -> bool:
         units = self.value_ranks.get(number.value, {}).get(rank)
@@ -299,38 +333,43 @@ class Grounding:
 
 def build_grounding(metrics: dict[str, Any], view: MetricsView, skeleton: str | None) -> Grounding:
     category = Pool()
+    category.keys.update(str(key) for key in metrics)
     for key, value in metrics.items():
         if key not in _CATEGORY_SKIP:
             category.take(value, key)
     for text, unit in CONTRACT_NUMBERS:
         category.numbers.add(Decimal(text), unit, "the contract (prompts/findings_format.md)")
-    everything = Pool()
-    everything.take({k: metrics.get(k) for k in _CATEGORY_SKIP}, "")
     by_rank: dict[int, Pool] = {}
     for position, finding in enumerate(view.findings):
         pool = by_rank.setdefault(finding.rank, Pool())
         pool.take(finding.raw, f"category_findings[{position}]")
-        for index in finding_operation_indices(finding, view.operations):
+        indices = finding_operation_indices(finding, view.operations)
+        if len(indices) > MAX_MEMBER_OPS:  # a finding of thousands of members: its longest ones are what prose quotes
+            indices = sorted(indices, key=lambda i: -(as_float(view.operations[i].get("time_ms")) or 0.0))
+            indices = indices[:MAX_MEMBER_OPS]
+        for index in indices:
             pool.take(view.operations[index], f"operations[{index}]")
     citations: dict[int, str] = {}
     if skeleton is not None:
         _take_skeleton(skeleton, category, by_rank, citations)
-    for pool in by_rank.values():
-        everything.keys |= pool.keys
-    everything.keys |= category.keys
-    return Grounding(sorted(by_rank), category, by_rank, everything, citations)
+    return Grounding(sorted(by_rank), category, by_rank, citations, metrics)
 
 
 def _take_skeleton(skeleton: str, category: Pool, by_rank: dict[int, Pool], citations: dict[int, str]) -> None:
     """The rendered skeleton's text, region by region: a P-item's and its candidate block's go to that rank, the
     rest (overview, sections the template adds before Recommendations) to the category."""
     rank: int | None = None
+    rows = 0
     for line in skeleton.splitlines():
         start = _SKELETON_START.match(line)
         if start:
-            rank = int(start.group(1) or start.group(2))
+            rank, rows = int(start.group(1) or start.group(2)), 0
         elif line.startswith("## "):
-            rank = None
+            rank, rows = None, 0
+        if line.startswith("|"):
+            rows += 1
+            if rows > MAX_SKELETON_ROWS:
+                continue
         text = _SLOT.sub(lambda m: m.group(0)[len(SLOT_OPEN) : -len(SLOT_CLOSE)], line)
         pool = by_rank.get(rank) if rank is not None else category
         if pool is None:
@@ -341,10 +380,26 @@ def _take_skeleton(skeleton: str, category: Pool, by_rank: dict[int, Pool], cita
 
 
 def skeleton_for(metrics: dict[str, Any], view: MetricsView) -> str | None:
-    """The skeleton render_findings_template writes for these metrics (None when it cannot be rendered)."""
+    """The skeleton render_findings_template writes for these metrics (None when it cannot be rendered); a finding
+    of more than MAX_MEMBER_OPS members is rendered with its first ones (a 20,000-row table adds no new spelling)."""
     if not view.category:
         return None
     try:
-        return render_findings_template(metrics, view.category)
+        return render_findings_template(_trimmed(metrics, view), view.category)
     except (MetricsFormatError, ValueError, TypeError):
         return None
+
+
+def _trimmed(metrics: dict[str, Any], view: MetricsView) -> dict[str, Any]:
+    if all(len(f.members) <= MAX_MEMBER_OPS for f in view.findings):
+        return metrics
+    findings = []
+    for raw in metrics.get("category_findings") or []:
+        members = raw.get("members") if isinstance(raw, dict) else None
+        if isinstance(members, list) and len(members) > MAX_MEMBER_OPS:
+            raw = {**raw, "members": members[:MAX_MEMBER_OPS]}
+        findings.append(raw)
+    keep: set[int] = set()
+    for finding in view_metrics({**metrics, "category_findings": findings}).findings:
+        keep.update(finding_operation_indices(finding, view.operations))
+    return {**metrics, "category_findings": findings, "operations": [view.operations[i] for i in sorted(keep)]}

@@ -67,6 +67,8 @@ def read_runs(doc: Document) -> list[Run]:
     for block in doc.blocks:
         if block.kind not in ("paragraph", "heading") or not block.content:
             continue
+        if all(line in excluded for line in range(block.start, block.end)):
+            continue  # a table, markers, the Impact line: no prose (and a 20,000-row table is not parsed inline)
         region, index = "free", -1
         if inside_any(doc.p_items, block.start, item_starts) or block.start in item_starts:
             region, index = "p_item", bisect.bisect_right(item_starts, block.start) - 1
@@ -114,11 +116,7 @@ def category_number(grounding: Grounding, number: Number) -> bool:
 
 def neutral_name(grounding: Grounding, span: str) -> bool:
     """A field path, the metrics file name, or a string of the category (GPU, notes): nobody's in particular."""
-    return (
-        is_field_path(span, grounding.everything.keys)
-        or (span in grounding.all_names
-        and not grounding.name_owners(span))
-    )
+    return is_field_path(span, grounding.keys) or span in grounding.category_names
 
 
 def is_field_path(span: str, keys: set[str]) -> bool:
@@ -226,7 +224,7 @@ def _check_number(run: Run, number: Number, rank: int | None, who: str, groundin
 def _check_span(
     line: int, span: str, rank: int | None, who: str, grounding: Grounding, example: str, out: Collector
 ) -> None:
-    if is_field_path(span, grounding.everything.keys):
+    if is_field_path(span, grounding.keys):
         return
     if rank is None:
         if span in grounding.all_names or grounding.name_owners(span):

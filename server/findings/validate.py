@@ -65,6 +65,7 @@ _SPEC_PLACEHOLDER = re.compile(
 )
 _STATUS_ERROR = re.compile(r"^[\s>*_#-]*status[*_\s]*:[*_\s]*error\b", re.I)
 _TOP_HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
+_GPU_HINT = re.compile(r"\d{2}")  # a GPU model name has two digits in a row: no run without them names one
 _SECTION_HEADING = re.compile(r"^##\s+(Recommendations|Detailed Analysis)\s*$")
 
 
@@ -334,6 +335,7 @@ def _check_prose(
     gpu_info = gpu.get("gpu") if isinstance(gpu.get("gpu"), dict) else {}
     gpu_name = str(gpu_info.get("name") or "")
     compares = dict.fromkeys(ranks, False)
+    gpu_allowed: dict[int | None, str] = {}
     for run in runs:
         rank: int | None = None
         if run.region == "p_item":
@@ -345,7 +347,10 @@ def _check_prose(
         check_run(run, rank, grounding, ranks, examples.get(rank, any_op) if rank is not None else any_op, out)
         allowed = facts[rank].names if rank is not None else everything_names
         check_language(run, allowed, out)
-        check_gpu(run, f"{allowed} {grounding.names.get(rank, '') if rank is not None else ''}", gpu_name, out)
+        if _GPU_HINT.search(run.text):
+            if rank not in gpu_allowed:
+                gpu_allowed[rank] = f"{allowed} {grounding.names.get(rank, '') if rank is not None else ''}".upper()
+            check_gpu(run, gpu_allowed[rank], gpu_name, out)
         if rank is not None:
             check_verdicts(run, facts[rank], grounding, out)
         if check_scope_words(run, scope, out) and rank is not None:

@@ -229,9 +229,8 @@ def _check_bounded(run: Run, facts: Facts, grounding: Grounding, out: Collector)
         )
 
 
-def check_gpu(run: Run, allowed: str, gpu_name: str, out: Collector) -> None:
-    """Rule 15: a GPU model named in prose is one the metrics JSON names."""
-    allowed_upper = allowed.upper()
+def check_gpu(run: Run, allowed_upper: str, gpu_name: str, out: Collector) -> None:
+    """Rule 15: a GPU model named in prose is one the metrics JSON names (`allowed_upper`: its strings, upper case)."""
     for match in _GPU_IN_PROSE.finditer(run.text):
         token = match.group().upper()
         if re.search(rf"\b{re.escape(token)}", allowed_upper):
