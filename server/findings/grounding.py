@@ -331,8 +331,13 @@ class Grounding:
         return owners
 
 
-def build_grounding(metrics: dict[str, Any], view: MetricsView, skeleton: str | None) -> Grounding:
+def build_grounding(
+    metrics: dict[str, Any], view: MetricsView, skeleton: str | None, quotable: dict[str, Any] | None = None
+) -> Grounding:
+    """`quotable`: another tool result whose numbers and names count as the category's (a ranks summary)."""
     category = Pool()
+    if quotable is not None:
+        category.take(quotable, "ranks_summary")
     category.keys.update(str(key) for key in metrics)
     for key, value in metrics.items():
         if key not in _CATEGORY_SKIP:

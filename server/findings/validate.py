@@ -86,8 +86,10 @@ def validate_findings_file(
     tier: str = "compute",
     comparison_scope: str | None = None,
     roots: DataRoots = UNRESTRICTED,
+    quotable: dict[str, Any] | None = None,
 ) -> ValidationReport:
-    """Validate one findings file; `metrics` is the parsed `<cat>_metrics.json` (None: structure only)."""
+    """Validate one findings file; `metrics` is the parsed `<cat>_metrics.json` (None: structure only); `quotable`:
+    another tool result whose numbers and names any prose may quote (a distributed job's ranks summary)."""
     path = Path(findings_path)
     if roots.is_dir(path, what="findings path"):
         raise IsADirectoryError(f"findings path is a folder, not a file: {path} (pass .../<cat>_findings.md)")
@@ -96,11 +98,15 @@ def validate_findings_file(
             f"findings file not found: {path} (write it first; render_findings_template gives the skeleton)"
         )
     text = roots.read_bytes(path, what="findings file").decode("utf-8", errors="replace")
-    return validate_findings_text(text, metrics, tier, comparison_scope)
+    return validate_findings_text(text, metrics, tier, comparison_scope, quotable)
 
 
 def validate_findings_text(
-    text: str, metrics: dict[str, Any] | None, tier: str = "compute", comparison_scope: str | None = None
+    text: str,
+    metrics: dict[str, Any] | None,
+    tier: str = "compute",
+    comparison_scope: str | None = None,
+    quotable: dict[str, Any] | None = None,
 ) -> ValidationReport:
     if tier not in TIERS:
         raise ValueError(f"tier={tier!r} is invalid: expected one of {', '.join(TIERS)}")
@@ -124,7 +130,7 @@ def validate_findings_text(
     else:
         doc = parse_document(lines, blocks, out)
         p_items = len(doc.p_items)
-        kind = _check_findings(doc, metrics, view, tier, scope, out)
+        kind = _check_findings(doc, metrics, view, tier, scope, out, quotable)
     if out.dropped:
         out.warn("R-truncated", None, f"{out.dropped} more error(s) not listed.", "Fix the errors above and re-run.")
     return ValidationReport(
@@ -246,7 +252,13 @@ def _check_error_file(lines: list[str], view: MetricsView | None, out: Collector
 
 
 def _check_findings(
-    doc: Document, metrics: dict[str, Any] | None, view: MetricsView | None, tier: str, scope: str, out: Collector
+    doc: Document,
+    metrics: dict[str, Any] | None,
+    view: MetricsView | None,
+    tier: str,
+    scope: str,
+    out: Collector,
+    quotable: dict[str, Any] | None = None,
 ) -> FileKind:
     if view is not None and view.status == "ERROR":
         out.error(
@@ -272,7 +284,7 @@ def _check_findings(
         _check_empty_sections(doc, out)
     grounding = None
     if view is not None and metrics is not None:
-        grounding = build_grounding(metrics, view, skeleton_for(metrics, view))
+        grounding = build_grounding(metrics, view, skeleton_for(metrics, view), quotable)
     runs = read_runs(doc) if grounding is not None else []
     item_owners, block_owners = resolve_owners(doc, runs, view.findings if view else [], grounding)
     hidden = Suppressed()

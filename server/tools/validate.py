@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -9,6 +10,8 @@ from pydantic import Field
 from server.errors import InputError
 from server.findings.metrics_view import MetricsFormatError, load_metrics
 from server.findings.validate import ValidationReport, find_metrics_for, validate_findings_file
+from server.folder import layout
+from server.ranks.read import load_summary
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.vocab import SCOPE_HELP, Scope, Tier
 
@@ -42,13 +45,27 @@ def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport
         metrics = load_metrics(mpath, roots)  # MetricsFormatError names the file
     try:
         report = validate_findings_file(
-            path, metrics, tier=args.tier, comparison_scope=args.comparison_scope, roots=roots
+            path,
+            metrics,
+            tier=args.tier,
+            comparison_scope=args.comparison_scope,
+            roots=roots,
+            quotable=_rank_summary(path),
         )
     except MetricsFormatError as exc:  # the metrics' content (not its syntax): name the file
         raise InputError(f"{mpath}: {exc}") from None
     # fix the first errors and validate again: a long list would not fit an LLM's context
     listed = {"errors": report.errors[:MAX_ERRORS_LISTED], "warnings": report.warnings[:MAX_ERRORS_LISTED]}
     return report.model_copy(update=listed)
+
+
+def _rank_summary(findings: Path) -> dict[str, Any] | None:
+    """The ranks summary of a rank folder (load_rank_summary's source): its numbers are tool results the prose of a
+    distributed job's findings may quote (the prompt's "Many ranks"). None outside a ranks folder."""
+    try:
+        return load_summary(layout.folder_of_findings(findings))[1]
+    except (InputError, OSError, ValueError):
+        return None
 
 
 TOOL = ToolSpec(

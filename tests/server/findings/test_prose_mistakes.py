@@ -587,3 +587,12 @@ def test_an_invented_p_item_in_an_empty_file_gets_one_consistent_fix(cases: list
     errors = validate_findings_text(invented, metrics).errors
     assert errors and {e.rule for e in errors} == {"R11-not-empty"}, [str(e) for e in errors]
     assert all("Leave" in e.fix for e in errors)
+
+
+def test_a_ranks_summary_is_quotable_when_given(cases: list[Case]) -> None:
+    case = cases[0]
+    text = case.append("**Identification:**", 1, "This rank takes 7.4321 ms against a median of 6.1234 ms.")
+    assert text is not None
+    assert {e.rule for e in validate_findings_text(text, case.metrics).errors} == {"R13-number"}
+    summary = {"findings": [{"rank": 1, "time_ms": 7.4321, "median_ms": 6.1234}]}  # load_rank_summary's numbers
+    assert validate_findings_text(text, case.metrics, quotable=summary).passed
