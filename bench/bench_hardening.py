@@ -78,6 +78,11 @@ def main() -> int:
         "validate_findings", roots, findings_path=str(findings))))  # fmt: skip
 
     worst = max(worst, padding(tmp, roots, doc))
+    from server.render.markdown import render_markdown
+
+    for label, prose in (("report prose of '['*200000 (link brackets)", "[" * 200_000),
+                         ("report prose of '`a` '*50000 (code spans)", "`a` " * 50_000)):  # fmt: skip
+        worst = max(worst, timed(label, lambda prose=prose: render_markdown(prose)))
 
     ok = worst < 2.0 and sep < 3 * max(base, 0.2)
     print(f"worst {worst:.2f} s (target < 2 s); separators {sep / max(base, 1e-9):.1f}x the plain trace "

@@ -343,3 +343,127 @@ def _has_compute_spec(cfg: AttentionConfig) -> bool:
     except ConfigError:
         return False
     return True
+
+
+# ---- a correct fill of a findings skeleton ------------------------------------------------------------------
+_SLOT = re.compile(r"\{\{FILL:[^}]*\}\}")
+_REGION = re.compile(r"^### P(\d+):|^<!--\s*reasoning-candidate\b.*?\brank=(\d+)")
+_BAND_SENTENCE = {
+    "within": "within the expected band",
+    "below": "below the best published kernels for this shape",
+    "above": "above the band of the best published kernels",
+}
+
+
+def fill_findings(skeleton: str, metrics: dict[str, Any]) -> str:
+    """Fill every `{{FILL: …}}` slot of a rendered skeleton as a careful analyst would, with sentences built only
+    from the metrics JSON's numbers and names (each copied as the JSON writes it) and the contract's words: the slot
+    kind comes from the label its line starts with, the facts from the finding of the region (P-item or block) the
+    slot sits in. A slot the helper does not know gets a sentence without numbers."""
+    from server.findings.metrics_view import finding_operation_indices, view_metrics
+
+    view = view_metrics(metrics)
+    findings = {f.rank: f for f in view.findings}
+    ops = {f.rank: [view.operations[i] for i in finding_operation_indices(f, view.operations)] for f in view.findings}
+    scope = view.scope or "standalone"
+    rank: int | None = None
+    out = []
+    for line in skeleton.split("\n"):
+        region = _REGION.match(line)
+        if region:
+            rank = int(region.group(1) or region.group(2))
+        elif line.startswith("## "):
+            rank = None
+        if "{{FILL:" in line:
+            finding = findings.get(rank) if rank is not None else None
+            text = _slot_text(line, finding, ops.get(rank, []), scope) if finding else "The ranked findings follow."
+            line = _SLOT.sub(lambda _m, t=text: t, line, count=1)
+            line = _SLOT.sub("", line)
+        out.append(line)
+    return "\n".join(out)
+
+
+def _n(value: Any) -> str:
+    from server.findings.spec import number_text
+
+    return number_text(value)
+
+
+def _get(obj: Any, *path: str) -> Any:
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def _slot_text(line: str, finding: Any, ops: list[dict[str, Any]], scope: str) -> str:
+    op = ops[0] if ops else {}
+    name = f"`{op.get('name')}`" if op.get("name") else "The op"
+    impl = str(_get(op, "classification", "attention_type") or "attention")
+    if line.startswith(("### P", "#### ")):
+        chain = op.get("module_chain")
+        where = f" in {chain[-1]}" if isinstance(chain, list) and chain else ""
+        return f"{impl.replace('_', ' ').capitalize()} attention{where} of P{finding.rank}"
+    if line.startswith("**Insight**"):
+        return _insight(finding, op, name, scope)
+    if line.startswith("**Action**"):
+        if scope == "comparative":
+            return "Check what changed between the runs for this op first: its kernel names, shapes and counts."
+        if finding.heuristic:
+            return "Profile this op directly; the tools need a performance model before they can judge it."
+        if impl == "unfused":
+            return "Send the attention through a fused kernel (the framework's SDPA entry point)."
+        if finding.raw.get("bound_type") == "memory":
+            return "Examine how the dominant kernel reads memory: the Q, K and V layout, their strides and dtype."
+        return "Profile the dominant kernel's tile shape and occupancy for this shape."
+    if line.startswith("**Identification:**"):
+        return _identification(finding, op, impl)
+    if line.startswith("**Reasoning for Slowdown:**"):
+        kernel = str(op.get("kernel_name") or "").split("<", 1)[0].strip()
+        where = f"the kernel `{kernel}`" if kernel else "its kernels"
+        return (f"{name} runs {_n(op.get('count'))} times through {where}; the trace does not record the "
+                "kernel's tile sizes, so a kernel profile would show which tile shape suits it.")  # fmt: skip
+    if line.startswith("**Resolution:**"):
+        return "A kernel configuration that suits this shape keeps the GPU's units busy for more of each call."
+    return "This follows from the numbers in the table."
+
+
+def _insight(finding: Any, op: dict[str, Any], name: str, scope: str) -> str:
+    time, share = _n(op.get("time_ms")), _n(op.get("percent_of_total"))
+    if scope == "comparative":
+        diff = op.get("difference_ms")
+        tail = f", a difference of {_n(abs(diff))} ms" if diff is not None else ""
+        return f"{name} takes {_n(op.get('t2_time_ms'))} ms in trace 2 against {time} ms in trace 1{tail}."
+    if finding.heuristic:
+        return f"{name} takes {time} ms ({share} % of E2E) and has no performance model."
+    eff = _get(op, "efficiency", "efficiency_percent")
+    bound = _get(op, "efficiency", "bound_type")
+    work = _get(op, "roofline", "work_bound")
+    text = f"{name} takes {time} ms ({share} % of E2E)"
+    if eff is not None:
+        qualifier = {"lower": "at least ", "upper": "at most "}.get(str(work), "")
+        text += f" at {qualifier}{_n(eff)} % efficiency"
+    if bound in ("compute", "memory"):
+        text += f", {bound}-bound"
+    status = _get(op, "roofline", "band_status")
+    if work not in ("lower", "upper", "unknown") and status in _BAND_SENTENCE:
+        text += f", {_BAND_SENTENCE[status]}"
+    return text + "."
+
+
+def _identification(finding: Any, op: dict[str, Any], impl: str) -> str:
+    text = f"The {impl.replace('_', ' ')} implementation"
+    if finding.library:
+        text += f" of the {finding.library} library"
+    chain = op.get("module_chain")
+    if isinstance(chain, list) and chain:
+        text += f" runs in `{chain[-1]}`"
+    profile = _get(op, "classification", "workload_profile") or {}
+    if profile.get("n_q") is not None:
+        text += f" at sequence lengths {_n(profile['n_q'])} and {_n(profile.get('n_kv'))}"
+    roofline = op.get("roofline") if isinstance(op.get("roofline"), dict) else {}
+    status = roofline.get("band_status")
+    if (not finding.heuristic and status in _BAND_SENTENCE and roofline.get("work_bound") not in ("lower", "upper")
+            and roofline.get("band_low") is not None):  # fmt: skip
+        text += (f"; its efficiency sits {_BAND_SENTENCE[status]} ({_n(roofline['band_low'])}–"
+                 f"{_n(roofline['band_high'])} %)")  # fmt: skip
+    return text + "."

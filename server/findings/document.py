@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from server.errors import MESSAGE_LIMIT, shorten_message
-from server.findings.markdown import parse_attrs, structural_lines
+from server.findings.markdown import Block, parse_attrs, structural_lines
 from server.findings.models import FindingError
 from server.findings.spec import DETAILED_ANALYSIS, MARKER_KINDS, RECOMMENDATIONS
 
@@ -22,7 +22,6 @@ MAX_REPORTED = 200
 # Every pattern here runs on text an LLM (or anyone) wrote: each is linear in the line's length. Patterns whose
 # natural spelling backtracks quadratically (`\s*x?\s*`, `(.*?)\s*$`, `<!--.*impact`, `(.*?)-->` repeated) are
 # written as a plain match plus a string operation with the same result.
-_HEADING_HASHES = re.compile(r"#{1,6}")
 _P_ITEM = re.compile(r"^### P(\d+): (\S.*)$")  # the title is group 2, trailing whitespace stripped
 _P_LIKE = re.compile(r"^#{1,6}\s*(?:\*+\s*)?P\s*\d+\b")
 _MARKER_HEAD = re.compile(r"<!--\s*impact-(begin|end)\b")
@@ -108,6 +107,7 @@ class Document:
     raw: list[str]
     lines: list[str]
     headings: list[Heading]
+    blocks: list[Block] = field(default_factory=list)
     rec: int | None = None
     det: int | None = None
     rec_end: int = 0
@@ -144,21 +144,6 @@ def inside_any(blocks: Sequence[_Block], line: int, starts: list[int] | None = N
     return i >= 0 and blocks[i].index < line < blocks[i].end
 
 
-def heading_of(line: str) -> tuple[int, str] | None:
-    r"""(level, title) of an ATX heading line, or None: `#`..`######`, then nothing or a space/tab and the
-    title; trailing spaces, tabs and closing `#`s are not part of the title. (The regex
-    `^(#{1,6})(?:[ \t]+(.*?))?[ \t#]*$`, without its quadratic backtracking.)"""
-    match = _HEADING_HASHES.match(line)
-    if match is None:
-        return None
-    rest = line[match.end() :]
-    if rest.strip(" \t#") == "":
-        return len(match.group()), ""
-    if rest[0] not in " \t":
-        return None
-    return len(match.group()), rest.lstrip(" \t").rstrip(" \t#").strip()
-
-
 def p_item_heading(line: str) -> tuple[int, str] | None:
     """(rank, title) of a `### P<rank>: <title>` line, or None."""
     match = _P_ITEM.match(line)
@@ -192,13 +177,10 @@ def looks_like_marker(line: str) -> bool:
     return close is not None and line.find("-->", close.end()) >= 0
 
 
-def headings_of(lines: list[str]) -> list[Heading]:
-    found = []
-    for index, line in enumerate(lines):
-        heading = heading_of(line)
-        if heading is not None:
-            found.append(Heading(index, heading[0], heading[1]))
-    return found
+def headings_of(blocks: list[Block]) -> list[Heading]:
+    """The `#` headings at the top level of the file (not inside a list item, a quote or fenced code), with
+    their title as markdown reads it (trailing spaces and closing `#`s dropped)."""
+    return [Heading(b.start, b.level, b.content.strip()) for b in blocks if b.kind == "heading" and b.depth == 0]
 
 
 def _section_key(text: str) -> str:
@@ -462,10 +444,9 @@ def parse_candidates(doc: Document, out: Collector) -> None:
         doc.candidates.append(Candidate(index, int(attrs["rank"]), attrs.get("tier"), end))
 
 
-def parse_document(text: str, out: Collector) -> Document:
-    raw = text.splitlines()
-    lines = structural_lines(raw)
-    doc = Document(raw=raw, lines=lines, headings=headings_of(lines))
+def parse_document(raw: list[str], blocks: list[Block], out: Collector) -> Document:
+    """The parts of a findings file (its lines, `text.splitlines()`, and their markdown blocks, `read_blocks`)."""
+    doc = Document(raw=raw, lines=structural_lines(raw, blocks), headings=headings_of(blocks), blocks=blocks)
     parse_sections(doc, out)
     parse_p_items(doc, out)
     parse_markers(doc, out)

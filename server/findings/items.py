@@ -12,6 +12,9 @@ from server.errors import shorten_middle
 from server.findings.document import Collector, Document, Marker, PItem, inside_any
 from server.findings.metrics_view import FindingView
 from server.findings.spec import MISSING, NOT_QUANTIFIABLE, P_LABELS, heuristic_warning_line, library_suffix
+from server.findings.template import IMPACT_TEXT
+
+_IMPACT_LINE = "**Impact**: impact_score: "
 
 _LABEL_EXACT = {label: re.compile(rf"^\*\*{label}\*\*:") for label in P_LABELS}
 # `\s*[*_]{0,2}\s*` spelled without its two adjacent `\s*` (quadratic backtracking on a line of spaces)
@@ -236,6 +239,17 @@ def check_impact_line(
             impact,
             f"P{item.rank} **Impact** says impact_score: {match.group(1)}, the finding's is {expected}.",
             f"Write `**Impact**: impact_score: {expected}` (copied exactly from the metrics JSON).",
+        )
+    elif " ".join(doc.lines[impact].split()) not in (
+        f"{_IMPACT_LINE}{expected}",
+        f"{_IMPACT_LINE}{expected} {IMPACT_TEXT}",
+    ):
+        out.error(
+            "R9-impact-text",
+            impact,
+            f"P{item.rank} **Impact** line is rewritten (`{shorten_middle(doc.lines[impact].strip(), 80)}`): it holds "
+            "the score and its unit only.",
+            f"Write `{_IMPACT_LINE}{expected} {IMPACT_TEXT}` at line {impact + 1} (the whole line, exactly).",
         )
 
 

@@ -34,7 +34,7 @@ class ValidationReport(ResultModel):
     scope: str = Field(description="comparison scope the file was checked against")
     tier: str
     kind: FileKind = Field(description="findings / empty (no findings) / no_data / error (Status: ERROR)")
-    metrics_checked: bool = Field(description="False when no metrics JSON was given: numbers, cells not checked")
+    metrics_checked: bool = Field(description="False when no metrics JSON was given: numbers, cells, prose not checked")
 
     def text(self) -> str:
         """Plain-text summary for the CLI and for an LLM retry prompt."""

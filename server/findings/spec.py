@@ -11,6 +11,16 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from server.vocab import (
+    ANOMALY_PCT,
+    DECODE_HEAVY_RATIO,
+    KV_WRITE_SHARE_PCT,
+    LOW_FACTOR,
+    MID_FACTOR,
+    PREFILL_HEAVY_RATIO,
+    STRAGGLER_RATIO,
+)
+
 # The analysis run a skeleton was rendered from (the metrics JSON's sdpa_analyzer.run_id), on the line after the
 # title: validate_findings refuses a file of another run than the metrics JSON beside it.
 RUN_LINE = "<!-- sdpa_analyzer_run_id: {run_id} -->"
@@ -179,3 +189,119 @@ def findings_run_id(text: str) -> str | None:
     """The run a findings file says it was rendered from (its RUN_LINE), or None."""
     m = RUN_LINE_FOUND.search(text)
     return m.group(1) if m else None
+
+
+# ---- the prose (rules 13-18): what a sentence may say, in one place --------------------------------------------
+# Rule 13 (numbers). Units a number may carry in prose, by how it is written after the number; a JSON number's own
+# unit comes from its field name (findings.grounding.unit_of). The only conversion the contract defines: a time in
+# ms may be written in µs (×1000, exactly) and back.
+UNIT_WORDS: dict[str, str] = {
+    "ms": "ms",
+    "msec": "ms",
+    "millisecond": "ms",
+    "milliseconds": "ms",
+    "µs": "us",
+    "μs": "us",
+    "us": "us",
+    "usec": "us",
+    "microsecond": "us",
+    "microseconds": "us",
+    "s": "s",
+    "sec": "s",
+    "seconds": "s",
+    "ns": "ns",
+    "%": "%",
+    "percent": "%",
+    "tflops": "TFLOPS",
+    "tflop/s": "TFLOPS",
+    "tb/s": "TB/s",
+    "gb/s": "GB/s",
+    "x": "x",
+    "×": "x",
+}
+TIME_CONVERSIONS = {("ms", "us"): 1000, ("us", "ms"): 0.001}  # written = value × factor, in Decimal
+# Numbers the contract itself states, which prose may quote in any P-item: the workload-profile thresholds, the
+# KV-cache write rule (about 10 % of the op), the short-sequence launch threshold (N = 1024), the KV block sizes to
+# try, the backward's 2.5× / 5 GEMMs, the anomaly line (100 %), the impact factors and the straggler ratio.
+CONTRACT_NUMBERS: tuple[tuple[str, str | None], ...] = (
+    *((f"{n:g}", None) for n in (PREFILL_HEAVY_RATIO, DECODE_HEAVY_RATIO, MID_FACTOR, LOW_FACTOR, STRAGGLER_RATIO)),
+    *((n, None) for n in ("1024", "16", "32", "64", "2.5", "5")),  # the prompt's N = 1024, KV block sizes, 5 GEMMs
+    (f"{KV_WRITE_SHARE_PCT:g}", "%"),
+    (f"{ANOMALY_PCT:g}", "%"),
+)
+
+# Rule 15 (verdict words): words -> the verdict they state.
+BOUND_WORDS = {
+    "compute-bound": "compute",
+    "memory-bound": "memory",
+    "bandwidth-bound": "memory",
+    "balanced": "balanced",
+}
+BAND_PHRASES: dict[str, tuple[str, ...]] = {  # band_status -> phrases stating it (regular expressions)
+    "within": (
+        r"within (?:the |its |their )?(?:expected |reference )?band",
+        r"inside (?:the |its |their )?(?:expected |reference )?band",
+        r"\bin[- ]band\b",
+        r"as good as (?:the best )?published kernels",
+    ),
+    "below": (
+        r"below (?:the |its |their )?(?:expected |reference )?band",
+        r"below the best published kernels",
+        r"under (?:the |its |their )?(?:expected |reference )?band",
+        r"short of (?:the |its |their )?(?:expected |reference )?band",
+    ),
+    "above": (
+        r"above (?:the |its |their )?(?:expected |reference )?band",
+        r"above the best published kernels",
+    ),
+}
+NOT_A_BOTTLENECK = r"\b(?:not|isn't|is no|no longer) (?:a |the )?bottleneck"
+NEGATIONS = r"\b(?:not|n't|rather than|instead of|neither|nor|no longer|never|unlike)\b"
+BOUND_QUALIFIERS = {"lower": ("at least", "≥", "lower bound"), "upper": ("at most", "≤", "upper bound")}
+
+# Rule 16 (scope): phrases that compare two traces. A standalone file holds none; every P-item of a comparative
+# file says how trace 2 compares with trace 1.
+COMPARISON_PHRASES = (
+    r"\btrace[ -]?[12]\b",
+    r"\b[Tt][12]\b",
+    r"\b(?:first|second|other|both|two|baseline|previous) (?:traces?|runs?)\b",
+    r"\bspeed-?ups?\b",
+    r"\bslow-?downs? (?:between|from|against|versus|vs\.?)\b",
+    r"\bregress(?:ion|ions|ed|es)?\b",
+    r"\bbetween (?:the )?(?:two )?(?:runs|traces)\b",
+    r"\b(?:faster|slower) than (?:in |on )?(?:the )?(?:first|second|other|previous|baseline|earlier) (?:trace|run)\b",
+)
+COMPARISON_WORDS = (*COMPARISON_PHRASES, r"\b(?:faster|slower|difference|changed?|longer|shorter)\b")
+
+# Rule 17 (language): the contract's forbidden advice, and vendor or product terms that the language guideline keeps
+# out of the prose (a real name goes in backticks, copied from the data, or in a table cell). A term is allowed in a
+# P-item whose finding, members or GPU the tools name with it (a `cuDNN` implementation, a GPU's vendor).
+FUSE_SDPA = (  # "fuse the SDPA kernel", in any phrasing (`⟨code⟩` stands for a backticked name)
+    r"\bfus(?:e|es|ing)\s+(?:the\s+|its\s+|this\s+|these\s+|their\s+|each\s+)?(?:sdpa|attention|attn|flash|⟨code⟩)"
+    r"(?:\s+(?:op|ops|operation|operations|kernel|kernels|call|calls))?\b",
+    r"\b(?:sdpa|attention|attn|⟨code⟩)\s+(?:op|ops|operation|operations|kernel|kernels)\s+(?:should|must|could|can|"
+    r"needs? to|ought to)?\s*(?:be\s+)?fused\b",
+    r"\b(?:kernel\s+)?fusion\s+(?:of|for|to|on)\s+(?:the\s+)?(?:sdpa|attention|attn|⟨code⟩)",
+    r"\b(?:sdpa|attention)\s+(?:kernel\s+)?fusion\b",
+)
+FUSE_SDPA_FIX = (
+    "Delete the advice to fuse the SDPA kernel: every SDPA backend but the unfused path already runs as one fused "
+    "kernel (for unfused attention write 'send the attention through a fused kernel')."
+)
+VENDOR_TERMS: dict[str, str] = {  # term (a regular expression, whole words) -> the vendor-neutral wording
+    r"CUDA": "GPU",
+    r"cuDNN": "the DNN library's attention backend",
+    r"cuBLAS(?:Lt)?": "the GEMM library",
+    r"CUTLASS": "the kernel template library",
+    r"CuTe(?:DSL)?": "the kernel template library",
+    r"ROCm": "the GPU software stack",
+    r"HIP": "GPU",
+    r"hipBLASLt|rocBLAS": "the GEMM library",
+    r"MIOpen": "the DNN library",
+    r"CK|Composable Kernels?": "the kernel template library",
+    r"Triton": "a kernel compiler",
+    r"aiter|AITER": "the attention library",
+    r"NVIDIA|Nvidia": "the GPU",
+    r"AMD": "the GPU",
+}
+CASE_SENSITIVE_TERMS = frozenset({r"HIP", r"CK|Composable Kernels?", r"AMD"})

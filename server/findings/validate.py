@@ -20,6 +20,7 @@ from server.findings.candidates import (
     sub_section_lines,
 )
 from server.findings.document import Collector, Document, parse_document
+from server.findings.grounding import Grounding, build_grounding, skeleton_for
 from server.findings.items import (
     check_impact_line,
     check_labels,
@@ -30,11 +31,30 @@ from server.findings.items import (
     check_warning_line,
     p_item_marker,
 )
-from server.findings.markdown import split_cells, structural_lines
+from server.findings.markdown import read_blocks, split_cells, structural_lines
 from server.findings.metrics_view import MetricsView, view_metrics
 from server.findings.models import FileKind, ValidationReport
-from server.findings.spec import NO_DATA_SENTENCE
+from server.findings.owners import (
+    Owner,
+    Suppressed,
+    check_block_titles,
+    report_block_owners,
+    report_item_owners,
+    resolve_owners,
+)
+from server.findings.prose import Run, check_run, read_runs
+from server.findings.spec import NO_DATA_SENTENCE, SLOT_OPEN
 from server.findings.tables import check_table_rows, data_table
+from server.findings.wording import (
+    check_citation,
+    check_gpu,
+    check_language,
+    check_scope_words,
+    check_verdicts,
+    comparison_fix,
+    facts_for,
+    gpu_words,
+)
 from server.folder import layout
 from server.roots import UNRESTRICTED, DataRoots
 from server.vocab import SCOPES, TIERS
@@ -45,6 +65,7 @@ _SPEC_PLACEHOLDER = re.compile(
 )
 _STATUS_ERROR = re.compile(r"^[\s>*_#-]*status[*_\s]*:[*_\s]*error\b", re.I)
 _TOP_HEADING = re.compile(r"^\s{0,3}#{1,6}(\s|$)")
+_GPU_HINT = re.compile(r"\d{2}")  # a GPU model name has two digits in a row: no run without them names one
 _SECTION_HEADING = re.compile(r"^##\s+(Recommendations|Detailed Analysis)\s*$")
 
 
@@ -65,8 +86,10 @@ def validate_findings_file(
     tier: str = "compute",
     comparison_scope: str | None = None,
     roots: DataRoots = UNRESTRICTED,
+    quotable: dict[str, Any] | None = None,
 ) -> ValidationReport:
-    """Validate one findings file; `metrics` is the parsed `<cat>_metrics.json` (None: structure only)."""
+    """Validate one findings file; `metrics` is the parsed `<cat>_metrics.json` (None: structure only); `quotable`:
+    another tool result whose numbers and names any prose may quote (a distributed job's ranks summary)."""
     path = Path(findings_path)
     if roots.is_dir(path, what="findings path"):
         raise IsADirectoryError(f"findings path is a folder, not a file: {path} (pass .../<cat>_findings.md)")
@@ -75,11 +98,15 @@ def validate_findings_file(
             f"findings file not found: {path} (write it first; render_findings_template gives the skeleton)"
         )
     text = roots.read_bytes(path, what="findings file").decode("utf-8", errors="replace")
-    return validate_findings_text(text, metrics, tier, comparison_scope)
+    return validate_findings_text(text, metrics, tier, comparison_scope, quotable)
 
 
 def validate_findings_text(
-    text: str, metrics: dict[str, Any] | None, tier: str = "compute", comparison_scope: str | None = None
+    text: str,
+    metrics: dict[str, Any] | None,
+    tier: str = "compute",
+    comparison_scope: str | None = None,
+    quotable: dict[str, Any] | None = None,
 ) -> ValidationReport:
     if tier not in TIERS:
         raise ValueError(f"tier={tier!r} is invalid: expected one of {', '.join(TIERS)}")
@@ -90,7 +117,8 @@ def validate_findings_text(
     lines = text.splitlines()
     _check_slots(lines, out)
     scope = _resolve_scope(comparison_scope, view, lines, out)
-    structural = structural_lines(lines)
+    blocks = read_blocks(lines)
+    structural = structural_lines(lines, blocks)
     kind: FileKind
     p_items = 0
     if any(_STATUS_ERROR.match(line) for line in structural):
@@ -100,9 +128,9 @@ def validate_findings_text(
         kind = "no_data"
         _check_no_data_file(structural, view, out)
     else:
-        doc = parse_document(text, out)
+        doc = parse_document(lines, blocks, out)
         p_items = len(doc.p_items)
-        kind = _check_findings(doc, view, tier, scope, out)
+        kind = _check_findings(doc, metrics, view, tier, scope, out, quotable)
     if out.dropped:
         out.warn("R-truncated", None, f"{out.dropped} more error(s) not listed.", "Fix the errors above and re-run.")
     return ValidationReport(
@@ -223,7 +251,15 @@ def _check_error_file(lines: list[str], view: MetricsView | None, out: Collector
         )
 
 
-def _check_findings(doc: Document, view: MetricsView | None, tier: str, scope: str, out: Collector) -> FileKind:
+def _check_findings(
+    doc: Document,
+    metrics: dict[str, Any] | None,
+    view: MetricsView | None,
+    tier: str,
+    scope: str,
+    out: Collector,
+    quotable: dict[str, Any] | None = None,
+) -> FileKind:
     if view is not None and view.status == "ERROR":
         out.error(
             "R12-error-expected",
@@ -246,9 +282,21 @@ def _check_findings(doc: Document, view: MetricsView | None, tier: str, scope: s
     empty = (expected == []) or (expected is None and not doc.p_items and not doc.candidates)
     if empty:
         _check_empty_sections(doc, out)
+    grounding = None
+    if view is not None and metrics is not None:
+        grounding = build_grounding(metrics, view, skeleton_for(metrics, view), quotable)
+    runs = read_runs(doc) if grounding is not None else []
+    item_owners, block_owners = resolve_owners(doc, runs, view.findings if view else [], grounding)
+    hidden = Suppressed()
     check_p_item_set(doc, expected, findings, out)
-    for item in doc.p_items:
-        finding = findings.get(item.rank)
+    report_item_owners(doc, item_owners, runs, findings, out, hidden)
+    wanted = set(expected) if expected is not None else None
+    seen: set[int] = set()
+    for item, owner in zip(doc.p_items, item_owners, strict=True):
+        if wanted is not None and (item.rank not in wanted or item.rank in seen):
+            continue  # an invented or repeated P-item: R2-p-items / R11-not-empty say delete it, nothing else
+        seen.add(item.rank)
+        finding = findings.get(owner.content)
         check_title(item, finding, out)
         labels = check_labels(doc, item, out)
         marker = p_item_marker(doc, item, out)
@@ -258,8 +306,9 @@ def _check_findings(doc: Document, view: MetricsView | None, tier: str, scope: s
         check_warning_line(doc, item, marker, finding, out)
     check_stray_p_markers(doc, out)
     check_candidate_set(doc, expected, tier, out)
-    for candidate in doc.candidates:
-        finding = findings.get(candidate.rank) if candidate.rank is not None else None
+    report_block_owners(doc, block_owners, runs, out, hidden)
+    for candidate, owner in zip(doc.candidates, block_owners, strict=True):
+        finding = findings.get(owner.content) if candidate.rank is not None else None
         labels = sub_section_lines(doc, candidate, out)
         if tier == "compute":
             table = data_table(doc, candidate, labels, scope, out)
@@ -269,7 +318,69 @@ def _check_findings(doc: Document, view: MetricsView | None, tier: str, scope: s
         if marker is not None:
             check_detail_numbers(doc, marker, finding, out)
     check_stray_detail_markers(doc, out)
+    if grounding is not None and metrics is not None and view is not None:
+        check_block_titles(doc, item_owners, block_owners, runs, findings, out)
+        _check_prose(doc, metrics, view, scope, runs, (item_owners, block_owners), grounding, out)
+    out.errors = [error for error in out.errors if not hidden.hides(error.rule, error.line)]
     return "empty" if empty else "findings"
+
+
+def _check_prose(
+    doc: Document,
+    metrics: dict[str, Any],
+    view: MetricsView,
+    scope: str,
+    runs: list[Run],
+    owners: tuple[list[Owner], list[Owner]],
+    grounding: Grounding,
+    out: Collector,
+) -> None:
+    """Rules 13-18 on every run of prose, each against the rank whose content its region holds."""
+    item_owners, block_owners = owners
+    ranks = set(grounding.ranks)
+    gpu_text = gpu_words(metrics)
+    facts = {f.rank: facts_for(f, view, gpu_text) for f in view.findings}
+    examples = {f.rank: str(f.members[0].get("operation")) for f in view.findings if f.members}
+    any_op = str(view.operations[0].get("name")) if view.operations else "aten::_scaled_dot_product_flash_attention"
+    everything_names = " ".join([gpu_text, *(f.names for f in facts.values())]).lower()
+    gpu = metrics.get("sdpa_analyzer") if isinstance(metrics.get("sdpa_analyzer"), dict) else {}
+    gpu_info = gpu.get("gpu") if isinstance(gpu.get("gpu"), dict) else {}
+    gpu_name = str(gpu_info.get("name") or "")
+    compares = dict.fromkeys(ranks, False)
+    gpu_allowed: dict[int | None, str] = {}
+    for run in runs:
+        rank: int | None = None
+        if run.region == "p_item":
+            rank = item_owners[run.index].prose_rank
+        elif run.region == "candidate":
+            rank = block_owners[run.index].prose_rank
+        if rank is not None and rank not in ranks:
+            continue  # an invented P-item or block: R2 / R3 / R11 report it
+        check_run(run, rank, grounding, ranks, examples.get(rank, any_op) if rank is not None else any_op, out)
+        allowed = facts[rank].names if rank is not None else everything_names
+        check_language(run, allowed, out)
+        if _GPU_HINT.search(run.text):
+            if rank not in gpu_allowed:
+                gpu_allowed[rank] = f"{allowed} {grounding.names.get(rank, '') if rank is not None else ''}".upper()
+            check_gpu(run, gpu_allowed[rank], gpu_name, out)
+        if rank is not None:
+            check_verdicts(run, facts[rank], grounding, out)
+        if check_scope_words(run, scope, out) and rank is not None:
+            compares[rank] = True
+        if run.region == "candidate" and run.raw.lstrip().startswith("**Identification:**"):
+            check_citation(run, grounding.citations.get(rank) if rank is not None else None, out)
+    if scope == "comparative":
+        for item, owner in zip(doc.p_items, item_owners, strict=True):
+            rank = owner.prose_rank
+            unfilled = any(SLOT_OPEN in doc.lines[i] for i in range(item.index, item.end))
+            if rank in ranks and not compares[rank] and not unfilled:
+                compares[rank] = True  # one error per P-item
+                out.error(
+                    "R16-scope",
+                    item.index,
+                    f"P{rank} does not say how trace 2 compares with trace 1 (a comparative file).",
+                    comparison_fix(facts[rank]),
+                )
 
 
 def _check_empty_sections(doc: Document, out: Collector) -> None:

@@ -1,159 +1,138 @@
-"""The findings prose (markdown an LLM wrote) as HTML for the report: a small subset, escaped throughout.
+"""The findings prose (markdown an LLM wrote) as HTML for the report, read by markdown-it-py, escaped throughout.
 
-Block level: ATX headings, paragraphs (each source line kept as a line), pipe tables, `-`/`*`/`1.` lists (one
-level), `>` quotes, fenced code, `---` rules; HTML comments (the findings' impact markers) are dropped. Inline:
-`code`, **bold**, *italic*, `<br>` (the tables' line breaks) and `{{FILL: …}}` slots, highlighted so an
-unfilled template shows. Links keep their text only (the page fetches and links nothing).
+Block level: headings, paragraphs (each source line kept as a line), pipe tables, lists, `>` quotes, fenced and
+indented code, rules; HTML comments (the findings' impact markers) are dropped. Inline: `code`, **bold**,
+*italic*, `<br>` (the tables' line breaks) and `{{FILL: …}}` slots, highlighted so an unfilled template shows.
+Links and images keep their text only (the page fetches and links nothing).
 
-Safety: every character of the source reaches the page through html.escape; the only tags in the output are
-the ones this module writes. Raw HTML in the source (`<script>`, `<img onerror=…>`) comes out as text.
+Safety: markdown-it parses with raw HTML off, and this module writes the page from the tokens itself (not with
+markdown-it's renderer): every character of the source reaches the page through html.escape, and the only tags
+in the output are the ones written here. Raw HTML in the source (`<script>`, `<img onerror=…>`) comes out as text.
+Parsing is linear in the text (bench/bench_hardening.py times the costliest inputs).
 """
 
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Sequence
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 MAX_CHARS = 1_000_000  # a findings file is a few kB per finding; beyond this the page would be unusable
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(.*)$")
-_ORDERED = re.compile(r"^\s*\d{1,9}[.)]\s+")
-_RULE = re.compile(r"^\s{0,3}([-*_])(\s*\1){2,}\s*$")
-_TABLE_SEP_CELL = re.compile(r"^:?-{1,}:?$")
-_CELL_SPLIT = re.compile(r"(?<!\\)\|")
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+# Links and images are not markdown-it's: its link rule costs ~50 µs a character on a run of `[` (a 1 MB file of
+# them: a minute); `[text](target)` and `![alt](target)` keep their text through _LINK, which is linear.
+_MD = MarkdownIt("commonmark", {"html": False}).disable(["lheading", "link", "image"]).enable("table")
+_LINK = re.compile(r"!?\[([^\[\]]*)\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+\"[^\"]*\")?\)")
+
 _BR = re.compile(r"&lt;br\s*/?&gt;", re.IGNORECASE)
-_BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
-_ITALIC = re.compile(r"(?<![*\w])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![*\w])")
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_FILL = re.compile(r"\{\{FILL:.*?\}\}", re.DOTALL)
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_FILL = re.compile(r"\{\{FILL:.*?\}\}")
+
+# block token -> the tag it opens (the ones handled here; anything else keeps only its content)
+_BLOCK_TAGS = {
+    "bullet_list_open": "<ul>",
+    "bullet_list_close": "</ul>",
+    "ordered_list_open": "<ol>",
+    "ordered_list_close": "</ol>",
+    "list_item_open": "<li>",
+    "list_item_close": "</li>",
+    "thead_open": "<thead>",
+    "thead_close": "</thead>",
+    "tbody_open": "<tbody>",
+    "tbody_close": "</tbody>",
+    "tr_open": "<tr>",
+    "tr_close": "</tr>",
+    "th_open": "<th>",
+    "th_close": "</th>",
+    "td_open": "<td>",
+    "td_close": "</td>",
+    "table_open": '<div class="scroll"><table>',
+    "table_close": "</table></div>",
+    "hr": "<hr>",
+}
+_INLINE_TAGS = {
+    "strong_open": "<strong>",
+    "strong_close": "</strong>",
+    "em_open": "<em>",
+    "em_close": "</em>",
+    "softbreak": "<br>",
+    "hardbreak": "<br>",
+}
 
 
 def _esc(s: str) -> str:
     return html.escape(s, quote=True)
 
 
-def inline(text: str) -> str:
-    """One line (or cell) of markdown as escaped HTML with the inline marks above."""
-    out = []
-    pos = 0
-    for m in _CODE_SPAN.finditer(text):
-        out.append(_inline_plain(text[pos : m.start()]))
-        out.append(f"<code>{_esc(m.group(2).strip())}</code>")
-        pos = m.end()
-    out.append(_inline_plain(text[pos:]))
+def _text(s: str) -> str:
+    """Plain text: links reduced to their text, escaped, then the two marks that survive as markup: `<br>` and
+    highlighted `{{FILL: …}}`."""
+    out = _FILL.sub(lambda m: f'<span class="fill">{m.group(0)}</span>', _esc(_LINK.sub(r"\1", s)))
+    return _BR.sub("<br>", out)
+
+
+def _inline(children: Sequence[Token] | None) -> str:
+    out: list[str] = []
+    for token in children or ():
+        if token.type in ("text", "text_special"):
+            out.append(_text(token.content))
+        elif token.type == "code_inline":
+            out.append(f"<code>{_esc(token.content.strip())}</code>")
+        elif token.type in _INLINE_TAGS:
+            out.append(_INLINE_TAGS[token.type])
     return "".join(out)
 
 
-def _inline_plain(text: str) -> str:
-    text = _LINK.sub(lambda m: m.group(1), text)
-    s = _esc(text)  # from here on the text holds no '<', '>', '"' or raw '&': only our tags are added
-    s = _FILL.sub(lambda m: f'<span class="fill">{m.group(0)}</span>', s)
-    s = _BOLD.sub(r"<strong>\1</strong>", s)
-    s = _ITALIC.sub(r"<em>\1</em>", s)
-    return _BR.sub("<br>", s)
-
-
-def _cells(line: str) -> list[str]:
-    body = line.strip()
-    if body.startswith("|"):
-        body = body[1:]
-    if body.endswith("|") and not body.endswith("\\|"):
-        body = body[:-1]
-    return [c.strip().replace("\\|", "|") for c in _CELL_SPLIT.split(body)]
-
-
-def _is_separator(line: str) -> bool:
-    if "|" not in line and "-" not in line:
-        return False
-    cells = _cells(line)
-    return bool(cells) and all(_TABLE_SEP_CELL.match(c.replace(" ", "")) for c in cells)
-
-
-def _table(lines: list[str]) -> str:
-    head = _cells(lines[0])
-    rows = [_cells(ln) for ln in lines[2:]]
-    th = "".join(f"<th>{inline(c)}</th>" for c in head)
-    body = "".join("<tr>" + "".join(f"<td>{inline(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f'<div class="scroll"><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table></div>'
+def strip_comments(text: str) -> str:
+    """`<!-- … -->` removed, each up to the first `-->` after it (an unclosed one stays as text), in linear time."""
+    out: list[str] = []
+    pos = 0
+    while (start := text.find("<!--", pos)) >= 0:
+        close = text.find("-->", start + 4)
+        if close < 0:
+            break
+        out.append(text[pos:start])
+        pos = close + 3
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def render_markdown(source: str, *, heading_offset: int = 2) -> str:
     """The markdown as HTML; `#` becomes h(1 + heading_offset), capped at h6 (the report's own headings are h1-h3)."""
     truncated = len(source) > MAX_CHARS
-    text = _COMMENT.sub("", source[:MAX_CHARS].replace("\r\n", "\n"))
-    lines = text.split("\n")
+    tokens = _MD.parse(strip_comments(source[:MAX_CHARS].replace("\r\n", "\n")))
     out: list[str] = []
-    para: list[str] = []
-
-    def flush() -> None:
-        if para:
-            out.append("<p>" + "<br>".join(inline(p.strip()) for p in para) + "</p>")
-            para.clear()
-
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip():
-            flush()
-            i += 1
-            continue
-        fence = _FENCE.match(line)
-        if fence:
-            flush()
-            block = []
-            i += 1
-            while i < len(lines) and not lines[i].strip().startswith(fence.group(1)):
-                block.append(lines[i])
-                i += 1
-            out.append(f"<pre><code>{_esc(chr(10).join(block))}</code></pre>")
-            i += 1
-            continue
-        heading = _HEADING.match(line)
-        if heading:
-            flush()
-            level = min(6, len(heading.group(1)) + heading_offset)
-            out.append(f"<h{level}>{inline(heading.group(2))}</h{level}>")
-            i += 1
-            continue
-        if _RULE.match(line):
-            flush()
-            out.append("<hr>")
-            i += 1
-            continue
-        if "|" in line and i + 1 < len(lines) and _is_separator(lines[i + 1]):
-            flush()
-            block = [line, lines[i + 1]]
-            i += 2
-            while i < len(lines) and "|" in lines[i] and lines[i].strip():
-                block.append(lines[i])
-                i += 1
-            out.append(_table(block))
-            continue
-        item = _LIST_ITEM.match(line)
-        if item:
-            flush()
-            tag = "ol" if _ORDERED.match(line) else "ul"
-            items = []
-            while i < len(lines) and (m := _LIST_ITEM.match(lines[i])):
-                items.append(m.group(1))
-                i += 1
-            out.append(f"<{tag}>" + "".join(f"<li>{inline(x)}</li>" for x in items) + f"</{tag}>")
-            continue
-        if line.lstrip().startswith(">"):
-            flush()
-            quoted = []
-            while i < len(lines) and lines[i].lstrip().startswith(">"):
-                quoted.append(lines[i].lstrip()[1:].strip())
-                i += 1
-            out.append("<blockquote>" + "<br>".join(inline(q) for q in quoted) + "</blockquote>")
-            continue
-        para.append(line)
-        i += 1
-    flush()
+    quote_depth = 0
+    for i, token in enumerate(tokens):
+        kind = token.type
+        if kind == "heading_open":
+            level = min(6, int(token.tag[1:]) + heading_offset)
+            out.append(f"<h{level}>{_inline(tokens[i + 1].children)}</h{level}>")
+        elif kind == "paragraph_open":
+            body = _inline(tokens[i + 1].children)
+            if token.hidden:  # a tight list item's text
+                out.append(body)
+            elif quote_depth:  # a quote's paragraphs are its lines
+                if out and not out[-1].startswith("<blockquote"):
+                    out.append("<br>")
+                out.append(body)
+            else:
+                out.append(f"<p>{body}</p>")
+        elif kind in ("th_open", "td_open"):
+            out.append(_BLOCK_TAGS[kind] + _inline(tokens[i + 1].children))
+        elif kind == "blockquote_open":
+            quote_depth += 1
+            out.append("<blockquote>")
+        elif kind == "blockquote_close":
+            quote_depth -= 1
+            out.append("</blockquote>")
+        elif kind in ("fence", "code_block"):
+            out.append(f"<pre><code>{_esc(token.content.removesuffix(chr(10)))}</code></pre>")
+        elif kind in _BLOCK_TAGS:
+            out.append(_BLOCK_TAGS[kind])
+        # inline tokens are written by their block above; heading/paragraph closes write nothing
     if truncated:
         out.append(f'<p class="warn">The file is longer than {MAX_CHARS:,} characters: the rest is not shown.</p>')
     return "".join(out)

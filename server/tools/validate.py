@@ -11,7 +11,9 @@ from server.errors import InputError
 from server.findings.metrics_view import MetricsFormatError, load_metrics
 from server.findings.spec import findings_run_id, metrics_run_id
 from server.findings.validate import ValidationReport, find_metrics_for, validate_findings_file
+from server.folder import layout
 from server.folder.manifest import older_analysis, read_run_id
+from server.ranks.read import load_summary
 from server.roots import DataRoots
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.vocab import SCOPE_HELP, Scope, Tier
@@ -62,13 +64,27 @@ def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport
         _check_runs(path, mpath, metrics, roots)
     try:
         report = validate_findings_file(
-            path, metrics, tier=args.tier, comparison_scope=args.comparison_scope, roots=roots
+            path,
+            metrics,
+            tier=args.tier,
+            comparison_scope=args.comparison_scope,
+            roots=roots,
+            quotable=_rank_summary(path, roots),
         )
     except MetricsFormatError as exc:  # the metrics' content (not its syntax): name the file
         raise InputError(f"{mpath}: {exc}") from None
     # fix the first errors and validate again: a long list would not fit an LLM's context
     listed = {"errors": report.errors[:MAX_ERRORS_LISTED], "warnings": report.warnings[:MAX_ERRORS_LISTED]}
     return report.model_copy(update=listed)
+
+
+def _rank_summary(findings: Path, roots: DataRoots) -> dict[str, Any] | None:
+    """The ranks summary of a rank folder (load_rank_summary's source): its numbers are tool results the prose of a
+    distributed job's findings may quote (the prompt's "Many ranks"). None outside a ranks folder."""
+    try:
+        return load_summary(layout.folder_of_findings(findings), roots)[1]
+    except (InputError, OSError, ValueError):
+        return None
 
 
 TOOL = ToolSpec(

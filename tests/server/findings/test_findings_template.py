@@ -17,7 +17,7 @@ from server.findings import (
     render_no_data_file,
     validate_findings_text,
 )
-from tests.support import FINDINGS_CORPUS
+from tests.support import FINDINGS_CORPUS, fill_findings
 
 CORPUS = FINDINGS_CORPUS
 SLOT = re.compile(r"\{\{FILL:[^}]*\}\}")
@@ -27,8 +27,9 @@ def metrics_of(name: str) -> dict:
     return load_metrics(CORPUS / "metrics" / f"{name}.json")
 
 
-def fill(text: str) -> str:
-    return SLOT.sub("Plain sentence written by the analyst.", text)
+def fill(text: str, metrics: dict) -> str:
+    """A correct fill: sentences built from the metrics JSON's own numbers and names (tests.support)."""
+    return fill_findings(text, metrics)
 
 
 def line_of(text: str, needle: str) -> int:
@@ -38,7 +39,7 @@ def line_of(text: str, needle: str) -> int:
 
 @pytest.mark.parametrize("name", ["standalone", "heuristic", "comparative", "empty", "error"])
 def test_filled_template_passes(name: str) -> None:
-    text = fill(render_findings_template(metrics_of(name), "sdpa_fwd"))
+    text = fill(render_findings_template(metrics_of(name), "sdpa_fwd"), metrics_of(name))
     report = validate_findings_text(text, metrics_of(name))
     assert report.errors == [] and report.warnings == []
 
@@ -118,13 +119,13 @@ def test_written_number_spelling_is_kept(tmp_path: Path) -> None:
     path.write_text(text)
     rendered = render_findings_template(load_metrics(path), "sdpa_fwd")
     assert "low=6.0 mid=7.000 high=8.0" in rendered and "**Impact**: impact_score: 7.000" in rendered
-    assert validate_findings_text(fill(rendered), load_metrics(path)).passed
+    assert validate_findings_text(fill(rendered, load_metrics(path)), load_metrics(path)).passed
 
 
 def test_pipe_in_a_cell_is_escaped_and_still_verbatim() -> None:
     metrics = metrics_of("comparative")
     metrics["operations"][0]["kernel_name_trunc"] = "kernel<a|b>"
-    text = fill(render_findings_template(metrics, "sdpa_fwd"))
+    text = fill(render_findings_template(metrics, "sdpa_fwd"), metrics)
     assert "| kernel<a\\|b> |" in text
     assert validate_findings_text(text, metrics).passed
 
@@ -135,7 +136,7 @@ def test_unquantifiable_finding_renders_the_sentence() -> None:
     text = render_findings_template(metrics, "sdpa_fwd")
     assert "<!-- impact-begin kind=p_item low=null mid=null high=null -->" in text
     assert "Impact not quantifiable from trace data." in text
-    assert validate_findings_text(fill(text), metrics).passed
+    assert validate_findings_text(fill(text, metrics), metrics).passed
 
 
 def test_paged_ops_get_breakdown_columns() -> None:
@@ -145,7 +146,7 @@ def test_paged_ops_get_breakdown_columns() -> None:
         is_paged_attention=True, kernel_breakdown={"reshape_and_cache": 12.5, "kernel_paged_attention_2d": 80.0}
     )
     op["classification"]["workload_profile"].update(workload_type="decode_heavy")
-    text = fill(render_findings_template(metrics, "sdpa_fwd"))
+    text = fill(render_findings_template(metrics, "sdpa_fwd"), metrics)
     header = (
         "| Bound | Compute % | Memory % | Regime | Expected Band (% of datasheet) | Dominant Kernel Component | "
         "Workload Type | Attention Pattern |"
@@ -210,7 +211,7 @@ def test_shared_fixtures_round_trip(analysis_folders_dir: Path) -> None:
     for path in paths:
         category = path.name.removesuffix("_metrics.json")
         for metrics in (load_metrics(path), json.loads(path.read_text())):
-            text = fill(render_findings_template(metrics, category))
+            text = fill(render_findings_template(metrics, category), metrics)
             report = validate_findings_text(text, metrics)
             assert report.errors == [], (path, [str(e) for e in report.errors])
             if not metrics.get("category_findings"):

@@ -81,7 +81,8 @@ BROKEN = [
     ("broken/r2_label_order.md", "standalone", "R2-label-order", 13, "**Action**: Profile the domi"),
     ("broken/r2_label_empty.md", "standalone", "R2-label-empty", 14, "**Action**:"),
     ("broken/r3_candidates.md", "standalone", "R3-candidates", 26, "## Detailed Analysis"),
-    ("broken/r3_rank.md", "standalone", "R3-rank", 28, "<!-- reasoning-candidate tie"),
+    # the blocks' rank= attributes swapped: one fix (write the two marker lines), not "reorder the blocks"
+    ("broken/r3_rank.md", "standalone", "R3-swapped-rank", 28, "<!-- reasoning-candidate tie"),
     ("broken/r3_tier.md", "standalone", "R3-tier", 28, "<!-- reasoning-candidate tie"),
     ("broken/r3_malformed.md", "standalone", "R3-malformed", 28, "<!-- reasoning-candidate ran"),
     ("broken/r3_outside.md", "standalone", "R3-outside", 26, "<!-- reasoning-candidate tie"),

@@ -374,3 +374,28 @@ async def test_errors_never_echo_whole_cells(tmp_path: Path) -> None:
         res = await c.call_tool("load_category_data", {"output_dir": "folder", "category": "sdpa_fwd"})
     text = res.content[0].text
     assert res.is_error and len(text) <= 300 and "Kernel Time (µs)_sum" in text and "row 2" in text
+
+
+@pytest.mark.parametrize("piece", ["`aten::op_{i}` ", "{i}.125 ms ", "memory-bound below the band trace 2 CUDA {i} "])
+def test_prose_checks_stay_linear_on_a_flood_of_names_and_numbers(tmp_path: Path, piece: str) -> None:
+    """Rules 13-17 look every code span and number up: thousands of them cost what they hold, not their square."""
+    from server.findings import load_metrics, render_findings_template
+    from server.findings.validate import validate_findings_text
+
+    make_folder(tmp_path, [FLASH_ROW])
+    roots = DataRoots([tmp_path])
+    call("compute_roofline", roots, output_dir="folder", category="sdpa_fwd")
+    call("rank_findings", roots, output_dir="folder", category="sdpa_fwd")
+    metrics = load_metrics(tmp_path / "folder" / "category_data" / "sdpa_fwd_metrics.json")
+    skeleton = render_findings_template(metrics, "sdpa_fwd")
+
+    def seconds(n: int) -> float:
+        flood = "".join(piece.format(i=i) for i in range(n))
+        text = skeleton.replace("**Action**: {{FILL:", f"**Action**: {flood} {{{{FILL:", 1)
+        start = time.perf_counter()
+        report = validate_findings_text(text, metrics)
+        assert not report.passed
+        return time.perf_counter() - start
+
+    small, big = seconds(1000), seconds(8000)
+    assert big < SECONDS and big < 30 * max(small, 0.01), (small, big)
