@@ -24,7 +24,7 @@ DISPLAY_NAMES: dict[str, str] = {
     SDPA_BWD: "SDPA_bwd",
     INFERENCE: "InferenceAttention_fwd",
 }
-CATEGORY_HELP = "attention category: sdpa_fwd (forward), sdpa_bwd (backward) or inferenceattention (paged/serving)"
+CATEGORY_HELP = "sdpa_fwd (forward), sdpa_bwd (backward) or inferenceattention (paged/serving attention)"
 
 # ---- scopes and tiers ----------------------------------------------------------------------------
 Scope = Literal["standalone", "comparative"]
@@ -40,8 +40,8 @@ TIERS: tuple[Tier, ...] = get_args(Tier)
 # ---- bytes models --------------------------------------------------------------------------------
 BytesModel = Literal[BYTES_MODELS]  # type: ignore[valid-type]  # perf_models' names, as a schema enum
 BYTES_MODEL_HELP = (
-    "HBM bytes used as the roofline numerator: compulsory (each tensor once; the default, right when tile "
-    "re-reads hit L2, as on NVIDIA) or tiled (tile re-reads counted; the better estimate on MI300-class parts)"
+    "HBM bytes of the roofline: compulsory (each tensor once; right when tile re-reads hit L2, as on NVIDIA) or "
+    "tiled (tile re-reads counted; the better estimate on MI300-class parts)"
 )
 
 # ---- efficiency thresholds (docs/perf-model.md §4; docs/formats.md "Impact rules") ---------------------------

@@ -26,10 +26,7 @@ from server.vocab import BYTES_MODEL_HELP, CATEGORY_HELP, SCOPE_HELP, BytesModel
 OutputDir = Annotated[
     str,
     StringConstraints(min_length=1, max_length=4096),
-    Field(
-        description="analysis folder (holds category_data/ and metadata/): relative to the first data root, "
-        "or absolute under a root"
-    ),
+    Field(description="analysis folder (category_data/, metadata/) under a data root; relative to the first root"),
 ]
 CategoryArg = Annotated[Category, Field(description=CATEGORY_HELP)]
 ScopeArg = Annotated[Scope, Field(description=SCOPE_HELP)]
@@ -44,24 +41,33 @@ def canonical_arch(value: Any) -> Any:
     text = value.strip()
     if text.lower().endswith(".json"):
         return value  # a path keeps its exact characters (the roots refuse a line break in it)
+    return canonical_gpu(text)
+
+
+def canonical_gpu(value: Any) -> Any:
+    """A GPU name in any spelling the table knows → its key; anything else (an arch JSON path included) is
+    refused naming the known keys."""
+    if value is None or not isinstance(value, str):
+        return value
     try:
-        return get_gpu(text).key
+        return get_gpu(value.strip()).key
     except UnknownArchError:
-        raise ValueError(f"unknown GPU; pass one of {', '.join(known_keys())} or a path to an arch JSON file") from None
+        raise ValueError(f"unknown GPU; pass one of {', '.join(known_keys())}") from None
 
 
-ArchKey = Literal[tuple(known_keys())]  # type: ignore[valid-type]  # the GPU table's keys, fixed at import
-ArchFile = Annotated[str, StringConstraints(pattern=r"(?i)\.json$", max_length=4096)]
-ARCH_HELP = (
-    "GPU to score against: a key of list_architectures (h100-sxm, mi300x, b200, …; other spellings such as H100 "
-    "are accepted) or the path of a TraceLens arch JSON file under a data root"
-)
+# The schema is a plain string, not an enum of the table's keys: the server takes every spelling the table knows
+# (`H100`, `MI300X`, a trace's device name) and normalizes it to a key before validation, so an enum would make a
+# schema-validating client refuse what the server accepts. Unknown names get one line listing the keys.
+_ArchText = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+GPU_HELP = "a list_architectures key (h100-sxm, mi300x, …) or another spelling (H100, a trace's device name)"
+ARCH_HELP = f"GPU: {GPU_HELP}, or a TraceLens arch JSON file (.json) under a data root"
 ArchArg = Annotated[
-    ArchKey | ArchFile | None,
+    _ArchText | None,
     BeforeValidator(canonical_arch),
     Field(description=ARCH_HELP + "; default: the trace's GPU, else the metadata's platform"),
 ]
-RequiredArch = Annotated[ArchKey | ArchFile, BeforeValidator(canonical_arch), Field(description=ARCH_HELP)]
+RequiredArch = Annotated[_ArchText, BeforeValidator(canonical_arch), Field(description=ARCH_HELP)]
+GpuArg = Annotated[_ArchText | None, BeforeValidator(canonical_gpu), Field(description=GPU_HELP)]
 
 
 def _canonical_dtype(value: Any) -> Any:
