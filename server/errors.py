@@ -6,6 +6,7 @@ import errno
 
 MESSAGE_LIMIT = 300  # characters of an error line (an LLM and a terminal read it whole)
 _WORD_LIMIT = 150  # a longer word (a whole CSV cell, a very deep path) is shortened in its middle
+_URL_LIMIT = 400  # ... but a URL only past this (the sources of our data files are shorter)
 
 
 class InputError(ValueError):
@@ -28,12 +29,43 @@ def shorten_middle(text: str, limit: int) -> str:
     return text[:head] + "…" + text[len(text) - (keep - head) :]
 
 
+def _is_url(word: str) -> bool:
+    return "://" in word[:16]
+
+
 def shorten_message(message: str, limit: int = MESSAGE_LIMIT) -> str:
     """One line of at most `limit` characters: whitespace collapsed, overlong words (cells, paths) shortened in
-    the middle, then the middle of the whole line if it is still too long, so the cause at the start and the
-    fix at the end both survive."""
-    words = [shorten_middle(w, _WORD_LIMIT) for w in str(message).split()]
-    return shorten_middle(" ".join(words), limit)
+    the middle, then whole words dropped from the middle of the line if it is still too long, so the cause at
+    the start and the fix at the end both survive, and no word is cut. A URL is kept whole (up to
+    `_URL_LIMIT`): a cut one leads nowhere."""
+    words = [shorten_middle(w, _URL_LIMIT if _is_url(w) else _WORD_LIMIT) for w in str(message).split()]
+    text = " ".join(words)
+    if len(text) <= limit:
+        return text
+    budget = limit - 2  # " …" joins the two halves
+    head: list[str] = []
+    tail: list[str] = []
+    head_len = tail_len = 0
+    i, j = 0, len(words) - 1
+    while i <= j:  # the shorter half takes the next word; when neither half's next word fits, stop
+        for take_head in (True, False) if head_len <= tail_len else (False, True):
+            w = words[i] if take_head else words[j]
+            if head_len + tail_len + len(w) + 1 > budget:
+                continue
+            if take_head:
+                head.append(w)
+                head_len += len(w) + 1
+                i += 1
+            else:
+                tail.append(w)
+                tail_len += len(w) + 1
+                j -= 1
+            break
+        else:
+            break
+    if not head and not tail:  # one word longer than the whole line
+        return shorten_middle(text, limit)
+    return " ".join([*head, "…", *reversed(tail)])
 
 
 _OS_FIXES = {

@@ -38,9 +38,12 @@ def chart_points(category: str, table: RooflineTable) -> list[RooflinePoint]:
     return pts
 
 
+CHART_COMPUTE_SPEC = "matrix_bf16"  # the ceiling drawn when no modeled row says which spec it runs on
+
+
 def chart_ceilings(resolved: ResolvedArch, tables: list[RooflineTable]) -> Ceilings:
     """The roofs drawn: the dominant compute spec's peak (server.scoring.records.dominant_compute_spec) and HBM."""
-    spec = dominant_compute_spec(tables) or "matrix_bf16"
+    spec = dominant_compute_spec(tables) or CHART_COMPUTE_SPEC
     peak, kind = resolved.gpu.peak_tflops(spec)
     bw, _ = resolved.gpu.peak_tbs()
     return Ceilings(peak_tflops=peak, peak_tbs=bw, compute_spec=spec, gpu_name=resolved.gpu.name, peak_kind=kind)

@@ -10,9 +10,11 @@ unexpected exception is logged with its traceback and reported as an internal er
 from __future__ import annotations
 
 import logging
+import types
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -96,20 +98,57 @@ def capped(items: list[str], limit: int) -> list[str]:
     return [*items[: limit - 1], f"... and {len(items) - limit + 1} more"]
 
 
-def format_validation_error(exc: ValidationError, limit: int = 3) -> str:
-    """A pydantic error as one line: `field=value is invalid: reason` for each error (at most `limit`)."""
+def literal_choices(annotation: Any) -> list[Any]:
+    """The values of the Literal types in an annotation (through Annotated, unions and Optional), in order."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return literal_choices(typing.get_args(annotation)[0])
+    if origin is Literal:
+        return list(typing.get_args(annotation))
+    if origin in (typing.Union, types.UnionType):
+        return [v for a in typing.get_args(annotation) for v in literal_choices(a)]
+    return []
+
+
+def _merge_choice_errors(errors: list[Any], model: type[BaseModel] | None) -> list[Any]:
+    """A value outside a field's closed set fails once per branch of its union (`category`: a category or
+    `all`): those errors become one, naming every choice."""
+    if model is None:
+        return errors
+    merged: list[Any] = []
+    done: set[str] = set()
+    for err in errors:
+        loc = err.get("loc", ())
+        name = loc[0] if loc and isinstance(loc[0], str) else None
+        field = model.model_fields.get(name) if name is not None else None
+        choices = literal_choices(field.annotation) if field is not None else []
+        same = [e for e in errors if e.get("loc", ())[:1] == (name,)]
+        if not choices or not all(e.get("type") == "literal_error" for e in same):
+            merged.append(err)
+            continue
+        if name not in done:
+            done.add(name)
+            merged.append({"loc": (name,), "type": "choice", "input": err.get("input"), "choices": choices})
+    return merged
+
+
+def format_validation_error(exc: ValidationError, limit: int = 3, model: type[BaseModel] | None = None) -> str:
+    """A pydantic error as one line: `field=value is invalid: reason` for each error (at most `limit`); a value
+    outside a closed set names the choices once."""
     parts = []
-    errors = exc.errors(include_url=False)
+    errors = _merge_choice_errors(exc.errors(include_url=False), model)
     for err in errors[:limit]:
         loc = ".".join(str(p) for p in err.get("loc", ()) if p != "__root__") or "arguments"
         kind = err.get("type", "")
+        value = repr(err.get("input"))
+        value = value if len(value) <= 60 else value[:57] + "..."
         if kind == "missing":
             parts.append(f"{loc} is required")
         elif kind == "extra_forbidden":
             parts.append(f"unknown argument {loc!r}")
+        elif kind == "choice":
+            parts.append(f"{loc}={value} is invalid: pass one of {', '.join(map(str, err['choices']))}")
         else:
-            value = repr(err.get("input"))
-            value = value if len(value) <= 60 else value[:57] + "..."
             msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
             parts.append(f"{loc}={value} is invalid: {msg}")
     if len(errors) > limit:
@@ -124,7 +163,8 @@ def parse_input(spec: ToolSpec[In, Out], args: Mapping[str, Any] | In) -> In:
     try:
         return spec.input_model.model_validate(dict(args))
     except ValidationError as exc:
-        raise ToolFailure(shorten_message(f"{spec.name}: {format_validation_error(exc)}")) from None
+        message = format_validation_error(exc, model=spec.input_model)
+        raise ToolFailure(shorten_message(f"{spec.name}: {message}")) from None
 
 
 def execute(spec: ToolSpec[In, Out], ctx: ToolContext, args: Mapping[str, Any] | In) -> Out:

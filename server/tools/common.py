@@ -20,6 +20,7 @@ from server.errors import shorten_message
 from server.results import ResultModel
 from server.roots import DataRoots
 from server.scoring.arch import ResolvedArch
+from server.scoring.chart import CHART_COMPUTE_SPEC
 from server.scoring.records import RooflineTable
 from server.vocab import BYTES_MODEL_HELP, CATEGORY_HELP, SCOPE_HELP, BytesModel, Category, Scope
 
@@ -109,6 +110,9 @@ class PeaksUsed(ResultModel):
         None, description="for metadata: why the trace's GPU was not used (e.g. trace_path outside the data roots)"
     )
     compute_spec: str | None = Field(None, description="the compute spec with the most kernel time")
+    compute_note: str | None = Field(
+        None, description="why there is no compute roof (no modeled row has a dtype), and the one the chart draws"
+    )
     peak_tflops: float | None = Field(None, description="compute roof of that spec, TFLOP/s")
     peak_tflops_kind: str | None = Field(None, description="achievable (measured, with a method) | datasheet")
     peak_tflops_source: str | None = Field(None, description="where the compute roof comes from")
@@ -120,24 +124,34 @@ class PeaksUsed(ResultModel):
     trace_gpu_name: str | None = Field(None, description="the GPU named in the trace's deviceProperties")
 
 
+SOURCE_LIMIT = 600  # a source is kept whole (ours are shorter); an arch JSON's own text is cut between words
+
+
 def peaks_of(gpu: GpuSpec, source: str, spec: str | None, *, detail: str | None = None,
              trace_gpu_name: str | None = None) -> PeaksUsed:
     """PeaksUsed of a GPU for one compute spec (None: no modeled row), with every roof's kind and source."""
     bw = gpu.bandwidth_roof()
     roof = spec_roof(gpu, spec) if spec is not None else None
+    note = None
+    if roof is None:
+        drawn = spec_roof(gpu, CHART_COMPUTE_SPEC)
+        note = "no modeled row has a dtype to choose the compute spec, so no number uses a compute roof" + (
+            f"; the chart draws {CHART_COMPUTE_SPEC}'s {drawn.value:g} TFLOPS ({drawn.kind})" if drawn else ""
+        )
     return PeaksUsed(
         gpu_key=gpu.key,
         gpu_name=gpu.name,
         source=source,
         source_detail=detail,
         compute_spec=spec,
+        compute_note=note,
         peak_tflops=roof.value if roof else None,
         peak_tflops_kind=roof.kind if roof else None,
-        peak_tflops_source=shorten_message(roof.source, 240) if roof else None,
+        peak_tflops_source=shorten_message(roof.source, SOURCE_LIMIT) if roof else None,
         peak_tflops_datasheet=roof.datasheet if roof else None,
         peak_tbs=bw.value,
         peak_tbs_kind=bw.kind,
-        peak_tbs_source=shorten_message(bw.source, 240),
+        peak_tbs_source=shorten_message(bw.source, SOURCE_LIMIT),
         peak_tbs_datasheet=bw.datasheet,
         trace_gpu_name=trace_gpu_name,
     )
