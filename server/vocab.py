@@ -55,6 +55,11 @@ IMPACT_UNIT_HELP = (
     "would give back at 100 % of their roofline (low: 0.75 x high; heuristic rows: a share of their time)"
 )
 
+# ---- bounded work (perf_models' `work_bound`) ---------------------------------------------------------------------
+# A row whose work is a bound has bounded rates: shown with "≥" (work counted at least), "≤" (at most), "~" (unknown)
+BOUND_MARKS = {"lower": "≥", "upper": "≤", "unknown": "~"}
+BOUND_LEGEND = "≥ / ≤ / ~: the row's work is a lower bound / an upper bound / unknown, and so are its rates (no band)"
+
 # ---- the orchestrator's impact rules (docs/formats.md "Impact rules"): the same for every category ------------
 MID_FACTOR, LOW_FACTOR = 0.875, 0.75  # of the whole gap (high): quantified mid and low
 HEURISTIC_MID, HEURISTIC_LOW, HEURISTIC_HIGH = 0.30, 0.15, 0.45  # of the op's % of E2E, unmodeled ops
@@ -85,6 +90,8 @@ STRAGGLER_RATIO = 1.1  # a rank over this × the median time of its category or 
 __all__ = [
     "ANOMALY_FLAG_PCT",
     "ANOMALY_PCT",
+    "BOUND_LEGEND",
+    "BOUND_MARKS",
     "BYTES_MODELS",
     "BYTES_MODEL_HELP",
     "CATEGORIES",

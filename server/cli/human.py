@@ -10,6 +10,8 @@ from pydantic import BaseModel
 from server.scoring.fields import BY_NAME
 from server.vocab import (
     ANOMALY_FLAG_PCT,
+    BOUND_LEGEND,
+    BOUND_MARKS,
     COMPARATIVE,
     HEURISTIC_HIGH,
     HEURISTIC_LOW,
@@ -105,11 +107,6 @@ def short_op(name: str) -> str:
     return name.split("::")[-1]
 
 
-
-
-# a row whose work is a bound has bounded rates: "≥" (work counted at least), "≤" (at most), "~" (unknown)
-BOUND_MARKS = {"lower": "≥", "upper": "≤", "unknown": "~"}
-BOUND_LEGEND = "≥ / ≤ / ~: the row's work is a lower bound / an upper bound / unknown, and so are its rates (no band)"
 
 
 def _bounded(v: Any, work_bound: str | None) -> str:
