@@ -237,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _stdout_to_devnull()
         return EXIT_OK
     except (ToolFailure, InputError) as exc:
-        print(f"sdpa-analyzer: error: {cli_words(shorten_message(str(exc)))}", file=sys.stderr)
+        print(f"sdpa-analyzer: error: {shorten_message(cli_words(str(exc)))}", file=sys.stderr)
         return EXIT_INPUT
     except OSError as exc:  # serve and demo outside the tools' wrapper: still one line, never a traceback
         print(f"sdpa-analyzer: error: {shorten_message(os_error_message(exc))}", file=sys.stderr)
