@@ -33,9 +33,11 @@ from prompts.render import PromptArgumentError, load_findings_format, render_ana
 from server import __version__
 from server.errors import shorten_message
 from server.roots import DataRoots
+from server.schemas import compact_input_schema, output_shape_schema
 from server.tools import TOOLS
-from server.tools.archs import ArchInfo, full_table
+from server.tools.archs import architecture_table
 from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute
+from server.tools.common import canonical_gpu
 from server.vocab import CATEGORY_HELP, SCOPE_HELP
 
 log = logging.getLogger("sdpa_analyzer")
@@ -65,15 +67,21 @@ def _json_text(result: BaseModel) -> str:
 
 def tool_listing(spec: ToolSpec[Any, Any]) -> MCPTool:
     """The MCP tool of a declaration: its input model's JSON schema as the input schema (the flat parameters a
-    client fills in), its result model's as the output schema."""
+    client fills in), the shape of its result model's as the output schema (server.schemas: the listing stays
+    small; the full result schema is the resource sdpa://schemas/{tool})."""
     return MCPTool(
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        input_schema=spec.input_model.model_json_schema(),
-        output_schema=spec.result_model.model_json_schema(mode="serialization"),
+        input_schema=compact_input_schema(spec.input_model.model_json_schema()),
+        output_schema=output_shape_schema(result_schema(spec)),
         annotations=_annotations(spec),
     )
+
+
+def result_schema(spec: ToolSpec[Any, Any]) -> dict[str, Any]:
+    """The result model's full JSON schema (every field, its type, unit and meaning)."""
+    return spec.result_model.model_json_schema(mode="serialization")
 
 
 class _Server(MCPServer):
@@ -96,7 +104,9 @@ class _Server(MCPServer):
 
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
         spec = self._specs.get(name)
-        return spec.input_model.model_json_schema() if spec is not None else super()._tool_input_schema(name)
+        if spec is None:
+            return super()._tool_input_schema(name)
+        return compact_input_schema(spec.input_model.model_json_schema())
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:  # type: ignore[override]
         spec = self._specs.get(name)
@@ -200,10 +210,40 @@ def create_server(roots: list[Path] | None = None, *, settings: dict[str, Any] |
         "sdpa://architectures",
         mime_type="application/json",
         title="GPU table",
-        description="Every known GPU with its dense peaks per compute spec, HBM bandwidth and sources "
-        "(the same table as list_architectures).",
+        description="Every known GPU: key, name, bf16/fp8 compute roof and its kind, HBM roof, SMs/CUs (the short "
+        "table of list_architectures). One GPU in full, every roof with its kind and source: "
+        "sdpa://architectures/{gpu}.",
     )
-    def architectures() -> list[ArchInfo]:
-        return full_table()
+    def architectures() -> str:
+        return orjson.dumps(architecture_table().model_dump(mode="json")).decode()
+
+    @server.resource(
+        "sdpa://architectures/{gpu}",
+        mime_type="application/json",
+        title="One GPU in full",
+        description="One GPU (a key of sdpa://architectures, or another spelling such as H100): every compute roof "
+        "per spec with its kind (datasheet or achievable) and source, HBM bandwidth, memory, unverified figures.",
+    )
+    def architecture(gpu: str) -> str:
+        try:
+            key = canonical_gpu(gpu)
+        except ValueError as exc:
+            raise MCPError(INVALID_PARAMS, f"sdpa://architectures/{gpu}: {exc}") from None
+        return orjson.dumps(architecture_table(key).model_dump(mode="json")["details"]).decode()
+
+    tool_specs = {spec.name: spec for spec in TOOLS if spec.mcp}
+
+    @server.resource(
+        "sdpa://schemas/{tool}",
+        mime_type="application/schema+json",
+        title="A tool's result schema in full",
+        description="The full JSON schema of a tool's structured result: every field, nested ones included, with "
+        "its type, unit and meaning (the tools/list output schemas give each top-level field's type only).",
+    )
+    def tool_result_schema(tool: str) -> str:
+        spec = tool_specs.get(tool)
+        if spec is None:
+            raise MCPError(INVALID_PARAMS, f"sdpa://schemas/{tool}: no such tool; pass one of {', '.join(tool_specs)}")
+        return orjson.dumps(result_schema(spec)).decode()
 
     return server

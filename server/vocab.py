@@ -24,7 +24,7 @@ DISPLAY_NAMES: dict[str, str] = {
     SDPA_BWD: "SDPA_bwd",
     INFERENCE: "InferenceAttention_fwd",
 }
-CATEGORY_HELP = "attention category: sdpa_fwd (forward), sdpa_bwd (backward) or inferenceattention (paged/serving)"
+CATEGORY_HELP = "sdpa_fwd (forward), sdpa_bwd (backward) or inferenceattention (paged/serving attention)"
 
 # ---- scopes and tiers ----------------------------------------------------------------------------
 Scope = Literal["standalone", "comparative"]
@@ -40,8 +40,8 @@ TIERS: tuple[Tier, ...] = get_args(Tier)
 # ---- bytes models --------------------------------------------------------------------------------
 BytesModel = Literal[BYTES_MODELS]  # type: ignore[valid-type]  # perf_models' names, as a schema enum
 BYTES_MODEL_HELP = (
-    "HBM bytes used as the roofline numerator: compulsory (each tensor once; the default, right when tile "
-    "re-reads hit L2, as on NVIDIA) or tiled (tile re-reads counted; the better estimate on MI300-class parts)"
+    "HBM bytes of the roofline: compulsory (each tensor once; right when tile re-reads hit L2, as on NVIDIA) or "
+    "tiled (tile re-reads counted; the better estimate on MI300-class parts)"
 )
 
 # ---- efficiency thresholds (docs/perf-model.md §4; docs/formats.md "Impact rules") ---------------------------
@@ -61,6 +61,11 @@ IMPACT_UNIT_HELP = (
     "impact_score is in % of the E2E baseline: 0.875 x impact_score_high, the share of the profiled window the ops "
     "would give back at 100 % of their roofline (low: 0.75 x high; heuristic rows: a share of their time)"
 )
+
+# ---- bounded work (perf_models' `work_bound`) ---------------------------------------------------------------------
+# A row whose work is a bound has bounded rates: shown with "≥" (work counted at least), "≤" (at most), "~" (unknown)
+BOUND_MARKS = {"lower": "≥", "upper": "≤", "unknown": "~"}
+BOUND_LEGEND = "≥ / ≤ / ~: the row's work is a lower bound / an upper bound / unknown, and so are its rates (no band)"
 
 # ---- the orchestrator's impact rules (docs/formats.md "Impact rules"): the same for every category ------------
 MID_FACTOR, LOW_FACTOR = 0.875, 0.75  # of the whole gap (high): quantified mid and low
@@ -92,6 +97,8 @@ STRAGGLER_RATIO = 1.1  # a rank over this × the median time of its category or 
 __all__ = [
     "ANOMALY_FLAG_PCT",
     "ANOMALY_PCT",
+    "BOUND_LEGEND",
+    "BOUND_MARKS",
     "BYTES_MODELS",
     "BYTES_MODEL_HELP",
     "CATEGORIES",

@@ -24,9 +24,13 @@ def analysis_folders_dir() -> Path:
     return need(ANALYSIS_FOLDERS)
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    """One line saying why tests were skipped when they skipped for want of ../shared."""
-    skipped = terminalreporter.stats.get("skipped", [])
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """One line saying why tests were skipped when they skipped for want of ../shared: the last line of the run, after
+    the per-test skip list and the totals, where a reader looks."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    skipped = reporter.stats.get("skipped", [])
     shared = sum(1 for rep in skipped if SHARED_SKIP_REASON in str(rep.longrepr))
     if shared:
-        terminalreporter.write_line(f"{shared} skipped tests {SHARED_SKIP_REASON}")
+        reporter.write_line(f"{shared} of the skipped tests {SHARED_SKIP_REASON.replace('needs', 'need', 1)}")

@@ -6,6 +6,7 @@ import shutil
 from pathlib import Path
 
 from server.cli.human import human_rank, human_roofline
+from server.cli.wording import cli_words
 from server.errors import InputError
 from server.roots import DataRoots
 from server.synthetic import build_trace, demo_calls, write_trace
@@ -39,9 +40,10 @@ def run_demo(out: Path) -> int:
     print(f"2. analyze_trace -> {analysis} ({res.status}; categories: {', '.join(cats) or 'none'})\n")
     for cat in cats:
         print(f"== {cat}: compute_roofline")
-        print(human_roofline(call("compute_roofline", roots, output_dir=str(analysis), category=cat, limit=10)))
+        print(cli_words(human_roofline(call("compute_roofline", roots, output_dir=str(analysis), category=cat,
+                                            limit=10))))
         print(f"\n== {cat}: rank_findings")
-        print(human_rank(call("rank_findings", roots, output_dir=str(analysis), category=cat)))
+        print(cli_words(human_rank(call("rank_findings", roots, output_dir=str(analysis), category=cat))))
         print()
     report = call("render_report", roots, output_dir=str(analysis))
     print(f"3. HTML report: {report.report_file}")

@@ -8,7 +8,18 @@ from typing import Any
 from pydantic import BaseModel
 
 from server.scoring.fields import BY_NAME
-from server.vocab import IMPACT_UNIT
+from server.vocab import (
+    ANOMALY_FLAG_PCT,
+    BOUND_LEGEND,
+    BOUND_MARKS,
+    COMPARATIVE,
+    HEURISTIC_HIGH,
+    HEURISTIC_LOW,
+    HEURISTIC_MID,
+    IMPACT_UNIT,
+    LOW_FACTOR,
+    MID_FACTOR,
+)
 
 
 def fmt(v: Any, nd: int = 2) -> str:
@@ -25,9 +36,31 @@ def fmt(v: Any, nd: int = 2) -> str:
     return str(v)
 
 
+def plural(n: int | None, word: str, words: str | None = None) -> str:
+    """`1 row`, `2 rows`, `— rows` (unknown count)."""
+    if n is None:
+        return f"— {words or word + 's'}"
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
+_BREAKS = " ,;+(/"  # a cell is cut after one of these when one is near the end: never inside a word if avoidable
+
+
+def clip(text: str, width: int) -> str:
+    """`text` in at most `width` characters: whole, or cut at the last break before the width (if that keeps
+    most of it), else at the width, with an ellipsis."""
+    if len(text) <= width:
+        return text
+    head = text[: width - 1]
+    cut = max(head.rfind(c) for c in _BREAKS)
+    if cut >= width * 0.6:
+        head = head[: cut + 1].rstrip(" ,;")
+    return head + "…"
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], max_width: int = 48) -> str:
     cells = [[fmt(c) for c in r] for r in rows]
-    cells = [[c if len(c) <= max_width else c[: max_width - 1] + "…" for c in r] for r in cells]
+    cells = [[clip(c, max_width) for c in r] for r in cells]
     widths = [max([len(h)] + [len(r[i]) for r in cells]) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
     sep = "  ".join("-" * w for w in widths)
@@ -38,9 +71,16 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], max_width: int 
 def _peaks_line(p: Any) -> str:
     if p is None:
         return ""
-    t = f"{p.peak_tflops:g} TFLOPS {p.compute_spec} ({p.peak_tflops_kind})" if p.peak_tflops else "no compute peak"
     where = p.source + (f": {p.source_detail}" if p.source_detail else "")
-    return f"GPU: {p.gpu_name} [{p.gpu_key}, from {where}] — roofs {t}, {p.peak_tbs:g} TB/s ({p.peak_tbs_kind})"
+    head = f"GPU: {p.gpu_name} [{p.gpu_key}, from {where}] — roofs "
+    bw = f"{p.peak_tbs:g} TB/s ({p.peak_tbs_kind})"
+    if p.peak_tflops:
+        return f"{head}{p.peak_tflops:g} TFLOPS {p.compute_spec} ({p.peak_tflops_kind}), {bw}"
+    return f"{head}{bw}; no compute roof" + (f": {p.compute_note}" if p.compute_note else "")
+
+
+def _pct(v: float | None) -> str:
+    return "—" if v is None else f"{fmt(v)}%"
 
 
 def _warnings(items: Sequence[str]) -> list[str]:
@@ -51,7 +91,8 @@ def human_load(r: Any) -> str:
     if r.status != "OK":
         return f"{r.category}: {r.status} — {r.message}"
     head = (
-        f"{r.category}: {r.rows} rows, {r.instances} instances, kernel time {r.total_kernel_time_ms:.3f} ms "
+        f"{r.category}: {plural(r.rows, 'row')}, {plural(r.instances, 'instance')}, kernel time "
+        f"{r.total_kernel_time_ms:.3f} ms "
         f"= {fmt(r.percent_of_e2e)}% of E2E ({fmt(r.e2e_baseline_ms, 3)} ms); platform {r.platform or '—'}"
     )
     rows = [[o.name, o.args.replace("<br>", " "), o.count, o.time_ms, o.percent_of_total] for o in r.top_ops]
@@ -66,9 +107,6 @@ def short_op(name: str) -> str:
     return name.split("::")[-1]
 
 
-# a row whose work is a bound has bounded rates: "≥" (work counted at least), "≤" (at most), "~" (unknown)
-BOUND_MARKS = {"lower": "≥", "upper": "≤", "unknown": "~"}
-BOUND_LEGEND = "≥ / ≤ / ~: the row's work is a lower bound / an upper bound / unknown, and so are its rates (no band)"
 
 
 def _bounded(v: Any, work_bound: str | None) -> str:
@@ -85,8 +123,8 @@ def human_roofline(r: Any) -> str:
         return f"{r.category}: NO_DATA"
     lines = [
         _peaks_line(r.peaks),
-        f"{r.category}: {r.total_rows} rows ({r.modeled_rows} modeled), {r.total_time_ms:.3f} ms, "
-        f"time-weighted efficiency {fmt(r.weighted_efficiency_pct)}% ({r.bytes_model} bytes)",
+        f"{r.category}: {plural(r.total_rows, 'row')} ({r.modeled_rows} modeled), {r.total_time_ms:.3f} ms, "
+        f"time-weighted efficiency {_pct(r.weighted_efficiency_pct)} ({r.bytes_model} bytes)",
     ]
     rated = ("achieved_tflops", "efficiency_pct", "compute_pct", "memory_pct")
     rows = [
@@ -100,7 +138,7 @@ def human_roofline(r: Any) -> str:
     ]  # fmt: skip
     labels = [BY_NAME[n].label for n in ("name", "shape", "attention_type", "library", "count", "time_ms", *rated)]
     headers = [*labels, BY_NAME["regime"].label, "band % (datasheet)"]
-    lines.append(table(headers, rows, 40))
+    lines.append(table(headers, rows))
     if any(x.work_bound in BOUND_MARKS for x in r.rows):
         lines.append(BOUND_LEGEND)
     lines += [f"note: {n}" for n in r.notes] + _warnings(r.warnings)
@@ -112,11 +150,31 @@ def human_roofline(r: Any) -> str:
 RANK_COLUMNS = [
     "rank", "bound", "library", "eff", "method", "impact low", "mid", "high", "to band", "saved ms", "members"
 ]  # fmt: skip
-RANK_UNIT_NOTE = (
-    f"impact in {IMPACT_UNIT}: high = what the members would give back at 100 % of their roofline, mid 0.875 x, "
-    "low 0.75 x; to band: matching the best published kernel for their shape; saved ms: the finding's first lever "
-    "(every lever, with what it changes, is in the metrics JSON and the findings template)"
-)
+def rank_legend(scope: str, methods: set[str]) -> str:
+    """How the impact columns of the findings shown were computed (docs/formats.md "Impact rules"): the formula
+    of their scope and estimate method, nothing about the ones not shown."""
+    parts = []
+    if "quantified" in methods:
+        if scope == COMPARATIVE:
+            parts.append(
+                "high = what the members would give back at trace 2's speed: (1 - t2/t1) x their time (t2/t1 at "
+                "least their trace-1 roofline fraction)"
+            )
+        else:
+            parts.append("high = what the members would give back at 100 % of their roofline")
+        parts.append(f"mid {MID_FACTOR:g} x high, low {LOW_FACTOR:g} x high")
+    if "heuristic" in methods:
+        parts.append(
+            f"heuristic rows (no efficiency to project from, or above {ANOMALY_FLAG_PCT:g} %): mid / low / high = "
+            f"{HEURISTIC_MID:g} / {HEURISTIC_LOW:g} / {HEURISTIC_HIGH:g} x their share of E2E"
+        )
+    if scope != COMPARATIVE:
+        parts.append("to band: matching the best published kernel for their shape")
+    parts.append(
+        "saved ms: the finding's first lever (every lever, with what it changes, is in the metrics JSON and the "
+        "findings template)"
+    )
+    return f"impact in {IMPACT_UNIT}: " + "; ".join(parts)
 
 
 def _first_lever(f: Any) -> str:
@@ -140,15 +198,15 @@ def human_rank(r: Any) -> str:
             f.impact_score_high,
             f.impact_to_band,
             _first_lever(f),
-            ", ".join(f.members),
+            ", ".join(short_op(m) for m in f.members),
         ]
         for f in r.findings
     ]
     out = [
         _peaks_line(r.peaks),
-        f"{r.category} ({r.comparison_scope}): {r.operation_count} instances, {fmt(r.total_time_ms, 3)} ms, "
-        f"{fmt(r.percent_of_compute)}% of E2E; {len(r.findings)} findings",
-        table(RANK_COLUMNS, rows) + f"\n{RANK_UNIT_NOTE}"
+        f"{r.category} ({r.comparison_scope}): {plural(r.operation_count, 'instance')}, "
+        f"{fmt(r.total_time_ms, 3)} ms, {fmt(r.percent_of_compute)}% of E2E; {plural(r.findings_total, 'finding')}",
+        table(RANK_COLUMNS, rows) + "\n" + rank_legend(r.comparison_scope, {f.estimate_method for f in r.findings})
         if rows
         else f"(no findings: {r.no_findings_reason})" if r.no_findings_reason else "(no findings)",
         *(f"within the expected band (not a finding): {x}" for x in r.in_band),
@@ -240,9 +298,11 @@ RENDERERS: dict[str, Callable[[Any], str]] = {
     "model_attention": human_model,
     "list_architectures": human_archs,
     "analyze_trace": human_analyze,
-    "render_findings_template": lambda r: (
-        f"wrote {r.findings_file}: {r.p_items} P-items, {r.slots} prose slots to fill"
-    ),
+    "render_findings_template": lambda r: "\n".join([
+        *([] if r.wrote_main_file else [f"kept {r.kept_file} unchanged (it exists; a findings file is never "
+                                        "overwritten): the new skeleton is beside it"]),
+        f"wrote {r.findings_file}: {plural(r.p_items, 'P-item')}, {plural(r.slots, 'prose slot')} to fill",
+    ]),
     "plot_roofline": lambda r: "\n".join([*(f"wrote {f}" for f in r.files), *_warnings(r.warnings)]),
     "render_report": lambda r: "\n".join([f"wrote {r.report_file}", *_warnings(r.warnings)]),
 }

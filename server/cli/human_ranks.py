@@ -5,25 +5,62 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from server.cli.human import fmt, short_op, table
+from server.cli.human import fmt, plural, short_op, table
+from server.vocab import STRAGGLER_RATIO
+
+SAME_TIME = 0.005  # a category straggler whose one straggling shape takes its whole time (within 0.5 %) is one line
+
+
+def _what(s: Any) -> str:
+    return f"{short_op(s.operation or '')} {s.shape or ''}".strip()
+
+
+def _nested(items: list[Any]) -> list[tuple[str, Any, str]]:
+    """(position, straggler, what) rows: each category straggler followed by its rank's straggling shapes of that
+    category, indented; a category whose only straggling shape is the whole of its time is one row."""
+    shapes: dict[tuple[int, str], list[Any]] = {}
+    for s in items:
+        if s.kind == "shape":
+            shapes.setdefault((s.rank, s.category), []).append(s)
+    categories = {(s.rank, s.category) for s in items if s.kind == "category"}
+    rows: list[tuple[str, Any, str]] = []
+    for s in items:
+        key = (s.rank, s.category)
+        if s.kind == "shape":
+            if key not in categories:  # its category is not a straggler (or not on this page): a row of its own
+                rows.append((str(s.position), s, _what(s)))
+            continue
+        inner = shapes.get(key, [])
+        if len(inner) == 1 and abs(inner[0].time_ms - s.time_ms) <= SAME_TIME * max(s.time_ms, 1e-9):
+            rows.append((f"{s.position}+{inner[0].position}", s, f"whole category = its one shape: {_what(inner[0])}"))
+            continue
+        rows.append((str(s.position), s, "(whole category)"))
+        rows += [(str(x.position), x, f"  └ {_what(x)}") for x in inner]
+    return rows
 
 
 def _stragglers(items: list[Any]) -> str:
     rows = [
         [
-            s.position,
+            position,
             s.rank,
             s.category,
-            "(whole category)" if s.kind == "category" else f"{short_op(s.operation or '')} {s.shape or ''}",
+            what,
             s.time_ms,
             s.median_ms,
             f"{s.ratio:.2f}x",
             s.excess_ms,
             s.percent_of_rank_e2e,
         ]
-        for s in items
+        for position, s, what in _nested(items)
     ]
-    return table(["#", "rank", "category", "what", "time ms", "median ms", "ratio", "excess ms", "%E2E"], rows, 60)
+    return table(["#", "rank", "category", "what", "time ms", "median ms", "ratio", "excess ms", "%E2E"], rows, 100)
+
+
+def _counted(items: list[Any]) -> str:
+    """`1 rank category, 1 shape`: what the straggler findings listed are."""
+    cats = sum(1 for s in items if s.kind == "category")
+    return f"{plural(cats, 'rank category', 'rank categories')}, {plural(len(items) - cats, 'shape')}"
 
 
 def _spreads(categories: list[Any]) -> str:
@@ -57,10 +94,11 @@ def human_analyze_ranks(r: Any) -> str:
     if r.categories:
         lines.append(_spreads(r.categories))
     if r.stragglers:
-        lines.append(f"stragglers (over 1.1x the median; {len(r.stragglers)} of {r.stragglers_total}):")
+        lines.append(f"stragglers over {STRAGGLER_RATIO:g}x the median ({len(r.stragglers)} of "
+                     f"{r.stragglers_total}): {_counted(r.stragglers)}")
         lines.append(_stragglers(r.stragglers))
     elif r.ranks_ok:
-        lines.append("no stragglers: every rank within 1.1x the median")
+        lines.append(f"no stragglers: every rank within {STRAGGLER_RATIO:g}x the median")
     lines.append(f"summary: {r.summary_file}")
     return "\n".join(lines + [f"warning: {w}" for w in r.warnings])
 
@@ -76,7 +114,8 @@ def human_rank_summary(r: Any) -> str:
     if r.categories:
         lines.append(_spreads(r.categories))
     if r.findings:
-        lines.append(f"findings {r.offset + 1}-{r.offset + len(r.findings)} of {r.findings_total}:")
+        lines.append(f"findings {r.offset + 1}-{r.offset + len(r.findings)} of {r.findings_total}: "
+                     f"{_counted(r.findings)}")
         lines.append(_stragglers(r.findings))
     else:
         lines.append(f"no straggler findings (of {r.findings_total})")

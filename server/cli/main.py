@@ -26,6 +26,7 @@ from server import __version__
 from server.cli.human import render
 from server.cli.human_ranks import RANK_RENDERERS
 from server.cli.progress import ProgressBar
+from server.cli.wording import cli_words
 from server.errors import InputError, os_error_message, printable, shorten_message
 from server.ranks.children import Stopped, stop_children, stop_on_signals
 from server.roots import DataRoots
@@ -72,7 +73,7 @@ def _option(field: FieldInfo) -> dict[str, Any]:
     help_text = field.description or ""
     if not field.is_required() and field.default is not None and not isinstance(field.default, bool):
         help_text += f" (default: {field.default})"
-    kw["help"] = help_text.replace("%", "%%")
+    kw["help"] = cli_words(help_text).replace("%", "%%")
     return kw
 
 
@@ -81,7 +82,7 @@ def _flag(name: str) -> str:
 
 
 def _add_tool_command(sub: Any, spec: ToolSpec[Any, Any]) -> None:
-    p = sub.add_parser(spec.cli.command, help=spec.title, description=spec.description)
+    p = sub.add_parser(spec.cli.command, help=spec.title, description=cli_words(spec.description))
     fields = spec.input_model.model_fields
     for name in spec.cli.positional:
         field = fields[name]
@@ -153,12 +154,12 @@ def run_tool_command(args: argparse.Namespace) -> int:
         result = execute(spec, ctx, _tool_arguments(args, spec))
     finally:
         bar.close()
-    if args.json:
+    if args.json:  # the MCP tool's structured result, word for word
         print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
     else:
         rank_renderer = RANK_RENDERERS.get(spec.name)
         text = rank_renderer(result) if rank_renderer is not None else render(spec.name, result)
-        print(printable(text, keep_lines=True))  # the tables quote op names and paths from untrusted files
+        print(printable(cli_words(text), keep_lines=True))  # the tables quote op names and paths from untrusted files
     if spec.name == "validate_findings" and not result.passed:
         return EXIT_INVALID
     return EXIT_OK
@@ -221,6 +222,10 @@ def serve_http(server: Any, host: str, port: int) -> None:
             stop_children()
             super().handle_exit(sig, frame)
 
+
+    bound_host, bound_port = sock.getsockname()[:2]  # --port 0: the port the system chose
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    print(f"MCP endpoint: http://{shown}:{bound_port}/mcp", file=sys.stderr, flush=True)
     config = uvicorn.Config(http_app(server, host), log_level=server.settings.log_level.lower())
     StoppingServer(config).run(sockets=[sock])
 
@@ -264,20 +269,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         with stop_on_signals():  # a host's SIGTERM/SIGHUP/SIGINT ends the pool and cluster processes too
-            if hasattr(args, "tool"):
-                return run_tool_command(args)
-            return int(args.fn(args))
+            code = run_tool_command(args) if hasattr(args, "tool") else int(args.fn(args))
+            sys.stdout.flush()  # here, not at exit: a reader that left is a quiet exit, not an error at shutdown
+        return code
+    except BrokenPipeError:  # `sdpa-analyzer archs | head -1`: the reader left; say nothing more
+        _stdout_to_devnull()
+        return EXIT_OK
     except (ToolFailure, InputError) as exc:
-        print(f"sdpa-analyzer: error: {shorten_message(str(exc))}", file=sys.stderr)
+        print(f"sdpa-analyzer: error: {shorten_message(cli_words(str(exc)))}", file=sys.stderr)
         return EXIT_INPUT
     except OSError as exc:  # serve and demo outside the tools' wrapper: still one line, never a traceback
         print(f"sdpa-analyzer: error: {shorten_message(os_error_message(exc))}", file=sys.stderr)
         return EXIT_INPUT
     except (KeyboardInterrupt, Stopped):
         return 130
-    except BrokenPipeError:  # `sdpa-analyzer archs | head`: the reader left; say nothing more
-        sys.stdout = open(os.devnull, "w")
-        return EXIT_OK
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush of what is left in its buffer does not fail
+    again (and print "Exception ignored ... BrokenPipeError") on the closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (a test's StringIO): nothing to flush
+        pass
+    finally:
+        os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,10 @@ class RooflinePoint(BaseModel):
     reason: str | None = Field(default=None, description="why there is no model (shown for unplotted ops)")
     name: str
     category: str
+    efficiency_pct: float | None = Field(default=None, description="% of roofline (drawn on the label; > 100: anomaly)")
+    work_bound: str | None = Field(
+        default=None, description="exact | lower | upper | unknown: a bounded row's efficiency is a bound (≥ / ≤)"
+    )
 
 
 class Ceilings(BaseModel):
@@ -52,6 +56,8 @@ class PlottedPoint(NamedTuple):
     name: str
     time_share: float  # time_ms / total time of all input points (plotted or not)
     labelled: bool  # whether its short label is drawn
+    anomaly: bool = False  # drawn as an anomaly (efficiency above ANOMALY_PCT: a thick red edge), read back
+    centre_px: tuple[float, float] = (0.0, 0.0)  # the marker's centre in display px
 
 
 class PlacedLabel(NamedTuple):
@@ -63,6 +69,7 @@ class PlacedLabel(NamedTuple):
     anchor_px: tuple[float, float]  # the centre of the marker it names
     leader: bool  # moved away from its marker, with a line back to it
     overlap_px2: float  # what it still overlaps when no free spot was found (0 otherwise)
+    text: str = ""  # the text drawn: the shape label and the efficiency
 
 
 class UnplottedPoint(NamedTuple):
@@ -95,3 +102,6 @@ class RooflinePlot(BaseModel):
     labels: list[PlacedLabel] = Field(default_factory=list)  # longest op first
     axes_box_px: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # the plotting area (x0, y0, x1, y1)
     warning: str | None = None  # drawn in red above the chart (e.g. findings ranked on another GPU)
+    legend: list[str] = Field(default_factory=list)  # the legend's entries, as drawn
+    ridge_note_box_px: tuple[float, float, float, float] = (0.0, 0.0, 0.0, 0.0)  # the ridge note's drawn box
+    ridge_note_zorder: float = 0.0  # above the markers' (MARKER_ZORDER), so a dense cloud never hides it

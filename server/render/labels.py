@@ -3,9 +3,10 @@ another label, a marker (its own included), the ridge note, or leaves the axes.
 
 Each label, longest op first, tries candidate offsets in rings around its marker: eight directions per ring
 (right of the marker first), each ring `RING_STEP_PT` farther out. The first candidate whose box touches
-nothing already placed (nor crosses, or is crossed by, a leader line) wins; when none is free, the one with
-the least overlap does. A label set off from its marker gets a leader line back to it. Everything is plain float
-arithmetic in a fixed order, so the same input gives the same placement (and the same PNG bytes).
+nothing already placed (nor crosses, or is crossed by, a leader line, nor sends its leader line through other
+markers) wins; when none is free, the one with the least overlap does. A label set off from its marker gets a
+leader line back to it. Everything is plain float arithmetic in a fixed order, so the same input gives the same
+placement (and the same PNG bytes).
 
 Boxes are (x0, y0, x1, y1) in display pixels, origin at the bottom left (matplotlib's display space).
 """
@@ -96,6 +97,25 @@ def clipped_length(p: tuple[float, float], q: tuple[float, float], box: Box) -> 
     return (t1 - t0) * math.hypot(dx, dy)
 
 
+def clipped_lengths(p: tuple[float, float], q: tuple[float, float], boxes: np.ndarray) -> np.ndarray:
+    """`clipped_length` of the segment p→q in each row (x0, y0, x1, y1) of `boxes`, vectorized."""
+    if boxes.size == 0:
+        return np.zeros(0)
+    d = np.array([q[0] - p[0], q[1] - p[1]])
+    t0 = np.zeros(len(boxes))
+    t1 = np.ones(len(boxes))
+    inside = np.ones(len(boxes), dtype=bool)
+    for axis, lo, hi in ((0, 0, 2), (1, 1, 3)):
+        if d[axis] == 0.0:  # parallel to this pair of edges: inside them or not at all
+            inside &= (boxes[:, lo] <= p[axis]) & (p[axis] <= boxes[:, hi])
+            continue
+        a = (boxes[:, lo] - p[axis]) / d[axis]
+        b = (boxes[:, hi] - p[axis]) / d[axis]
+        t0 = np.maximum(t0, np.minimum(a, b))
+        t1 = np.minimum(t1, np.maximum(a, b))
+    return np.where(inside & (t1 > t0), (t1 - t0) * math.hypot(d[0], d[1]), 0.0)
+
+
 def _distance(p: tuple[float, float], box: Box) -> float:
     """From p to the nearest point of box (0 inside)."""
     dx = max(box[0] - p[0], 0.0, p[0] - box[2])
@@ -135,6 +155,10 @@ def place_labels(
     out: list[Placement] = []
     for anchor, size, half, inner in zip(anchors, text_sizes, marker_half_pt, marker_inner_pt, strict=True):
         taken = np.array([_grow(b, MARGIN_PX) for b in placed], dtype=np.float64).reshape(-1, 4)
+        # the obstacles a leader to this anchor may not cross: all but those around the anchor itself (its own
+        # marker and the ones it sits under, which any leader to it must enter)
+        around = (fixed[:, 0] <= anchor[0]) & (anchor[0] <= fixed[:, 2]) & (fixed[:, 1] <= anchor[1])
+        crossable = fixed[~(around & (anchor[1] <= fixed[:, 3]))]
         best: Placement | None = None
         for ring in range(RINGS):
             # the text sits `pad` inside its box: offset by it too, so the gap is between box and marker
@@ -145,9 +169,11 @@ def place_labels(
                 cost = float(overlap_areas(_grow(box, MARGIN_PX), fixed).sum() + overlap_areas(box, taken).sum())
                 cost += _outside_area(box, bounds)
                 leader = _distance(anchor, box) - inner * px_per_pt > LEADER_MIN_PX
-                # a leader must not run under a placed label, nor this label cover a placed leader
+                # a leader must not run under a placed label or through other markers (the cloud it names one
+                # marker of), nor this label cover a placed leader
                 if leader:
                     cost += LEADER_WIDTH_PX * sum(clipped_length(_centre(box), anchor, b) for b in placed)
+                    cost += LEADER_WIDTH_PX * float(clipped_lengths(_centre(box), anchor, crossable).sum())
                 cost += LEADER_WIDTH_PX * sum(clipped_length(p, q, box) for p, q in leaders)
                 if best is None or cost < best.overlap_px2:
                     best = Placement(off_pt, _HA[d[0]], _VA[d[1]], box, ring, cost, leader)

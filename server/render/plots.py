@@ -33,7 +33,8 @@ from server.render.chart_types import (
     RooflinePoint,
     UnplottedPoint,
 )
-from server.render.labels import Placement, place_labels
+from server.render.labels import Placement, overlap_areas, place_labels
+from server.vocab import ANOMALY_PCT, BOUND_MARKS
 
 # Marker style per direction: shape AND colour differ, so the chart reads in grayscale and for
 # colour-blind readers (blue/orange is a colour-blind-safe pair).
@@ -42,6 +43,11 @@ DIRECTION_STYLE: dict[str, dict[str, str]] = {
     "bwd": {"marker": "^", "color": "#ff7f0e", "name": "backward"},
 }
 PNG_SOFTWARE = "sdpa-analyzer plot_roofline"  # the PNG's Software text: how plot_roofline knows its own files
+# An anomaly (efficiency above ANOMALY_PCT of the roofline: impossible, so a wrong shape, peak or time) keeps its
+# direction's shape and colour and gets a thick edge in this red, and a legend entry.
+EDGES = {"normal": {"color": "#222222", "width": 0.6}, "anomaly": {"color": "#d50000", "width": 2.4}}
+MARKER_ZORDER = 3
+RIDGE_NOTE_ZORDER = 6  # above the markers and the labels: a dense cloud at the ridge never covers it
 COMPUTE_CEILING_COLOR = "#b22222"
 BANDWIDTH_CEILING_COLOR = "#2e7d32"
 RIDGE_COLOR = "#000000"
@@ -246,20 +252,14 @@ def _render(
     ridge_marker = ax.plot(
         [ridge_x], [c.peak_tflops], linestyle="none", marker="D", markersize=7, color=RIDGE_COLOR, zorder=4
     )[0]
-    ridge_label = ax.annotate(
-        f"ridge {ridge_x:.3g} FLOPs/B",
-        (ridge_x, c.peak_tflops),
-        xytext=(6, -14),
-        textcoords="offset points",
-        fontsize=9,
-    )
-
     collections = {}
+    anomalous = np.array([_is_anomaly(points[i]) for i in plotted_idx], dtype=bool)
     for d in ("fwd", "bwd"):
         sel = np.flatnonzero(dirs == d)
         # draw large markers first so small ones stay on top and visible
         sel = sel[np.lexsort((sel, -areas[sel]))]
         style = DIRECTION_STYLE[d]
+        edge = [EDGES["anomaly" if a else "normal"] for a in anomalous[sel].tolist()]
         coll = ax.scatter(
             xs[sel],
             ys[sel],
@@ -267,13 +267,17 @@ def _render(
             marker=style["marker"],
             c=style["color"],
             alpha=0.7,
-            edgecolors="#222222",
-            linewidths=0.6,
-            zorder=3,
+            edgecolors=[e["color"] for e in edge],
+            linewidths=[e["width"] for e in edge],
+            zorder=MARKER_ZORDER,
         )
         collections[d] = (sel, coll)
 
-    label_artists = _draw_labels(ax, fig, points, plotted_idx, xs, ys, areas, order[:top_labels], ridge_label)
+    marker_boxes = _marker_boxes_px(ax, xs, ys, areas, anomalous)
+    ridge_label = _draw_ridge_note(ax, fig, ridge_x, c.peak_tflops, marker_boxes)
+    label_artists = _draw_labels(
+        ax, fig, points, plotted_idx, xs, ys, areas, order[:top_labels], ridge_label, marker_boxes
+    )
 
     note = None
     if not points:
@@ -293,27 +297,37 @@ def _render(
         )
 
     peak_label = f"{c.compute_spec}, {c.peak_kind}"
+    # a direction is in the legend only when the chart has a marker of it (a forward-only chart says nothing
+    # about backward ops), and so is the anomaly edge
+    present = [d for d in ("fwd", "bwd") if (dirs == d).any()]
     handles = [
         Line2D(
             [],
             [],
             linestyle="none",
-            marker="o",
-            color=DIRECTION_STYLE["fwd"]["color"],
+            marker=DIRECTION_STYLE[d]["marker"],
+            color=DIRECTION_STYLE[d]["color"],
             markersize=9,
-            markeredgecolor="#222222",
-            label="forward",
-        ),
-        Line2D(
-            [],
-            [],
-            linestyle="none",
-            marker="^",
-            color=DIRECTION_STYLE["bwd"]["color"],
-            markersize=9,
-            markeredgecolor="#222222",
-            label="backward",
-        ),
+            markeredgecolor=EDGES["normal"]["color"],
+            label=DIRECTION_STYLE[d]["name"],
+        )
+        for d in present
+    ]
+    if anomalous.any():
+        handles.append(
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker=DIRECTION_STYLE[present[0]]["marker"] if len(present) == 1 else "s",
+                color="#ffffff",
+                markersize=9,
+                markeredgecolor=EDGES["anomaly"]["color"],
+                markeredgewidth=EDGES["anomaly"]["width"],
+                label=f"anomaly: above {ANOMALY_PCT:g} % of\nthe roofline (check the row)",
+            )
+        )
+    handles += [
         Line2D(
             [],
             [],
@@ -332,7 +346,7 @@ def _render(
             label=f"ridge {ridge_x:.3g} FLOPs/byte",
         ),
     ]
-    fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.75, 0.89), frameon=True)
+    legend = fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.75, 0.89), frameon=True)
     fig.text(0.75, 0.975, f"{_shorten(c.gpu_name, 40)}\nbytes model: {bytes_model}", fontsize=10, va="top")
     fig.text(0.75, 0.555, "marker area ∝ share of time", fontsize=8.5, va="top", color="#444444")
     box_text = _unplotted_box_text(unplotted)
@@ -360,7 +374,7 @@ def _render(
         png=png,
         width_px=int(fig.bbox.width),
         height_px=int(fig.bbox.height),
-        points=_read_back_points(points, plotted_idx, collections, times, total_time, labelled),
+        points=_read_back_points(points, plotted_idx, collections, times, total_time, labelled, ax),
         unplotted=unplotted,
         compute_ceiling=_line_xy(compute_line),
         bandwidth_ceiling=_line_xy(bandwidth_line),
@@ -374,7 +388,94 @@ def _render(
         labels=_read_back_labels(fig, ax, points, plotted_idx, label_artists),
         axes_box_px=tuple(float(v) for v in ax.get_window_extent().extents),
         warning=warning,
+        legend=[t.get_text() for t in legend.get_texts()],
+        ridge_note_box_px=_box_of(ridge_label.get_bbox_patch() or ridge_label, fig),
+        ridge_note_zorder=float(ridge_label.get_zorder()),
     )
+
+
+def _is_anomaly(p: RooflinePoint) -> bool:
+    return p.efficiency_pct is not None and math.isfinite(p.efficiency_pct) and p.efficiency_pct > ANOMALY_PCT
+
+
+def _box_of(artist: object, fig: Figure) -> tuple[float, float, float, float]:
+    ext = artist.get_window_extent(fig.canvas.get_renderer())  # type: ignore[attr-defined]
+    return (float(ext.x0), float(ext.y0), float(ext.x1), float(ext.y1))
+
+
+def _marker_boxes_px(ax: Axes, xs: np.ndarray, ys: np.ndarray, areas: np.ndarray, anomalous: np.ndarray) -> np.ndarray:
+    """Each marker's bounding square (x0, y0, x1, y1) in display px: sqrt(area) points wide plus its edge line."""
+    if xs.size == 0:
+        return np.zeros((0, 4))
+    px_per_pt = ax.figure.dpi / 72.0
+    centres = ax.transData.transform(np.column_stack([xs, ys]))
+    edge = np.where(anomalous, EDGES["anomaly"]["width"], EDGES["normal"]["width"])
+    half = (np.sqrt(areas) / 2.0 + edge / 2.0) * px_per_pt
+    return np.column_stack([centres[:, 0] - half, centres[:, 1] - half, centres[:, 0] + half, centres[:, 1] + half])
+
+
+# Where the ridge note may go, around the ridge point (offset in points, alignment), in the order tried: below
+# right of the point first (clear of the roofs' lines), then the other corners, then farther out.
+RIDGE_NOTE_SPOTS: tuple[tuple[float, float, str, str], ...] = tuple(
+    (sx * r, sy * r, "left" if sx > 0 else "right", "top" if sy < 0 else "bottom")
+    for r in (8.0, 22.0, 40.0)
+    for sx, sy in ((1, -1), (-1, -1), (1, 1), (-1, 1))
+)
+
+
+def _draw_ridge_note(ax: Axes, fig: Figure, ridge_x: float, peak: float, markers: np.ndarray) -> Annotation:
+    """The ridge note where it covers the fewest markers (and stays inside the axes), drawn above them on a
+    white box so that even a cloud of ops at the ridge leaves it readable."""
+    renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+    bounds = ax.get_window_extent(renderer)
+    best: tuple[float, int] | None = None
+    note = None
+    for k, (dx, dy, ha, va) in enumerate(RIDGE_NOTE_SPOTS):
+        note = ax.annotate(
+            f"ridge {ridge_x:.3g} FLOPs/B", (ridge_x, peak), xytext=(dx, dy), textcoords="offset points",
+            fontsize=9, ha=ha, va=va, zorder=RIDGE_NOTE_ZORDER,
+            bbox={"boxstyle": f"round,pad={RIDGE_NOTE_PAD}", "fc": "white", "ec": "none", "alpha": 0.9},
+        )  # fmt: skip
+        box = _note_box(note, fig)
+        cost = float(overlap_areas(box, markers).sum()) + _outside(box, bounds)
+        note.remove()
+        if best is None or cost < best[0]:
+            best = (cost, k)
+        if cost == 0.0:
+            break
+    assert best is not None
+    dx, dy, ha, va = RIDGE_NOTE_SPOTS[best[1]]
+    return ax.annotate(
+        f"ridge {ridge_x:.3g} FLOPs/B", (ridge_x, peak), xytext=(dx, dy), textcoords="offset points",
+        fontsize=9, ha=ha, va=va, zorder=RIDGE_NOTE_ZORDER,
+        bbox={"boxstyle": f"round,pad={RIDGE_NOTE_PAD}", "fc": "white", "ec": "none", "alpha": 0.9},
+    )  # fmt: skip
+
+
+RIDGE_NOTE_PAD = 0.2  # of the font size: the note's white box around its text
+
+
+def _note_box(note: Annotation, fig: Figure) -> tuple[float, float, float, float]:
+    """The note's box before drawing: its text's extent plus the box pad (the patch is placed at draw time)."""
+    x0, y0, x1, y1 = _box_of(note, fig)
+    pad = RIDGE_NOTE_PAD * note.get_fontsize() * fig.dpi / 72.0
+    return (x0 - pad, y0 - pad, x1 + pad, y1 + pad)
+
+
+def _outside(box: tuple[float, float, float, float], bounds: object) -> float:
+    w, h = box[2] - box[0], box[3] - box[1]
+    iw = max(0.0, min(box[2], bounds.x1) - max(box[0], bounds.x0))  # type: ignore[attr-defined]
+    ih = max(0.0, min(box[3], bounds.y1) - max(box[1], bounds.y0))  # type: ignore[attr-defined]
+    return w * h - iw * ih
+
+
+def label_text(p: RooflinePoint) -> str:
+    """A point's label: its shape, then its efficiency (≥ / ≤ when the row's work is a bound)."""
+    text = _shorten(p.label, 40)
+    if p.efficiency_pct is None or not math.isfinite(p.efficiency_pct):
+        return text
+    mark = BOUND_MARKS.get(p.work_bound or "", "")
+    return f"{text} · {mark}{p.efficiency_pct:.3g} %"
 
 
 def _draw_warning(fig: Figure, warning: str, size_px: tuple[int, int], dpi: int) -> None:
@@ -387,7 +488,8 @@ def _draw_warning(fig: Figure, warning: str, size_px: tuple[int, int], dpi: int)
     max_lines = min(WARNING_MAX_LINES, max(1, room))
     lines = textwrap.wrap(warning, width=width)
     if len(lines) > max_lines:
-        lines = [*lines[: max_lines - 1], _shorten(" ".join(lines[max_lines - 1 :]), width)]
+        # the rest on the last line, cut between words (a word cut in two reads as another word)
+        lines = [*lines[: max_lines - 1], textwrap.shorten(" ".join(lines[max_lines - 1 :]), width, placeholder=" …")]
     fig.text(0.075, 0.99, "\n".join(lines), fontsize=WARNING_FONT_PT, va="top", color=WARNING_COLOR, weight="bold")
 
 
@@ -409,6 +511,7 @@ def _draw_labels(
     areas: np.ndarray,
     chosen: np.ndarray,
     ridge_label: Annotation,
+    marker_boxes: np.ndarray,
 ) -> list[tuple[int, Annotation, Placement]]:
     """Label the chosen points (longest first) where they cover nothing (server.render.labels)."""
     if chosen.size == 0:
@@ -418,14 +521,9 @@ def _draw_labels(
     centres = ax.transData.transform(np.column_stack([xs, ys]))
     # scatter sizes are areas in pt²: the marker is sqrt(area) pt wide, plus its edge line
     half_pt = np.sqrt(areas) / 2.0 + MARKER_EDGE_PT / 2.0
-    half_px = half_pt * px_per_pt
-    obstacles = [
-        (float(cx - h), float(cy - h), float(cx + h), float(cy + h))
-        for (cx, cy), h in zip(centres.tolist(), half_px.tolist(), strict=True)
-    ]
-    ridge_box = ridge_label.get_window_extent(renderer)
-    obstacles.append((ridge_box.x0, ridge_box.y0, ridge_box.x1, ridge_box.y1))
-    texts = [_shorten(points[plotted_idx[k]].label, 40) for k in chosen.tolist()]
+    obstacles = [tuple(float(v) for v in b) for b in marker_boxes.tolist()]
+    obstacles.append(_note_box(ridge_label, fig))
+    texts = [label_text(points[plotted_idx[k]]) for k in chosen.tolist()]
     sizes = []
     for t in texts:  # the text's extent does not depend on where it goes: measure it once
         probe = ax.text(0, 0, t, fontsize=LABEL_FONT_PT, transform=None)
@@ -493,6 +591,7 @@ def _read_back_labels(
                 (float(cx), float(cy)),
                 pl.leader,
                 pl.overlap_px2,
+                ann.get_text(),
             )
         )
     return out
@@ -517,20 +616,26 @@ def _read_back_points(
     times: np.ndarray,
     total_time: float,
     labelled: np.ndarray,
+    ax: Axes,
 ) -> list[PlottedPoint]:
-    """Coordinates and areas as the scatter artists hold them, back in input order."""
+    """Coordinates, areas and edges as the scatter artists hold them, back in input order."""
     n = plotted_idx.size
     drawn_x = np.zeros(n)
     drawn_y = np.zeros(n)
     drawn_area = np.zeros(n)
+    drawn_anomaly = np.zeros(n, dtype=bool)
+    anomaly_rgba = np.array(mpl.colors.to_rgba(EDGES["anomaly"]["color"]))
     for sel, coll in collections.values():
         if sel.size == 0:
             continue
         offsets = np.asarray(coll.get_offsets(), dtype=np.float64)  # type: ignore[attr-defined]
         sizes = np.broadcast_to(np.asarray(coll.get_sizes(), dtype=np.float64), (sel.size,))  # type: ignore[attr-defined]
+        edges = np.broadcast_to(np.asarray(coll.get_edgecolors(), dtype=np.float64), (sel.size, 4))  # type: ignore[attr-defined]
         drawn_x[sel] = offsets[:, 0]
         drawn_y[sel] = offsets[:, 1]
         drawn_area[sel] = sizes
+        drawn_anomaly[sel] = np.all(np.abs(edges[:, :3] - anomaly_rgba[:3]) < 1e-6, axis=1)
+    centres = ax.transData.transform(np.column_stack([drawn_x, drawn_y])) if n else np.zeros((0, 2))
     shares = times / total_time if total_time > 0 else np.zeros(n)
     return [
         PlottedPoint(
@@ -542,6 +647,8 @@ def _read_back_points(
             name=points[i].name,
             time_share=float(shares[k]),
             labelled=bool(labelled[k]),
+            anomaly=bool(drawn_anomaly[k]),
+            centre_px=(float(centres[k, 0]), float(centres[k, 1])),
         )
         for k, i in enumerate(plotted_idx.tolist())
     ]

@@ -17,7 +17,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field
 
 from server.render.markdown import render_markdown
-from server.vocab import ANOMALY_PCT
+from server.vocab import ANOMALY_PCT, BOUND_LEGEND, BOUND_MARKS
 
 NO_OPS_MESSAGE = "No SDPA operations found in trace"
 # in the page's <head>: how render_report recognizes a page it wrote (it replaces no other file: server.writers.owned)
@@ -61,6 +61,11 @@ class OpRow(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     name: str
+    shape: str | None = Field(default=None, description="B, H, N, d, mask (the op family for rows without a model)")
+    verdict: str | None = Field(default=None, description="the verdict in words (server.scoring.verdicts)")
+    work_bound: str | None = Field(
+        default=None, description="exact | lower | upper | unknown: a bounded row's rates are bounds (≥ / ≤ / ~)"
+    )
     args: str = Field(default="", description="metrics-JSON args string; '<br>' separates the inputs")
     count: int
     time_ms: float
@@ -144,13 +149,16 @@ th, td { border: 1px solid #d0d0d0; padding: 3px 6px; vertical-align: top; }
 th { background: #f0f3f7; text-align: left; position: sticky; top: 0; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.name, td.args { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; }
-td.name { max-width: 28em; overflow-wrap: anywhere; font-size: 0.95em; }
+td.name { max-width: 22em; overflow-wrap: anywhere; font-size: 0.95em; }
 td.args { white-space: nowrap; font-size: 0.9em; }
 td.anomaly { background: #fdecea; font-weight: 600; }
 tr.nomodel td { color: #6b6b6b; }
 ul.compact { margin: 0; padding-left: 1.1em; }
 /* wide tables scroll sideways (div.scroll) rather than squeezing the text columns to a few letters */
-td.name { min-width: 16em; }
+td.name { min-width: 12em; }
+/* the key columns (op, shape, time, efficiency, band, verdict) come first and fit 1,400 px; the rest scroll */
+td.shape { white-space: nowrap; font-size: 0.95em; }
+td.verdict { min-width: 16em; max-width: 24em; font-size: 0.95em; }
 td.module { font-size: 0.85em; min-width: 12em; max-width: 18em; overflow-wrap: anywhere; color: #333; }
 td.kernel { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 0.85em; min-width: 20em;
             max-width: 30em; overflow-wrap: anywhere; }
@@ -306,23 +314,38 @@ def _prose_html(sec: CategorySection) -> str:
     )
 
 
-_OP_HEADERS = (
-    "name", "module", "args", "count", "time ms", "%E2E", "efficiency %", "compute %", "memory %", "regime",
-    "bound", "expected band", "FLOPs", "bytes", "FLOPs/byte", "achieved TFLOPS", "kernel",
-    "warnings / no-model reason",
+# (class, header): what a reader looks for first comes first, so it shows without scrolling sideways at 1,400 px
+_OP_COLUMNS = (
+    ("c-op", "op"), ("c-shape", "shape"), ("c-count", "count"), ("c-time", "time ms"), ("c-e2e", "%E2E"),
+    ("c-eff", "efficiency %"), ("c-band", "expected band"), ("c-verdict", "verdict"), ("c-compute", "compute %"),
+    ("c-memory", "memory %"), ("c-regime", "regime"), ("c-bound", "bound"), ("c-module", "module"),
+    ("c-args", "args"), ("c-flops", "FLOPs"), ("c-bytes", "bytes"), ("c-intensity", "FLOPs/byte"),
+    ("c-tflops", "achieved TFLOPS"), ("c-kernel", "kernel"), ("c-notes", "warnings / no-model reason"),
 )  # fmt: skip
-_T2_HEADERS = ("T2 time ms", "T2 count", "Δ ms (T2 − T1)")
-_T2_AFTER = "%E2E"  # the trace-2 columns follow trace 1's time and share
+_T2_COLUMNS = (("c-t2-time", "T2 time ms"), ("c-t2-count", "T2 count"), ("c-t2-delta", "Δ ms (T2 − T1)"))
+_T2_AFTER = "c-verdict"  # the trace-2 columns follow the key columns
+KEY_COLUMNS = ("c-op", "c-shape", "c-time", "c-eff", "c-band", "c-verdict")
 KERNEL_SHOWN = 60
 
 
-def op_headers(comparative: bool) -> list[str]:
-    """The ops table's column headers (the trace-2 ones only for a comparative folder)."""
-    heads = list(_OP_HEADERS)
+def op_columns(comparative: bool) -> list[tuple[str, str]]:
+    """The ops table's (class, header) columns (the trace-2 ones only for a comparative folder)."""
+    cols = list(_OP_COLUMNS)
     if comparative:
-        at = heads.index(_T2_AFTER) + 1
-        heads[at:at] = _T2_HEADERS
-    return heads
+        at = [c for c, _ in cols].index(_T2_AFTER) + 1
+        cols[at:at] = _T2_COLUMNS
+    return cols
+
+
+def op_headers(comparative: bool) -> list[str]:
+    """The ops table's column headers."""
+    return [h for _, h in op_columns(comparative)]
+
+
+def _bounded(op: OpRow, text: str) -> str:
+    """A rate of a bounded row with its mark (≥ at least, ≤ at most, ~ unknown), as the CLI shows it."""
+    mark = BOUND_MARKS.get(op.work_bound or "")
+    return f"{mark}{text}" if mark and text != MISSING else text
 
 
 def _kernel_html(op: OpRow) -> str:
@@ -367,22 +390,24 @@ def _op_row_html(op: OpRow, comparative: bool) -> str:
     return (
         f"<tr{row_cls}>"
         + _td(_esc(op.name), "name")
-        + _td(_esc(" > ".join(op.module_chain)) if op.module_chain else MISSING, "module")
-        + _td(_args_html(op.args), "args")
+        + _td(_esc(op.shape) if op.shape else MISSING, "shape")
         + _td(str(op.count), "num")
         + _td(_fmt(op.time_ms, ".3f"), "num")
         + _td(_fmt(op.percent_e2e, ".2f"), "num")
+        + _td(_esc(_bounded(op, _fmt(eff, ".1f"))), eff_cls)
+        + _td(_band_html(op))
+        + _td(_esc(op.verdict) if op.verdict else MISSING, "verdict")
         + t2
-        + _td(_fmt(eff, ".1f"), eff_cls)
-        + _td(_fmt(op.compute_pct, ".1f"), "num")
-        + _td(_fmt(op.memory_pct, ".1f"), "num")
+        + _td(_esc(_bounded(op, _fmt(op.compute_pct, ".1f"))), "num")
+        + _td(_esc(_bounded(op, _fmt(op.memory_pct, ".1f"))), "num")
         + _td(_esc(op.regime) if op.regime else MISSING)
         + _td(_esc(op.bound) if op.bound else MISSING)
-        + _td(_band_html(op))
+        + _td(_esc(" > ".join(op.module_chain)) if op.module_chain else MISSING, "module")
+        + _td(_args_html(op.args), "args")
         + _td(_si(op.flops, "FLOP"), "num")
         + _td(_si(op.bytes, "B"), "num")
         + _td(_fmt(op.intensity, ".1f"), "num")
-        + _td(_fmt(op.achieved_tflops, ".2f"), "num")
+        + _td(_esc(_bounded(op, _fmt(op.achieved_tflops, ".2f"))), "num")
         + _td(_kernel_html(op), "kernel")
         + _td(_list_html(notes), "notes")
         + "</tr>"
@@ -390,11 +415,14 @@ def _op_row_html(op: OpRow, comparative: bool) -> str:
 
 
 def _ops_html(sec: CategorySection) -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in op_headers(sec.comparative))
+    head = "".join(f'<th class="{c}">{_esc(h)}</th>' for c, h in op_columns(sec.comparative))
     rows = "".join(_op_row_html(op, sec.comparative) for op in sec.ops)
+    legend = (
+        f'<p class="meta">{_esc(BOUND_LEGEND)}</p>' if any(op.work_bound in BOUND_MARKS for op in sec.ops) else ""
+    )
     return (
         f'<div class="scroll"><table id="ops-{_esc(sec.category)}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{rows}</tbody></table></div>"
+        f"<tbody>{rows}</tbody></table></div>{legend}"
     )
 
 
@@ -440,7 +468,7 @@ def _section_html(sec: CategorySection) -> str:
             parts.append(f'<p class="meta">Ranked with {_esc(sec.ranked_with)}.</p>')
         parts.append(_findings_html(sec))
         parts.append(_prose_html(sec))
-        parts.append(f"<h3>All ops ({len(sec.ops)} rows)</h3>")
+        parts.append(f"<h3>All ops ({len(sec.ops)} {'row' if len(sec.ops) == 1 else 'rows'})</h3>")
         parts.append(_ops_html(sec))
     parts.append("</section>")
     return "".join(parts)

@@ -13,6 +13,7 @@ from server.render.report import OpRow
 from server.scoring.arch import ResolvedArch
 from server.scoring.ranking import trace2_times
 from server.scoring.records import RooflineTable, dominant_compute_spec
+from server.scoring.verdicts import row_verdict
 from server.vocab import COMPARATIVE
 
 
@@ -33,14 +34,19 @@ def chart_points(category: str, table: RooflineTable) -> list[RooflinePoint]:
                 reason=row["no_model_reason"] or (None if eff_ok else "no measured time or peak"),
                 name=str(row["name"]),
                 category=category,
+                efficiency_pct=finite(row["efficiency_pct"]) if eff_ok else None,
+                work_bound=row["work_bound"] if isinstance(row["work_bound"], str) else None,
             )
         )
     return pts
 
 
+CHART_COMPUTE_SPEC = "matrix_bf16"  # the ceiling drawn when no modeled row says which spec it runs on
+
+
 def chart_ceilings(resolved: ResolvedArch, tables: list[RooflineTable]) -> Ceilings:
     """The roofs drawn: the dominant compute spec's peak (server.scoring.records.dominant_compute_spec) and HBM."""
-    spec = dominant_compute_spec(tables) or "matrix_bf16"
+    spec = dominant_compute_spec(tables) or CHART_COMPUTE_SPEC
     peak, kind = resolved.gpu.peak_tflops(spec)
     bw, _ = resolved.gpu.peak_tbs()
     return Ceilings(peak_tflops=peak, peak_tbs=bw, compute_spec=spec, gpu_name=resolved.gpu.name, peak_kind=kind)
@@ -91,6 +97,9 @@ def report_op_rows(table: RooflineTable, e2e_ms: float) -> list[OpRow]:
         ops.append(
             OpRow(
                 name=str(row["name"]),
+                shape=_text(row["shape"]),
+                verdict=row_verdict(row),
+                work_bound=_text(row["work_bound"]),
                 args=str(row["args"]),
                 count=int(row["count"]),
                 time_ms=float(row["time_ms"]),

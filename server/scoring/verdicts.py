@@ -11,9 +11,11 @@ against (the fused kernel's roofline), so the sentence never contradicts the int
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from perf_models.bands import BELOW_WORDS, NO_BAND_WORDS
 from perf_models.roofline import BYTES_MODELS
+from server.numbers import finite
 
 REGIME_WORDS = {
     "compute": "compute-bound",
@@ -114,3 +116,26 @@ def verdict(
                            reference_kernel=band_reference_kernel, reference_pct=band_reference_pct,
                            borrowed_from=band_borrowed_from)
     return f"{head}; {regime_text}; {band_text}"
+
+
+def _text(x: object) -> str | None:
+    """A text cell of the records, None where it is missing (pandas reads a missing text as NaN)."""
+    return x if isinstance(x, str) else None
+
+
+def row_verdict(r: Any, bytes_model: str | None = None) -> str:
+    """The verdict in words of one records row (anything indexed by the records' column names), scored with
+    `bytes_model` (named in the verdict when the regime differs between the bytes models)."""
+    unfused = r["attention_type"] == "unfused"
+    return verdict(
+        _text(r["regime"]), finite(r["compute_pct"], 2), finite(r["memory_pct"], 2), str(r["band_status"]),
+        finite(r["band_low"]), finite(r["band_high"]), _text(r["band_metric"]), bool(r["is_anomaly"]),
+        _text(r["work_bound"]), band_note=_text(r["band_note"]),
+        band_reference_kernel=_text(r["band_reference_kernel"]), band_reference_pct=finite(r["band_reference_pct"], 1),
+        band_borrowed_from=_text(r["band_borrowed_from"]),
+        unfused_intensity=finite(r["regime_intensity"], 1) if unfused else None,
+        unfused_bytes=finite(r["regime_bytes"], 0) if unfused else None,
+        fused_intensity=finite(r["intensity"], 1) if unfused else None,
+        ridge=finite(r["ridge"], 1) if unfused else None, bytes_model=bytes_model,
+        regime_compulsory=_text(r["regime_compulsory"]), regime_tiled=_text(r["regime_tiled"]),
+    )  # fmt: skip

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BeforeValidator, Field
+from pydantic import Field
 
 from perf_models.hardware import GpuSpec, get_gpu, list_gpus
 from server.results import ResultModel
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
-from server.tools.common import ArchKey, canonical_arch
+from server.tools.common import GPU_HELP, GpuArg
 
 
 class ArchsInput(ToolInput):
     gpu: Annotated[
-        ArchKey | None,
-        BeforeValidator(canonical_arch),
-        Field(description="one GPU to describe in full (every roof, its kind and source); default: the short table"),
+        GpuArg,
+        Field(description="one GPU to describe in full (every roof, its kind and source): " + GPU_HELP
+              + "; default: the short table"),
     ] = None
 
 

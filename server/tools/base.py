@@ -127,7 +127,8 @@ def parse_input(spec: ToolSpec[In, Out], args: Mapping[str, Any] | In) -> In:
     try:
         return spec.input_model.model_validate(dict(args))
     except ValidationError as exc:
-        raise ToolFailure(shorten_message(f"{spec.name}: {format_validation_error(exc)}")) from None
+        message = format_validation_error(exc, model=spec.input_model)
+        raise ToolFailure(shorten_message(f"{spec.name}: {message}")) from None
 
 
 def execute(spec: ToolSpec[In, Out], ctx: ToolContext, args: Mapping[str, Any] | In) -> Out:

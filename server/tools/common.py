@@ -20,16 +20,14 @@ from server.errors import shorten_message
 from server.results import ResultModel
 from server.roots import DataRoots
 from server.scoring.arch import ResolvedArch
+from server.scoring.chart import CHART_COMPUTE_SPEC
 from server.scoring.records import RooflineTable
 from server.vocab import BYTES_MODEL_HELP, CATEGORY_HELP, SCOPE_HELP, BytesModel, Category, Scope
 
 OutputDir = Annotated[
     str,
     StringConstraints(min_length=1, max_length=4096),
-    Field(
-        description="analysis folder (holds category_data/ and metadata/): relative to the first data root, "
-        "or absolute under a root"
-    ),
+    Field(description="analysis folder (category_data/, metadata/) under a data root; relative to the first root"),
 ]
 CategoryArg = Annotated[Category, Field(description=CATEGORY_HELP)]
 ScopeArg = Annotated[Scope, Field(description=SCOPE_HELP)]
@@ -44,24 +42,33 @@ def canonical_arch(value: Any) -> Any:
     text = value.strip()
     if text.lower().endswith(".json"):
         return value  # a path keeps its exact characters (the roots refuse a line break in it)
+    return canonical_gpu(text)
+
+
+def canonical_gpu(value: Any) -> Any:
+    """A GPU name in any spelling the table knows → its key; anything else (an arch JSON path included) is
+    refused naming the known keys."""
+    if value is None or not isinstance(value, str):
+        return value
     try:
-        return get_gpu(text).key
+        return get_gpu(value.strip()).key
     except UnknownArchError:
-        raise ValueError(f"unknown GPU; pass one of {', '.join(known_keys())} or a path to an arch JSON file") from None
+        raise ValueError(f"unknown GPU; pass one of {', '.join(known_keys())}") from None
 
 
-ArchKey = Literal[tuple(known_keys())]  # type: ignore[valid-type]  # the GPU table's keys, fixed at import
-ArchFile = Annotated[str, StringConstraints(pattern=r"(?i)\.json$", max_length=4096)]
-ARCH_HELP = (
-    "GPU to score against: a key of list_architectures (h100-sxm, mi300x, b200, …; other spellings such as H100 "
-    "are accepted) or the path of a TraceLens arch JSON file under a data root"
-)
+# The schema is a plain string, not an enum of the table's keys: the server takes every spelling the table knows
+# (`H100`, `MI300X`, a trace's device name) and normalizes it to a key before validation, so an enum would make a
+# schema-validating client refuse what the server accepts. Unknown names get one line listing the keys.
+_ArchText = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
+GPU_HELP = "a list_architectures key (h100-sxm, mi300x, …) or another spelling (H100, a trace's device name)"
+ARCH_HELP = f"GPU: {GPU_HELP}, or a TraceLens arch JSON file (.json) under a data root"
 ArchArg = Annotated[
-    ArchKey | ArchFile | None,
+    _ArchText | None,
     BeforeValidator(canonical_arch),
     Field(description=ARCH_HELP + "; default: the trace's GPU, else the metadata's platform"),
 ]
-RequiredArch = Annotated[ArchKey | ArchFile, BeforeValidator(canonical_arch), Field(description=ARCH_HELP)]
+RequiredArch = Annotated[_ArchText, BeforeValidator(canonical_arch), Field(description=ARCH_HELP)]
+GpuArg = Annotated[_ArchText | None, BeforeValidator(canonical_gpu), Field(description=GPU_HELP)]
 
 
 def _canonical_dtype(value: Any) -> Any:
@@ -103,6 +110,9 @@ class PeaksUsed(ResultModel):
         None, description="for metadata: why the trace's GPU was not used (e.g. trace_path outside the data roots)"
     )
     compute_spec: str | None = Field(None, description="the compute spec with the most kernel time")
+    compute_note: str | None = Field(
+        None, description="why there is no compute roof (no modeled row has a dtype), and the one the chart draws"
+    )
     peak_tflops: float | None = Field(None, description="compute roof of that spec, TFLOP/s")
     peak_tflops_kind: str | None = Field(None, description="achievable (measured, with a method) | datasheet")
     peak_tflops_source: str | None = Field(None, description="where the compute roof comes from")
@@ -114,24 +124,34 @@ class PeaksUsed(ResultModel):
     trace_gpu_name: str | None = Field(None, description="the GPU named in the trace's deviceProperties")
 
 
+SOURCE_LIMIT = 600  # a source is kept whole (ours are shorter); an arch JSON's own text is cut between words
+
+
 def peaks_of(gpu: GpuSpec, source: str, spec: str | None, *, detail: str | None = None,
              trace_gpu_name: str | None = None) -> PeaksUsed:
     """PeaksUsed of a GPU for one compute spec (None: no modeled row), with every roof's kind and source."""
     bw = gpu.bandwidth_roof()
     roof = spec_roof(gpu, spec) if spec is not None else None
+    note = None
+    if roof is None:
+        drawn = spec_roof(gpu, CHART_COMPUTE_SPEC)
+        note = "no modeled row has a dtype to choose the compute spec, so no number uses a compute roof" + (
+            f"; the chart draws {CHART_COMPUTE_SPEC}'s {drawn.value:g} TFLOPS ({drawn.kind})" if drawn else ""
+        )
     return PeaksUsed(
         gpu_key=gpu.key,
         gpu_name=gpu.name,
         source=source,
         source_detail=detail,
         compute_spec=spec,
+        compute_note=note,
         peak_tflops=roof.value if roof else None,
         peak_tflops_kind=roof.kind if roof else None,
-        peak_tflops_source=shorten_message(roof.source, 240) if roof else None,
+        peak_tflops_source=shorten_message(roof.source, SOURCE_LIMIT) if roof else None,
         peak_tflops_datasheet=roof.datasheet if roof else None,
         peak_tbs=bw.value,
         peak_tbs_kind=bw.kind,
-        peak_tbs_source=shorten_message(bw.source, 240),
+        peak_tbs_source=shorten_message(bw.source, SOURCE_LIMIT),
         peak_tbs_datasheet=bw.datasheet,
         trace_gpu_name=trace_gpu_name,
     )

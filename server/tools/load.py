@@ -9,7 +9,7 @@ import numpy as np
 from pydantic import Field
 
 from perf_models.registry import lookup
-from server.errors import shorten_middle
+from server.errors import shorten_message, shorten_middle
 from server.folder import layout
 from server.folder.cache import cached_load
 from server.numbers import finite
@@ -118,7 +118,7 @@ def _text_field(value: Any, name: str, warnings: list[str]) -> str | None:
     """A metadata text the result shows: a string (shortened when long), or None with a warning for any other
     type (a number or a list there is a malformed metadata file, not a reason to break the result's schema)."""
     if value is None or isinstance(value, str):
-        return None if value is None else shorten_middle(value, 200)
+        return None if value is None else shorten_message(value, 200)
     warnings.append(f"metadata {name} is a {type(value).__name__}, not a string: ignored")
     return None
 

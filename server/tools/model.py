@@ -18,7 +18,7 @@ from server.scoring.verdicts import verdict
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import BytesModelArg, DtypeArg, KvCacheDtypeArg, PeaksUsed, RequiredArch, peaks_of
 
-PositiveInt = Annotated[int, Field(gt=0, le=2**31)]
+PositiveInt = Annotated[int, Field(ge=1, le=2**31)]
 Window = Annotated[int, Field(ge=-1, le=2**31)]
 
 
@@ -44,8 +44,8 @@ class ModelInput(ToolInput):
     alignment: Annotated[
         Literal["top_left", "bottom_right"],
         Field(
-            description="where the causal diagonal sits when seq_q != seq_kv: bottom_right (flash-attn, FA3, aiter, "
-            "vLLM: the last query sees every key) or top_left (memory-efficient/cuDNN SDPA: query i sees keys 0..i)"
+            description="causal diagonal when seq_q != seq_kv: bottom_right (flash-attn, FA3, aiter, vLLM: the last "
+            "query sees every key) or top_left (memory-efficient/cuDNN SDPA: query i sees keys 0..i)"
         ),
     ] = "bottom_right"
     window_left: Annotated[

@@ -13,7 +13,7 @@ from server.results import ResultModel
 from server.scoring.category import score_category
 from server.scoring.fields import result_model, result_values
 from server.scoring.outputs import write_roofline_table
-from server.scoring.verdicts import verdict
+from server.scoring.verdicts import row_verdict
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from server.tools.common import (
     ArchArg,
@@ -72,28 +72,6 @@ class RooflineResult(ResultModel):
     roofline_file: str | None = Field(None, description="full per-row records (CSV) in the analysis folder")
     notes: list[str] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
-
-
-def _text(x: object) -> str | None:
-    """A text cell of the records, None where it is missing (pandas reads a missing text as NaN)."""
-    return x if isinstance(x, str) else None
-
-
-def row_verdict(r: pd.Series, bytes_model: str) -> str:
-    """The verdict in words of one records row (scored with `bytes_model`)."""
-    unfused = r["attention_type"] == "unfused"
-    return verdict(
-        _text(r["regime"]), finite(r["compute_pct"], 2), finite(r["memory_pct"], 2), str(r["band_status"]),
-        finite(r["band_low"]), finite(r["band_high"]), _text(r["band_metric"]), bool(r["is_anomaly"]),
-        _text(r["work_bound"]), band_note=_text(r["band_note"]),
-        band_reference_kernel=_text(r["band_reference_kernel"]), band_reference_pct=finite(r["band_reference_pct"], 1),
-        band_borrowed_from=_text(r["band_borrowed_from"]),
-        unfused_intensity=finite(r["regime_intensity"], 1) if unfused else None,
-        unfused_bytes=finite(r["regime_bytes"], 0) if unfused else None,
-        fused_intensity=finite(r["intensity"], 1) if unfused else None,
-        ridge=finite(r["ridge"], 1) if unfused else None, bytes_model=bytes_model,
-        regime_compulsory=_text(r["regime_compulsory"]), regime_tiled=_text(r["regime_tiled"]),
-    )  # fmt: skip
 
 
 def _row_model(r: pd.Series, bytes_model: str) -> BaseModel:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from server.errors import InputError, shorten_middle
+from server.errors import InputError, shorten_message
 from server.findings.spec import SLOT_CLOSE, SLOT_OPEN, metrics_run_id
 from server.findings.template import render_findings_template as render_template
 from server.folder import layout
@@ -28,13 +28,16 @@ SLOT_HINT_CHARS = 160
 
 class Slot(ResultModel):
     line: int = Field(description="1-based line of the findings file")
-    hint: str = Field(description="what the slot needs (shortened)")
+    hint: str = Field(description="what the slot needs (shortened between words)")
 
 
 class TemplateResult(ResultModel):
     category: str
     findings_file: str = Field(description="where the skeleton was written: read it with the Read tool")
     wrote_main_file: bool = Field(description="False when a findings file existed and was left untouched")
+    kept_file: str | None = Field(
+        None, description="the findings file that existed and was left unchanged (the skeleton went beside it)"
+    )
     slots: int = Field(description="number of {{FILL: ...}} prose slots to replace")
     slot_list: list[Slot] = Field(
         default_factory=list, description=f"where the slots are (the first {MAX_SLOTS_LISTED})"
@@ -84,13 +87,14 @@ def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateR
             write_text_atomic(target, text, roots=roots)
     lines = text.splitlines()
     slot_list = [
-        Slot(line=i + 1, hint=shorten_middle(_slot_hint(line), SLOT_HINT_CHARS)) for i, line in enumerate(lines)
+        Slot(line=i + 1, hint=shorten_message(_slot_hint(line), SLOT_HINT_CHARS)) for i, line in enumerate(lines)
         if SLOT_OPEN in line
     ]
     return TemplateResult(
         category=cat,
         findings_file=str(target),
         wrote_main_file=wrote_main,
+        kept_file=None if wrote_main else str(main),
         slots=text.count(SLOT_OPEN),
         slot_list=slot_list[:MAX_SLOTS_LISTED],
         p_items=sum(1 for line in lines if line.startswith("### P")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -49,6 +50,33 @@ def _check_runs(path: Path, mpath: Path, metrics: dict[str, Any], roots: DataRoo
         )
 
 
+# What a findings path must not be: another file of the analysis folder (a metrics JSON, an ops CSV, a trace)
+# read as markdown would only report missing sections.
+_NOT_FINDINGS_SUFFIXES = (".json", ".json.gz", ".gz", ".csv")
+_SNIFF_BYTES = 512
+# a JSON object or array opening (`{"`, `[{`, `[1`, `[]`, …), which no markdown opens with (`[text](url)` does not)
+_JSON_START = re.compile(rb'\s*(\{\s*["}]|\[\s*([\[{"\]]|-?\d|true|false|null))')
+
+
+def _refuse_other_files(roots: DataRoots, path: Path) -> None:
+    """An InputError when `path` is plainly not a findings file: a JSON, CSV or gzip name, or JSON or gzip bytes."""
+    name = path.name.lower()
+    with roots.open_read(path, what="findings_path") as f:
+        head = f.read(_SNIFF_BYTES)
+    kind = None
+    if head[:2] == b"\x1f\x8b":
+        kind = "a gzip file"
+    elif _JSON_START.match(head):
+        kind = "JSON"
+    elif name.endswith(_NOT_FINDINGS_SUFFIXES):
+        kind = f"a {name.rsplit('.', 1)[-1].upper()} file"
+    if kind is not None:
+        raise InputError(
+            f"{path} is not a findings file (it is {kind}) — pass category_findings/<category>_findings.md, the "
+            "markdown file render_findings_template writes"
+        )
+
+
 def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport:
     roots = ctx.roots
     path = roots.resolve(args.findings_path, what="findings_path")
@@ -57,6 +85,7 @@ def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport
             f"findings file not found: {path} — write category_findings/<category>_findings.md first "
             "(render_findings_template gives a skeleton)"
         )
+    _refuse_other_files(roots, path)
     metrics: dict[str, Any] | None = None
     mpath = find_metrics_for(path, roots)
     if mpath is not None:  # Decimal parsing keeps each number as written: rule 9 compares the exact spelling

@@ -31,7 +31,7 @@ CHROMIUM = find_chromium()
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no chromium installed (apt-get install chromium)")
 
 
-def screenshot(html_path: Path, tmp: Path) -> tuple[np.ndarray, list[str]]:
+def screenshot(html_path: Path, tmp: Path, window: tuple[int, int] = WINDOW) -> tuple[np.ndarray, list[str]]:
     """Render html_path; return the screenshot as an (H, W, 3) uint8 array and the page's console lines."""
     png = tmp / f"{html_path.stem}.png"
     cmd = [
@@ -39,7 +39,7 @@ def screenshot(html_path: Path, tmp: Path) -> tuple[np.ndarray, list[str]]:
         "--disable-background-networking", "--disable-component-update", "--disable-sync",
         "--hide-scrollbars", "--force-device-scale-factor=1", f"--user-data-dir={tmp / 'profile'}",
         "--enable-logging=stderr", "--v=0", f"--screenshot={png}",
-        f"--window-size={WINDOW[0]},{WINDOW[1]}", html_path.resolve().as_uri(),
+        f"--window-size={window[0]},{window[1]}", html_path.resolve().as_uri(),
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0 and png.exists(), proc.stderr[-2000:]
@@ -102,3 +102,57 @@ def test_checks_can_fail_on_a_broken_page(tmp_path: Path) -> None:
     assert console, "the blocked network image should be reported on the console"
     for d in ("fwd", "bwd"):
         assert colour_pixels(img, DIRECTION_STYLE[d]["color"]) == 0, d
+
+
+# one colour per key column header, painted by a test-only stylesheet (exact RGB: no antialiasing on a fill)
+KEY_COLOURS = {"c-op": "#fe01fe", "c-shape": "#01fefe", "c-time": "#fefe01", "c-eff": "#01fe01", "c-band": "#0101fe",
+               "c-verdict": "#fe0101"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The report of the demo's synthetic H100 trace (forward and backward), through the tools."""
+    from server.roots import DataRoots
+    from server.synthetic import build_trace, demo_calls, write_trace
+    from server.tools import call
+
+    base = tmp_path_factory.mktemp("demo")
+    roots = DataRoots([base])
+    trace = write_trace(build_trace(demo_calls()), base / "demo.json.gz")
+    call("analyze_trace", roots, trace_path=str(trace), output_dir=str(base / "analysis"))
+    for cat in ("sdpa_fwd", "sdpa_bwd"):
+        call("rank_findings", roots, output_dir=str(base / "analysis"), category=cat)
+    res = call("render_report", roots, output_dir=str(base / "analysis"))
+    return Path(res.report_file).read_text(encoding="utf-8")
+
+
+def _key_columns_painted(page: str) -> str:
+    paint = "".join(f"th.{cls} {{ background: {colour} !important; color: {colour}; }}"
+                    for cls, colour in KEY_COLOURS.items())  # fmt: skip
+    return page.replace("</style>", paint + "</style>", 1)
+
+
+def _columns_in_view(img: np.ndarray, right_edge: int) -> dict[str, bool]:
+    """Which painted headers show whole: enough of their colour, and none of it against the scroll box's edge."""
+    seen = {}
+    for cls, colour in KEY_COLOURS.items():
+        rgb = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)])
+        _, xs = np.nonzero(np.abs(img.astype(int) - rgb).max(axis=-1) == 0)
+        seen[cls] = xs.size > 300 and int(xs.max()) < right_edge - 2
+    return seen
+
+
+def test_the_key_columns_show_without_scrolling_at_1400_px(demo_report: str, tmp_path: Path) -> None:
+    """op, shape, time, efficiency, band and verdict are on screen at 1,400 px; the table's other columns scroll."""
+    html_path = tmp_path / "report.html"
+    html_path.write_text(_key_columns_painted(demo_report), encoding="utf-8")
+    width = 1400
+    img, console = screenshot(html_path, tmp_path, (width, 4000))
+    assert console == []
+    body_margin = 24  # the page's CSS: the scroll box ends 24 px from the window's right edge
+    seen = _columns_in_view(img, width - body_margin)
+    assert all(seen.values()), seen
+    # control: a narrow window does push the last key columns out of view, so the check can fail
+    narrow = 700
+    img, _ = screenshot(html_path, tmp_path, (narrow, 4000))
+    assert not all(_columns_in_view(img, narrow - body_margin).values())

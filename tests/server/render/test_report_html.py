@@ -40,6 +40,8 @@ def make_ctx(chart_png: bytes) -> ReportContext:
     ops = [
         OpRow(
             name="aten::_scaled_dot_product_flash_attention",
+            shape="fwd B16 H16 N559 d64",
+            verdict="8.7 % of tensor peak; compute-bound; below the best published kernels for this shape",
             args="(16,16,559,64) bf16<br>(16,16,559,64) bf16<br>(16,16,559,64) bf16",
             count=24,
             time_ms=4.01634,
@@ -98,32 +100,50 @@ def page(chart_png: bytes) -> str:
 
 def test_ops_table_rows_and_values(page: str) -> None:
     rows = parse(page).tables["ops-sdpa_fwd"]
+    # what a reader looks for first comes first (op, shape, time, efficiency, band, verdict), the rest after
     assert rows[0] == [
-        "name", "module", "args", "count", "time ms", "%E2E", "efficiency %", "compute %", "memory %", "regime",
-        "bound", "expected band", "FLOPs", "bytes", "FLOPs/byte", "achieved TFLOPS", "kernel",
+        "op", "shape", "count", "time ms", "%E2E", "efficiency %", "expected band", "verdict", "compute %",
+        "memory %", "regime", "bound", "module", "args", "FLOPs", "bytes", "FLOPs/byte", "achieved TFLOPS", "kernel",
         "warnings / no-model reason",
     ]  # fmt: skip
     assert len(rows) == 1 + 3
     r = rows[1]
     # formatting worked by hand: 4.01634 → 4.016; 8.677 → 8.7; 3.25 → 3.2 (round half even); 1.2345e12 → 1.23 TFLOP
-    assert r[:16] == [
-        "aten::_scaled_dot_product_flash_attention",
-        "LlamaModel > LlamaDecoderLayer > LlamaAttention",
-        "(16,16,559,64) bf16\n(16,16,559,64) bf16\n(16,16,559,64) bf16",
-        "24", "4.016", "12.12", "8.7", "8.7", "3.2", "compute", "compute", "20–40 % (below)", "1.23 TFLOP", "450 MB",
-        "140.0", "85.83",
+    assert r[:18] == [
+        "aten::_scaled_dot_product_flash_attention", "fwd B16 H16 N559 d64", "24", "4.016", "12.12", "8.7",
+        "20–40 % (below)", "8.7 % of tensor peak; compute-bound; below the best published kernels for this shape",
+        "8.7", "3.2", "compute", "compute", "LlamaModel > LlamaDecoderLayer > LlamaAttention",
+        "(16,16,559,64) bf16\n(16,16,559,64) bf16\n(16,16,559,64) bf16", "1.23 TFLOP", "450 MB", "140.0", "85.83",
     ]  # fmt: skip
     assert r[-1] == "kernel time includes a FillFunctor<float> kernel"
     # the kernel cell: the dominant kernel cut to 60 characters in a <summary>, every kernel in full below it
-    assert r[16].startswith(FLASH_KERNEL[:59] + "… +1")
-    assert FILL_KERNEL in r[16] and FLASH_KERNEL in r[16]
+    assert r[18].startswith(FLASH_KERNEL[:59] + "… +1")
+    assert FILL_KERNEL in r[18] and FLASH_KERNEL in r[18]
     assert rows[2][0] == NASTY  # the template / tag text round-trips as text
-    assert rows[2][1] == rows[2][2] == "—"  # no module chain, no args
-    assert rows[2][12:14] == ["2 GFLOP", "1 MB"]
+    assert rows[2][1] == rows[2][12] == rows[2][13] == "—"  # no shape, no module chain, no args
+    assert rows[2][14:16] == ["2 GFLOP", "1 MB"]
     no_model = rows[3]
     assert no_model[0] == "vllm::unified_attention"
-    assert no_model[6:16] == ["—"] * 10  # efficiency … achieved TFLOPS unknown
+    assert no_model[5] == "—" and no_model[8:10] == ["—"] * 2 and no_model[14:18] == ["—"] * 4  # unknown rates
     assert no_model[-1] == "no model: paged KV layout not supported"
+
+
+def test_bounded_rows_carry_their_marks(chart_png: bytes) -> None:
+    """A sliding-window row (work an upper bound) reads ≤ beside its exact causal twin, as in the CLI table."""
+    twin = {"count": 1, "time_ms": 1.0, "efficiency_pct": 40.0, "compute_pct": 40.0, "memory_pct": 5.0,
+            "achieved_tflops": 395.6}  # fmt: skip
+    ops = [OpRow(name="causal", work_bound="exact", **twin), OpRow(name="window", work_bound="upper", **twin),
+           OpRow(name="varlen", work_bound="lower", **twin)]  # fmt: skip
+    page = render_report_html(ReportContext(title="t", sections=[CategorySection(category="sdpa_fwd", ops=ops)]))
+    rows = {r[0]: r for r in parse(page).tables["ops-sdpa_fwd"][1:]}
+    rated = (5, 8, 9, 17)  # efficiency, compute %, memory %, achieved TFLOPS
+    assert [rows["causal"][i] for i in rated] == ["40.0", "40.0", "5.0", "395.60"]
+    assert [rows["window"][i] for i in rated] == ["≤40.0", "≤40.0", "≤5.0", "≤395.60"]
+    assert [rows["varlen"][i] for i in rated] == ["≥40.0", "≥40.0", "≥5.0", "≥395.60"]
+    assert "≥ / ≤ / ~: the row&#x27;s work is a lower bound" in page
+    assert "All ops (3 rows)" in page
+    one = render_report_html(ReportContext(title="t", sections=[CategorySection(category="sdpa_fwd", ops=ops[:1])]))
+    assert "All ops (1 row)" in one and "work is a lower bound" not in one
 
 
 def test_full_kernel_name_in_a_tooltip_and_details(page: str) -> None:
@@ -213,8 +233,9 @@ def test_consistency_alert_and_no_findings_reason_render() -> None:
     assert 'role="alert"' in page and "findings were ranked on GPU <A> but this report shows GPU B" in text
     assert "No findings: trace 2 is not faster <here>." in text
     rows = parse(page).tables["ops-sdpa_fwd"]
-    assert rows[0][6:9] == ["T2 time ms", "T2 count", "Δ ms (T2 − T1)"]
-    assert rows[1][6:9] == ["1.500", "2", "+0.500"]
+    # the trace-2 columns follow the key columns (op … verdict)
+    assert rows[0][7:11] == ["verdict", "T2 time ms", "T2 count", "Δ ms (T2 − T1)"]
+    assert rows[1][8:11] == ["1.500", "2", "+0.500"]
     # without a reason the page still says that it does not know why
     bare = render_report_html(ReportContext(title="t", sections=[CategorySection(category="sdpa_fwd", ops=[op])]))
     assert "No findings: the report was not told why." in "".join(parse(bare).text)

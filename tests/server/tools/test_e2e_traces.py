@@ -10,7 +10,7 @@ import pytest
 
 from server.roots import DataRoots
 from server.tools import call
-from tests.support import SHARED, TRACES
+from tests.support import SHARED, SHARED_SKIP_REASON, TRACES
 
 ALL_TRACES = sorted(p.relative_to(TRACES).as_posix() for p in TRACES.rglob("*.json.gz")) if TRACES.exists() else []
 SLOT = re.compile(r"\{\{FILL:[^}]*\}\}")
@@ -21,7 +21,7 @@ def fill(text: str) -> str:
     return SLOT.sub("The tools measured this; see the table below for the numbers.", text)
 
 
-@pytest.mark.skipif(not ALL_TRACES, reason="shared traces not available")
+@pytest.mark.skipif(not ALL_TRACES, reason=f"{SHARED_SKIP_REASON}: {TRACES} is absent")
 @pytest.mark.parametrize("trace", ALL_TRACES)
 def test_trace_to_valid_findings(trace: str, tmp_path: Path) -> None:
     roots = DataRoots([tmp_path, SHARED])

@@ -1,0 +1,103 @@
+"""The README and the set-up are true for a new user: every tool named, every path there, every CLI line parses,
+the Claude Code steps leave the checkout clean, the install prints no deprecation banner, and a run without
+../shared says why its tests skipped."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+
+import pytest
+
+from server.cli.main import build_parser
+from server.tools import TOOLS
+from tests.support import REPO
+
+README = (REPO / "README.md").read_text(encoding="utf-8")
+_REPO_PATH = re.compile(r"(?<![\w/.:-])((?:perf_models|server|prompts|tests|bench|docs|\.ci)/[\w./-]*|agent\.md|"
+                        r"\.mcp\.json\.example|pyproject\.toml|Makefile)")  # fmt: skip
+
+
+def test_every_mcp_tool_is_in_the_readme_tool_list() -> None:
+    (bullet,) = re.findall(r"^- Tools \((\d+)\): (.*?)(?=\. Inputs)", README, flags=re.M | re.S)
+    count, names = int(bullet[0]), re.findall(r"`(\w+)`", bullet[1])
+    mcp = [spec.name for spec in TOOLS if spec.mcp]
+    assert sorted(names) == sorted(mcp) and count == len(mcp)
+
+
+def test_every_repository_path_the_readme_names_exists() -> None:
+    named = set()
+    for line in README.splitlines():
+        line = re.sub(r"--method \S+", "", line)  # `--method prompts/get` is an MCP method, not a path
+        named |= {m.rstrip(".,:;)") for m in _REPO_PATH.findall(line) if not re.search(r"[<{*…]", m)}
+    missing = sorted(p for p in named if not (REPO / p).exists())
+    assert not missing, missing
+    assert "server/render/labels.py" in named  # the check reads the README's paths at all
+
+
+def _cli_lines() -> list[list[str]]:
+    """The `$S <command> ...` lines of the README's CLI block, as argv lists (optional parts unbracketed)."""
+    block = README.split("## CLI", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    lines = []
+    for line in block.splitlines():
+        if not line.startswith("$S "):
+            continue
+        text = line.split("#", 1)[0].replace("[", " ").replace("]", " ").replace("...", "")
+        lines.append(shlex.split(text)[1:])
+    return lines
+
+
+def test_every_cli_line_of_the_readme_names_a_command_and_its_options() -> None:
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    lines = _cli_lines()
+    assert {argv[0] for argv in lines} >= {spec.cli.command for spec in TOOLS} | {"serve"}  # every command shown
+    for argv in lines:
+        assert argv[0] in commands, argv
+        options = {o for action in commands[argv[0]]._actions for o in action.option_strings}
+        flags = [a.split("=", 1)[0] for a in argv[1:] if a.startswith("-") and a not in ("-", "--")]
+        assert set(flags) <= options, (argv[0], set(flags) - options)
+
+
+def test_the_claude_code_steps_leave_the_checkout_clean() -> None:
+    if not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    written = [".claude/agents/sdpa-analyzer.md", ".mcp.json", "report.png", "demo-out/report.png"]
+    proc = subprocess.run(["git", "check-ignore", *written], cwd=REPO, capture_output=True, text=True, check=False)
+    assert sorted(proc.stdout.split()) == sorted(written)
+    assert "--screenshot=demo-out/report.png" in README
+
+
+def test_the_license_is_an_spdx_expression_setuptools_reads_without_a_banner() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["license"] == "Apache-2.0"
+    (setuptools,) = [r for r in project["build-system"]["requires"] if r.startswith("setuptools")]
+    # an SPDX string is read from setuptools 77 on; older ones refuse it, and the table form warns in every build
+    assert setuptools == "setuptools>=77"
+
+
+@pytest.mark.slow
+def test_building_the_package_prints_no_deprecation(tmp_path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(tmp_path), str(REPO)],
+                          capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "project.license" not in proc.stdout + proc.stderr and "Deprecat" not in proc.stderr
+
+
+def test_a_run_without_shared_says_why_its_tests_skipped(tmp_path) -> None:
+    env = {**os.environ, "SDPA_SHARED_DIR": str(tmp_path / "no-shared")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/server/mcp/test_server_mcp.py",
+         "-k", "fixture_flow"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    *_, totals, last = proc.stdout.splitlines()
+    skipped = int(re.search(r"(\d+) skipped", totals).group(1))  # type: ignore[union-attr]
+    # the last line of the run, after the totals: how many skipped, and why
+    assert last == f"{skipped} of the skipped tests need ../shared (real traces and analysis folders; set " \
+                   "SDPA_SHARED_DIR to point elsewhere)" and skipped > 0
