@@ -210,7 +210,10 @@ def _identification_hint(finding: FindingView, ops: list[dict[str, Any]]) -> str
     )
     regimes = sorted({str(_roofline_of(op).get("regime")) for op in ops} - {"None"})
     if regimes:
-        facts.append(f"regime: {', '.join(regimes)} (balanced: neither roof alone limits it)")
+        # Only the regimes present, each glossed on its own, so no reader takes one word for another's meaning.
+        glossary = {"compute": "the compute roof limits it", "memory": "the bandwidth roof limits it",
+                    "balanced": "neither roof alone limits it"}  # fmt: skip
+        facts.append("regime: " + "; ".join(f"{r} = {glossary[r]}" if r in glossary else r for r in regimes))
     split = [r for r in map(_roofline_of, ops) if r.get("regime_compulsory") and r.get("regime_tiled")
              and r.get("regime_compulsory") != r.get("regime_tiled")]  # fmt: skip
     if split:

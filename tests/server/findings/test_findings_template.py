@@ -221,3 +221,15 @@ def test_shared_fixtures_round_trip(analysis_folders_dir: Path) -> None:
                 assert (rule, line) in found, (path, rule, line, found)
                 checked_mutations += 1
     assert checked_mutations >= 3
+
+
+def test_identification_glosses_each_regime_on_its_own() -> None:
+    """The hint once read "regime: compute (balanced: …)", which a reader took as compute = balanced."""
+    metrics = copy.deepcopy(metrics_of("standalone"))
+    for regime, gloss in (("compute", "the compute roof limits it"), ("balanced", "neither roof alone limits it")):
+        for op in metrics["operations"]:
+            op["roofline"] = {"regime": regime}
+        text = render_findings_template(metrics, "sdpa_fwd")
+        hint = next(line for line in text.split("\n") if "regime: " in line)
+        glossed = hint[hint.index("regime: ") : hint.index("}}")]
+        assert glossed == f"regime: {regime} = {gloss}"  # only the regime present, glossed on its own
