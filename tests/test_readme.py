@@ -101,3 +101,34 @@ def test_a_run_without_shared_says_why_its_tests_skipped(tmp_path) -> None:
     # the last line of the run, after the totals: how many skipped, and why
     assert last == f"{skipped} of the skipped tests need ../shared (real traces and analysis folders; set " \
                    "SDPA_SHARED_DIR to point elsewhere)" and skipped > 0
+
+
+def test_the_readme_finding_example_passes_the_validator_on_its_trace(tmp_path) -> None:  # noqa: ANN001
+    """The filled P-item the README shows is what the validator accepts on the H100 Qwen trace, numbers included:
+    its block replaces the template's P-item (the rest filled by tests.support.fill_findings)."""
+    import json
+
+    from server.roots import DataRoots
+    from server.tools import call
+    from tests.support import TRACES, fill_findings, need
+
+    trace = need(TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
+    (example,) = re.findall(r"```markdown\n(### P1:.*?)```", README, flags=re.S)
+    example_lines = re.sub(r"\n(?![#*<])", " ", example.strip()).splitlines()  # the README wraps long lines
+    roots = DataRoots([tmp_path, trace.parent])
+    out = tmp_path / "out"
+    call("analyze_trace", roots, trace_path=str(trace), output_dir=str(out))
+    call("rank_findings", roots, output_dir=str(out), category="sdpa_fwd")
+    tpl = call("render_findings_template", roots, output_dir=str(out), category="sdpa_fwd")
+    path = out / "category_findings" / "sdpa_fwd_findings.md"
+    metrics = json.loads((out / "category_data" / "sdpa_fwd_metrics.json").read_text())
+    lines = fill_findings(path.read_text(), metrics).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("### P1:"))
+    lines[start : start + len(example_lines)] = example_lines
+    path.write_text("\n".join(lines) + "\n")
+    assert tpl.p_items == 1
+    report = call("validate_findings", roots, findings_path=str(path))
+    assert report.passed, [str(e) for e in report.errors]
+    # and the numbers the README quotes around it are the tools' (a README kept in step with the models)
+    for number in ("19.43", "1.531", "4.39", "2.766", "101.6", "2.194", "0.405"):
+        assert number in path.read_text(), number

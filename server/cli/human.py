@@ -218,9 +218,11 @@ def human_rank(r: Any) -> str:
 
 def _fact_lines(facts: dict[str, Any]) -> list[str]:
     out = []
-    for trace, x in (facts.get("attention_outside_rows") or {}).items():
+    outside = facts.get("attention_outside_rows") or {}
+    for trace, x in outside.items():
         if x.get("kernels"):
-            out.append(f"fact: {x['kernels']} attention kernels outside every op ({trace}): {x['time_us']} µs, "
+            where = f" ({trace.replace('trace', 'trace ')})" if len(outside) > 1 else ""  # one trace: no label
+            out.append(f"fact: {x['kernels']} attention kernels outside every op{where}: {x['time_us']} µs, "
                        f"{x['percent_of_e2e']} % of E2E")
     if c := facts.get("copy_overhead"):
         out.append(f"fact: layout copies around the calls {c['time_ms']} ms = {c['percent_of_attention']} % of the "
