@@ -10,6 +10,7 @@ import shlex
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -103,7 +104,7 @@ def test_a_run_without_shared_says_why_its_tests_skipped(tmp_path) -> None:
                    "SDPA_SHARED_DIR to point elsewhere)" and skipped > 0
 
 
-def test_the_readme_finding_example_passes_the_validator_on_its_trace(tmp_path) -> None:  # noqa: ANN001
+def test_the_readme_finding_example_passes_the_validator_on_its_trace(tmp_path: Path) -> None:
     """The filled P-item the README shows is what the validator accepts on the H100 Qwen trace, numbers included:
     its block replaces the template's P-item (the rest filled by tests.support.fill_findings)."""
     import json
