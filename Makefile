@@ -22,7 +22,7 @@ PYTEST_SELECT := $(if $(SDPA_TEST_ALL),,-m "not slow")
 
 test: venv
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest $(PYTEST_SELECT)
+	$(BIN)/python -m pytest -n auto $(PYTEST_SELECT)
 
 bench: venv
 	$(BIN)/python bench/run_all.py

@@ -45,8 +45,8 @@ def _check_runs(path: Path, mpath: Path, metrics: dict[str, Any], roots: DataRoo
     text_run = findings_run_id(roots.read_bytes(path, what="findings_path").decode("utf-8", errors="replace"))
     if metrics_run is not None and text_run is not None and text_run != metrics_run:
         raise InputError(
-            f"{path} was rendered from another analysis (run {text_run[:12]}) than {mpath.name} (run "
-            f"{metrics_run[:12]}): its numbers are not this folder's — re-run render_findings_template, fill it again"
+            f"{path} was rendered from another analysis than {mpath.name} (run {text_run[:12]}, not "
+            f"{metrics_run[:12]}) — re-run render_findings_template, fill it again"
         )
 
 
