@@ -10,8 +10,6 @@ from pydantic import Field, StringConstraints, model_validator
 from server.errors import InputError
 from server.ranks.discover import list_trace_dir
 from server.ranks.result import RanksResult
-from server.ranks.run import analyze_ranks as run_ranks
-from server.scoring.arch import read_arch_file
 from server.tools.base import CliSpec, Setting, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg
 from server.vocab import STRAGGLER_RATIO
@@ -89,6 +87,8 @@ def _trace_files(ctx: ToolContext, args: AnalyzeRanksInput) -> list[Path]:
 
 def _arch_spec(arch: str | None, ctx: ToolContext) -> dict[str, Any] | None:
     """An arch JSON file's content, read and checked through the roots here (the workers get plain data)."""
+    from server.scoring.arch import read_arch_file
+
     if not arch or not arch.lower().endswith(".json"):
         return None
     data, _ = read_arch_file(arch, ctx.roots)
@@ -98,6 +98,8 @@ def _arch_spec(arch: str | None, ctx: ToolContext) -> dict[str, Any] | None:
 
 
 def analyze_ranks(ctx: ToolContext, args: AnalyzeRanksInput) -> RanksResult:
+    from server.ranks.run import analyze_ranks as run_ranks  # the engines and the ingest: when the tool runs
+
     traces = _trace_files(ctx, args)
     if not traces:
         raise InputError("no rank traces given — pass trace_paths or trace_dir")
