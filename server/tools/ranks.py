@@ -9,6 +9,7 @@ from pydantic import Field, StringConstraints, model_validator
 
 from server.errors import InputError
 from server.ranks.discover import list_trace_dir
+from server.ranks.forkserver import start_fork_server
 from server.ranks.result import RanksResult
 from server.tools.base import CliSpec, Setting, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg
@@ -98,13 +99,16 @@ def _arch_spec(arch: str | None, ctx: ToolContext) -> dict[str, Any] | None:
 
 
 def analyze_ranks(ctx: ToolContext, args: AnalyzeRanksInput) -> RanksResult:
-    from server.ranks.run import analyze_ranks as run_ranks  # the engines and the ingest: when the tool runs
-
     traces = _trace_files(ctx, args)
     if not traces:
         raise InputError("no rank traces given — pass trace_paths or trace_dir")
     out = ctx.roots.resolve(args.output_dir, what="output_dir")
     engine = args.engine or ("dask" if ctx.dask_address else "pool")
+    arch_spec = _arch_spec(args.arch, ctx)
+    if engine == "pool":
+        start_fork_server()  # it imports the analysis while this process does the same on the next line
+    from server.ranks.run import analyze_ranks as run_ranks  # the engines and the ingest: when the tool runs
+
     return run_ranks(
         traces,
         out,
@@ -113,7 +117,7 @@ def analyze_ranks(ctx: ToolContext, args: AnalyzeRanksInput) -> RanksResult:
         engine=engine,
         dask_address=ctx.dask_address if engine == "dask" else None,
         arch=args.arch,
-        arch_spec=_arch_spec(args.arch, ctx),
+        arch_spec=arch_spec,
         overwrite=args.overwrite,
         limit=args.limit,
         progress=ctx.progress,
