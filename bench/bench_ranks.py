@@ -71,15 +71,20 @@ if __name__ == "__main__":
 """
 
 # one rank in a fresh process: resident memory after the imports, the peak while analyzing the trace, and what it
-# keeps after (a Dask worker holding its peak would count against its memory limit for the next task)
+# keeps after (a Dask worker holding its peak would count against its memory limit for the next task). The peak is
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across fork and exec (this bench's parent held
+# a generated trace), VmHWM starts anew with the exec'd image.
 _ONE = """
-import json, resource, secrets, sys, time
+import json, secrets, sys, time
 from server.ranks.task import RankTask, analyze_rank
 
-def rss_mb():
+def status_mb(key):
     for line in open("/proc/self/status"):
-        if line.startswith("VmRSS:"):
+        if line.startswith(key + ":"):
             return int(line.split()[1]) / 1024
+
+def rss_mb():
+    return status_mb("VmRSS")
 
 def main():
     before = rss_mb()
@@ -87,7 +92,7 @@ def main():
     task = RankTask(index=0, rank=0, trace_path=sys.argv[1], folder=sys.argv[2], roots=("/",),
                     token=secrets.token_hex(4), overwrite=True)
     o = analyze_rank(task)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = status_mb("VmHWM")
     print(json.dumps({"seconds": time.perf_counter() - t0, "cpu": time.process_time() - c0, "imports_mb": before,
                       "peak_mb": peak, "after_mb": rss_mb(), "status": o.status, "error": o.error}))
 
@@ -232,7 +237,7 @@ def one_rank(trace: Path, folder: Path) -> dict:
 
 def big_rank(n_events: int, tmp: Path, keep: bool) -> None:
     """One rank trace of n_events alone: time and memory per GB of JSON (docs/scaling.md's per-rank figures)."""
-    folder = Path(tempfile.mkdtemp(prefix="sdpa-big-rank-", dir=tmp))
+    folder = tmp / f"sdpa-big-rank-{n_events}"  # kept with --keep: a later run reuses the trace
     try:
         make_traces(1, n_events, folder)
         trace = folder / "rank_0.json"
@@ -246,6 +251,7 @@ def big_rank(n_events: int, tmp: Path, keep: bool) -> None:
               f"{r['imports_mb']:.0f} MB imported + {grown:.0f} MB ({grown / 1e3 / gb:.2f} x the JSON); "
               f"{r['after_mb']:.0f} MB resident after the task")  # fmt: skip
     finally:
+        shutil.rmtree(folder / "out", ignore_errors=True)
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -260,13 +266,15 @@ def main() -> int:
     ap.add_argument("--reduce-ranks", type=int, default=1024, help="ranks of the summary-only reduce benchmark")
     ap.add_argument("--one-events", type=int, default=0, help="also analyze one rank trace this big alone")
     ap.add_argument("--tmp", type=Path, default=Path(tempfile.gettempdir()), help="where --one-events' trace goes")
-    ap.add_argument("--keep", action="store_true", help="keep --one-events' trace and folder")
+    ap.add_argument("--keep", action="store_true", help="keep --one-events' trace (a later run reuses it)")
     args = ap.parse_args()
     PYCACHE.mkdir(parents=True, exist_ok=True)
 
     bench_reduce(args.reduce_ranks)
     if args.one_events:
         big_rank(args.one_events, args.tmp, args.keep)
+    if args.rounds < 1:
+        return 0
 
     traces = make_traces(args.ranks, args.events)
     sizes = [p.stat().st_size / 1e6 for p in sorted(traces.glob("rank_*.json"))]
