@@ -9,7 +9,6 @@ from pydantic import Field, StringConstraints, model_validator
 
 from server.errors import InputError
 from server.ranks.discover import list_trace_dir
-from server.ranks.forkserver import start_fork_server
 from server.ranks.result import RanksResult
 from server.tools.base import CliSpec, Setting, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg
@@ -105,6 +104,8 @@ def analyze_ranks(ctx: ToolContext, args: AnalyzeRanksInput) -> RanksResult:
     out = ctx.roots.resolve(args.output_dir, what="output_dir")
     engine = args.engine or ("dask" if ctx.dask_address else "pool")
     arch_spec = _arch_spec(args.arch, ctx)
+    from server.ranks.forkserver import start_fork_server  # multiprocessing: only when the tool runs
+
     if engine == "pool":
         start_fork_server()  # it imports the analysis while this process does the same on the next line
     from server.ranks.run import analyze_ranks as run_ranks  # the engines and the ingest: when the tool runs
