@@ -18,8 +18,8 @@ import numpy as np
 from perf_models.assess import assess
 from perf_models.estimate import estimate_work
 from perf_models.hardware import get_gpu
-from perf_models.outputs import row_outputs
 from perf_models.roofline import roofline
+from perf_models.row_outputs import row_outputs
 from perf_models.table import ConfigTable
 
 

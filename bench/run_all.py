@@ -13,6 +13,7 @@ BENCHES = [
     "bench_server.py",
     "bench_analyze_trace.py",
     "bench_ranks.py",
+    "bench_start.py",
     "bench_hardening.py",
     "bench_findings.py",
 ]

@@ -55,8 +55,9 @@ from perf_models.errors import ConfigError, PerfModelError
 from perf_models.estimate import WorkEstimate
 from perf_models.hardware import GpuSpec, Roof
 from perf_models.masks import MASK_NONE, MASK_WINDOW
-from perf_models.roofline import BYTES_MODELS, RooflineArrays, roofline
+from perf_models.roofline import RooflineArrays, roofline
 from perf_models.table import ConfigTable
+from perf_models.terms import BYTES_MODELS
 from perf_models.traffic import decode_rows, token_counts
 
 F64 = NDArray[np.float64]

@@ -18,9 +18,10 @@ from perf_models.bands import family_by_id
 from perf_models.config import AttentionConfig, BwdConvention, Direction
 from perf_models.estimate import TILED_BYTES_NOTE, estimate_work
 from perf_models.hardware import GpuSpec
-from perf_models.outputs import MODEL_OUTPUTS, row_outputs
-from perf_models.roofline import ANOMALY_FLAG_PCT, ANOMALY_PCT
+from perf_models.outputs import MODEL_OUTPUTS
+from perf_models.row_outputs import row_outputs
 from perf_models.table import ConfigTable
+from perf_models.terms import ANOMALY_FLAG_PCT, ANOMALY_PCT
 
 
 @dataclass(frozen=True)

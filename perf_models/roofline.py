@@ -19,11 +19,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from perf_models.errors import PerfModelError
+from perf_models.terms import ANOMALY_FLAG_PCT, ANOMALY_PCT
 
 F64 = NDArray[np.float64]
-BYTES_MODELS = ("compulsory", "tiled")
-ANOMALY_PCT = 100.0
-ANOMALY_FLAG_PCT = 110.0
 
 
 @dataclass(frozen=True, eq=False)

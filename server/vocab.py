@@ -3,15 +3,15 @@ bytes models, and the efficiency thresholds the verdicts and the ranking use.
 
 Everything that names one of these (the trace writer, the folder reader, the tool schemas, the CLI, the
 prompt renderer, the ranking) imports it from here, so a value can never drift between two lists. The
-bytes models and the roofline thresholds are perf_models' own (the roofline computes with them); this
-module gives them their schema types.
+bytes models and the roofline thresholds are perf_models' own (perf_models.terms: the roofline computes with
+them); this module gives them their schema types. It imports nothing heavy: every tool declaration reads it.
 """
 
 from __future__ import annotations
 
 from typing import Literal, get_args
 
-from perf_models.roofline import ANOMALY_FLAG_PCT, ANOMALY_PCT, BYTES_MODELS
+from perf_models.terms import ANOMALY_FLAG_PCT, ANOMALY_PCT, BYTES_MODELS
 
 # ---- attention categories ------------------------------------------------------------------------
 # A category is one `<cat>_ops.csv` of the analysis folder (docs/formats.md). The display name is what an
@@ -61,6 +61,9 @@ IMPACT_UNIT_HELP = (
     "impact_score is in % of the E2E baseline: 0.875 x impact_score_high, the share of the profiled window the ops "
     "would give back at 100 % of their roofline (low: 0.75 x high; heuristic rows: a share of their time)"
 )
+
+# ---- the roofline chart: the compute ceiling drawn when no modeled row says which spec it runs on -----------------
+CHART_COMPUTE_SPEC = "matrix_bf16"
 
 # ---- bounded work (perf_models' `work_bound`) ---------------------------------------------------------------------
 # A row whose work is a bound has bounded rates: shown with "≥" (work counted at least), "≤" (at most), "~" (unknown)

@@ -2,12 +2,14 @@
 
 The contract is prompts/findings_format.md; every error carries a rule id `R<n>-<what>` (n = rule number of
 that page, R0 = unfilled template slot), a 1-based line and a fix hint.
+
+The names below are imported on first use (`__getattr__`): a tool declaration that needs only `models` or `spec`
+does not load the validator (markdown-it) or the template renderer with them.
 """
 
-from server.findings.metrics_view import MetricsFormatError, load_metrics
-from server.findings.models import FindingError, ValidationReport
-from server.findings.template import render_error_file, render_findings_template, render_no_data_file
-from server.findings.validate import find_metrics_for, validate_findings_file, validate_findings_text
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "FindingError",
@@ -21,3 +23,21 @@ __all__ = [
     "validate_findings_file",
     "validate_findings_text",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("MetricsFormatError", "load_metrics"):
+        from server.findings import metrics_view as module
+    elif name in ("FindingError", "ValidationReport"):
+        from server.findings import models as module
+    elif name in ("render_error_file", "render_findings_template", "render_no_data_file"):
+        from server.findings import template as module
+    elif name in ("find_metrics_for", "validate_findings_file", "validate_findings_text"):
+        from server.findings import validate as module
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(module, name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

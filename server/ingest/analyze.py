@@ -16,8 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
 from perf_models.devices import DeviceMatch, identify_device
 from perf_models.errors import UnknownArchError
 from perf_models.hardware import GpuSpec, get_gpu
@@ -35,6 +33,7 @@ from server.ingest.load import load_trace
 from server.ingest.model_config import ModelHints, load_model_config
 from server.ingest.names import short_kernel_name
 from server.ingest.paged import add_workload
+from server.ingest.result import AnalyzeResult, CategoryResult, E2EResult, GpuResult, UnlinkedResult
 from server.ingest.rows import Row, build_rows, category_totals, row_frame
 from server.ingest.serving import (
     add_kernel_hints,
@@ -46,74 +45,12 @@ from server.ingest.serving import (
     split_kv_kernels,
 )
 from server.ingest.unfused import find_unfused_backward, find_unfused_calls
-from server.results import ResultModel
 from server.roots import UNRESTRICTED, DataRoots
 from server.vocab import CATEGORIES, INFERENCE
 
 Progress = Callable[[float, float, str], None]
 
 __all__ = ["AnalyzeResult", "TraceError", "analyze_trace"]
-
-
-class CategoryResult(ResultModel):
-    name: str
-    display_name: str
-    rows: int
-    instances: int
-    kernel_time_ms: float
-    percent_of_e2e: float | None = None
-    unfused_instances: int = 0
-    files: list[str] = Field(default_factory=list)
-
-
-class GpuResult(ResultModel):
-    device_name: str | None = None
-    arch: str | None = Field(None, description="GPU table key used for the peaks (None: no peaks written)")
-    name: str | None = None
-    source: str = Field("none", description="argument | arch_json | trace | none")
-
-
-class E2EResult(ResultModel):
-    total_time_ms: float
-    window_source: str = Field(description="gpu_profiler_step | cpu_profiler_step | gpu_activity")
-    steps: list[str] = Field(default_factory=list)
-    computation_time_percent: float
-    exposed_comm_time_percent: float
-    exposed_memcpy_time_percent: float
-    idle_time_percent: float
-
-
-class UnlinkedResult(ResultModel):
-    kernels_without_cpu_launch: int = 0
-    time_without_cpu_launch_us: float = 0.0
-    in_window: int = 0
-    in_window_time_us: float = 0.0
-    gpu_events_outside_window: int = 0
-    outside_window_time_us: float = 0.0
-    attention_kernels_without_cpu_launch: int = 0
-    attention_time_without_cpu_launch_us: float = 0.0
-    attention_kernels_outside_rows: int = Field(
-        0, description="attention kernels (by their own names) that no row accounts for, CPU launch or not"
-    )
-    attention_time_outside_rows_us: float = 0.0
-
-
-class AnalyzeResult(ResultModel):
-    status: str = Field(description="OK, or NO_DATA when the trace has no attention calls")
-    trace_path: str
-    output_dir: str
-    events: int
-    categories: list[CategoryResult] = Field(default_factory=list)
-    gpu: GpuResult
-    e2e: E2EResult
-    unlinked: UnlinkedResult
-    comparison_scope: str = "standalone"
-    trace2_path: str | None = None
-    trace2_e2e: E2EResult | None = None
-    config_json: str | None = Field(None, description="the model config.json whose layer hints were used")
-    warnings: list[str] = Field(default_factory=list)
-    files_written: list[str] = Field(default_factory=list)
-    seconds: float = 0.0
 
 
 def analyze_trace(

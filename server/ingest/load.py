@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from perf_models.literals import MAX_NESTING
-from server.gc_pause import gc_paused, release_freed_heap
+from server.gc_pause import gc_paused
 from server.ingest import names as N
 from server.ingest.context import TraceContext
 from server.ingest.e2e import compute_baseline
@@ -15,6 +15,7 @@ from server.ingest.events import ANN, CPU, KERNEL, PY, RT, EventTablesBuilder
 from server.ingest.linking import link_gpu_events
 from server.ingest.reader import TraceReader
 from server.ingest.tree import HostForest
+from server.memory import release_free_heap
 from server.roots import UNRESTRICTED, DataRoots
 
 Stage = Callable[[float, str], None]
@@ -41,7 +42,7 @@ def load_trace(
         raise TraceError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
     ev = builder.finish()
     del builder
-    release_freed_heap()
+    release_free_heap()
     if reader.n_events == 0:
         raise TraceError(f"{path}: traceEvents is empty — record with torch.profiler and export the trace again")
     if require_gpu and (len(ev.gpu) == 0 or not (ev.gpu["kind"] == KERNEL).any()) and ev.excluded:

@@ -15,7 +15,6 @@ the descendants once more first. Descendants are found in /proc (Linux); elsewhe
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import signal
 import threading
@@ -50,6 +49,8 @@ def descendants(pid: int | None = None) -> list[int]:
     root = os.getpid() if pid is None else pid
     proc = Path("/proc")
     if not proc.is_dir():
+        import multiprocessing  # elsewhere than Linux only: the CLI's start does not load it
+
         return [p.pid for p in multiprocessing.active_children() if p.pid is not None] if root == os.getpid() else []
     parent: dict[int, int] = {}
     for entry in proc.iterdir():

@@ -7,8 +7,9 @@ process that died (killed for memory, a crash) or a Dask worker lost mid-task be
 
 The pool's processes come from a fork server, not a fork of this process: the MCP server runs threads, and
 forking a threaded process can deadlock the child. The fork server imports the analysis modules once, so a
-worker starts in milliseconds. Each worker holds one trace at a time. A worker that dies takes the ranks in
-flight with it; they are retried one at a time, so a dead worker costs only the rank that killed it.
+worker starts in milliseconds (server.ranks.forkserver: started before this process imports the analysis). Each
+worker holds one trace at a time. A worker that dies takes the ranks in flight with it; they are retried one at
+a time, so a dead worker costs only the rank that killed it.
 
 Dask is imported only when chosen (`pip install 'sdpa-analyzer[cluster]'`). The scheduler address is the
 caller's configuration (`serve --dask-address`, `SDPA_DASK_ADDRESS`, `analyze-ranks --dask-address`), never a
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import multiprocessing
 import os
 import uuid
 from collections.abc import Callable, Sequence
@@ -39,6 +39,7 @@ from pydantic import ValidationError
 
 from server.errors import InputError, shorten_message
 from server.ranks.children import check_running, stopping
+from server.ranks.forkserver import pool_context
 from server.ranks.task import RankOutcome, RankTask, analyze_rank, error_outcome
 
 Engine = Literal["pool", "dask"]
@@ -70,19 +71,11 @@ def run_pool(tasks: Sequence[RankTask], workers: int, on_done: OnDone) -> None:
             on_done(error_outcome(task, _DIED))
 
 
-def _pool_context() -> Any:
-    if "forkserver" not in multiprocessing.get_all_start_methods():  # Windows: spawn, each worker imports anew
-        return multiprocessing.get_context("spawn")
-    ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload(["server.ranks.task"])
-    return ctx
-
-
 def _pool_round(tasks: list[RankTask], workers: int, on_done: OnDone) -> list[RankTask]:
     """Run the tasks on one pool; returns the tasks lost to a dead worker process."""
     check_running()
     broken: list[RankTask] = []
-    pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(tasks))), mp_context=_pool_context())
+    pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(tasks))), mp_context=pool_context())
     try:
         futures: dict[Future[RankOutcome], RankTask] = {pool.submit(analyze_rank, t): t for t in tasks}
         todo = set(futures)

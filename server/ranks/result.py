@@ -9,12 +9,17 @@ from __future__ import annotations
 import statistics
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 MAX_LISTED = 20
 
 
-class Straggler(BaseModel):
+class _Deferred(BaseModel):
+    # the validators are built on first use, not at import: the CLI's parser and `--help` import these declarations
+    model_config = ConfigDict(defer_build=True)
+
+
+class Straggler(_Deferred):
     """A rank whose attention time (a whole category, or one shape) is over 1.1 × the median of the ranks."""
 
     position: int = Field(description="1-based order by percent_of_rank_e2e (then excess_ms)")
@@ -37,7 +42,7 @@ class Straggler(BaseModel):
     rank_folder: str = Field(description="the straggler's analysis folder (relative to output_dir)")
 
 
-class CategorySpread(BaseModel):
+class CategorySpread(_Deferred):
     category: str
     ranks: int = Field(description="ranks that run this category")
     kernel_time_ms_min: float | None = None
@@ -48,13 +53,13 @@ class CategorySpread(BaseModel):
     on_all_ranks: bool = True
 
 
-class RankError(BaseModel):
+class RankError(_Deferred):
     rank: int | None = None
     trace_path: str
     error: str
 
 
-class RanksResult(BaseModel):
+class RanksResult(_Deferred):
     status: Literal["OK", "PARTIAL", "ERROR"] = Field(
         description="OK: every trace analyzed; PARTIAL: some ranks failed (see errors); ERROR: none analyzed"
     )

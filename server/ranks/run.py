@@ -30,6 +30,7 @@ from typing import Any
 from server.errors import InputError
 from server.ranks.discover import RankPlan, plan_ranks
 from server.ranks.engines import Engine, default_workers, run_dask, run_pool
+from server.ranks.forkserver import start_fork_server
 from server.ranks.result import RanksResult, ranks_result
 from server.ranks.summary import (
     RANK_FOLDER,
@@ -71,6 +72,8 @@ def analyze_ranks(
     report = progress or (lambda _d, _t, _m: None)
     if not traces:
         raise InputError("no rank traces given — pass trace_paths (files) or trace_dir (their folder)")
+    if engine == "pool":
+        start_fork_server()  # its import of the analysis runs while the ranks are planned (a no-op once running)
     with one_run(roots, output_dir):
         plan = plan_ranks(traces, roots)
         warnings = _prepare_output(output_dir, plan, overwrite, roots)

@@ -14,7 +14,7 @@ from server.scoring.arch import ResolvedArch
 from server.scoring.ranking import trace2_times
 from server.scoring.records import RooflineTable, dominant_compute_spec
 from server.scoring.verdicts import row_verdict
-from server.vocab import COMPARATIVE
+from server.vocab import CHART_COMPUTE_SPEC, COMPARATIVE
 
 
 def chart_points(category: str, table: RooflineTable) -> list[RooflinePoint]:
@@ -39,9 +39,6 @@ def chart_points(category: str, table: RooflineTable) -> list[RooflinePoint]:
             )
         )
     return pts
-
-
-CHART_COMPUTE_SPEC = "matrix_bf16"  # the ceiling drawn when no modeled row says which spec it runs on
 
 
 def chart_ceilings(resolved: ResolvedArch, tables: list[RooflineTable]) -> Ceilings:

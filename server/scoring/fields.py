@@ -4,24 +4,20 @@
 what the scoring adds from the op rows (names, times, kernel names, call stacks). `CATALOGUE` is the three in
 order. From it come the records' columns (server.scoring.records), the roofline CSV's columns, the metrics JSON's
 per-op `roofline` block (server.scoring.ranking), the MCP result models of compute_roofline and model_attention
-(`result_model`) and their values (`result_values`), and the CLI's column titles. A field's name is the same on
-every surface; a new field is one line in the catalogue plus its computation.
+(`result_model`) and their values (`result_values`, server.scoring.field_values), and the CLI's column titles. A
+field's name is the same on every surface; a new field is one line in the catalogue plus its computation. This
+module is the declarations only (no numpy, no pandas): the tool declarations and the CLI's tables import it.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-import pandas as pd
 from pydantic import BaseModel, Field, create_model
 
 from perf_models.outputs import MODEL_OUTPUTS, Output, Surface, declare
 from server.results import ResultModel
-from server.writers.json_columns import Bools, Column, Ints, Numbers, Texts, Values
-from server.writers.json_columns import Field as JsonField
 
 IDENTITY: tuple[Output, ...] = (
     declare("row", "int", "", None, "row", "rc", "row index in <category>_ops.csv (0-based)"),
@@ -102,57 +98,10 @@ def result_model(name: str, surface: Surface, doc: str, *, required: Sequence[st
     return model
 
 
-def value(o: Output, x: Any) -> Any:
-    """A records cell as the catalogue says it is shown: rounded to its digits, None where it has no value."""
-    if o.kind == "bool":
-        return bool(x) if x is not None and not (isinstance(x, float) and math.isnan(x)) else False
-    if o.kind == "list":
-        return list(x) if isinstance(x, list | tuple | np.ndarray) else []
-    if x is None or (isinstance(x, float | np.floating) and not math.isfinite(float(x))):
-        return None
-    if o.kind == "text":
-        return x if isinstance(x, str) else None
-    if o.kind == "int":
-        try:
-            return int(x)
-        except (TypeError, ValueError):
-            return None
-    f = float(x)
-    return round(f, o.digits) if o.digits is not None else f
-
-
-def result_values(row: Mapping[str, Any] | pd.Series, surface: Surface, **computed: Any) -> dict[str, Any]:
-    """The values of one records row for a surface's result model; fields computed at result time come in
-    `computed`."""
-    out = {}
-    for o in on(surface):
-        out[o.name] = computed[o.name] if o.name in computed else value(o, row[o.name])
-    return out
-
-
 # ---- files -----------------------------------------------------------------------------------------
 def csv_columns() -> list[str]:
     """The roofline CSV's columns (records columns, in catalogue order)."""
     return [o.name for o in on("csv")]
-
-
-def json_column(o: Output, records: pd.DataFrame, codes: Any) -> Column:
-    """The metrics JSON column of one field (`codes(name)`: codes and values of a text column, encoded once)."""
-    col = records[o.name]
-    if o.kind == "float":
-        return Numbers(col.to_numpy(dtype=float), o.digits)
-    if o.kind == "int":
-        return Ints(col.to_numpy(dtype=float))  # NaN (no value) is null
-    if o.kind == "bool":
-        return Bools(col.to_numpy(dtype=bool))
-    if o.kind == "list":
-        return Values(col.tolist())
-    return Texts(*codes(o.name))
-
-
-def json_fields(records: pd.DataFrame, codes: Any) -> list[JsonField]:
-    """The per-op `roofline` block of the metrics JSON, field by field."""
-    return [JsonField(o.name, json_column(o, records, codes)) for o in on("json")]
 
 
 __all__ = [
@@ -162,9 +111,6 @@ __all__ = [
     "DESCRIPTIVE",
     "IDENTITY",
     "csv_columns",
-    "json_fields",
     "on",
     "result_model",
-    "result_values",
-    "value",
 ]

@@ -17,12 +17,13 @@ import numpy as np
 import pandas as pd
 
 from perf_models.kernels import KernelRole, classify_kernel
+from perf_models.outputs import Output
 from server.factorize import factorize
 from server.folder.manifest import current_run_id
 from server.folder.read import KERNEL_MEAN, CategoryData
 from server.numbers import finite
 from server.scoring.advice import category_facts, finding_advice, finding_facts, in_band_list, in_band_rows
-from server.scoring.fields import json_fields
+from server.scoring.fields import on
 from server.scoring.records import RooflineTable, step_workload, workload_profile
 from server.vocab import (
     ANOMALY_FLAG_PCT,
@@ -43,6 +44,7 @@ from server.vocab import (
 from server.writers.json_columns import (
     Bools,
     Cells,
+    Column,
     Const,
     Field,
     Ints,
@@ -347,6 +349,25 @@ def _default_peak(table: RooflineTable) -> float:
         return table.gpu.peak_tflops(spec)[0]
     except ValueError:
         return float("nan")
+
+
+def json_column(o: Output, records: pd.DataFrame, codes: Any) -> Column:
+    """The metrics JSON column of one field (`codes(name)`: codes and values of a text column, encoded once)."""
+    col = records[o.name]
+    if o.kind == "float":
+        return Numbers(col.to_numpy(dtype=float), o.digits)
+    if o.kind == "int":
+        return Ints(col.to_numpy(dtype=float))  # NaN (no value) is null
+    if o.kind == "bool":
+        return Bools(col.to_numpy(dtype=bool))
+    if o.kind == "list":
+        return Values(col.tolist())
+    return Texts(*codes(o.name))
+
+
+def json_fields(records: pd.DataFrame, codes: Any) -> list[Field]:
+    """The per-op `roofline` block of the metrics JSON, field by field."""
+    return [Field(o.name, json_column(o, records, codes)) for o in on("json")]
 
 
 def _roofline_block(r: pd.DataFrame, table: RooflineTable) -> Obj:

@@ -24,8 +24,9 @@ from perf_models.limits import oversized
 from perf_models.literals import LiteralParseError, parse_literal
 from perf_models.model_attention import default_family
 from perf_models.ops.batch import ParsedTable, parse_ops_table
-from perf_models.outputs import MODEL_OUTPUTS, row_outputs
+from perf_models.outputs import MODEL_OUTPUTS
 from perf_models.registry import ParsedOp, parse_op
+from perf_models.row_outputs import row_outputs
 from server.factorize import factorize
 from server.folder.cells import CELL_SEP
 from server.folder.read import KERNEL_SUM, CategoryData

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from perf_models.bands import BELOW_WORDS, NO_BAND_WORDS
-from perf_models.roofline import BYTES_MODELS
+from perf_models.terms import BYTES_MODELS
 from server.numbers import finite
 
 REGIME_WORDS = {

@@ -1,7 +1,9 @@
 """The tools: one declaration each (server.tools.base.ToolSpec), listed once here.
 
 The MCP server (server.mcp_server) and the CLI (server.cli) are both built from `TOOLS`; the demo, the
-benchmarks and the tests call tools through `call`, the same path with the same error handling.
+benchmarks and the tests call tools through `call`, the same path with the same error handling. Importing this
+package loads only the declarations (each tool imports its implementation when it runs), so `--help`, the CLI's
+parser and the MCP listing start without numpy or pandas (docs/internal-api.md, "Declarations start light").
 """
 
 from __future__ import annotations

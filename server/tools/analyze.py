@@ -9,10 +9,9 @@ from pydantic import ConfigDict, Field
 
 from perf_models.hardware import GpuSpec
 from server.errors import InputError
-from server.ingest.analyze import AnalyzeResult, TraceError
-from server.ingest.analyze import analyze_trace as run_analysis
+from server.ingest.errors import TraceError
+from server.ingest.result import AnalyzeResult
 from server.roots import DataRoots
-from server.scoring.arch import gpu_by_name_or_file
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg
 
@@ -72,6 +71,8 @@ def default_output_dir(trace: Path, roots: DataRoots) -> Path:
 def explicit_arch(arch: str | None, roots: DataRoots) -> str | GpuSpec:
     """The arch argument as analyze_trace takes it: "auto", a GPU table key, or an arch JSON file read (through the
     roots) and checked here, before the trace is parsed."""
+    from server.scoring.arch import gpu_by_name_or_file
+
     if not arch:
         return "auto"
     if arch.lower().endswith(".json"):
@@ -80,6 +81,8 @@ def explicit_arch(arch: str | None, roots: DataRoots) -> str | GpuSpec:
 
 
 def analyze_trace(ctx: ToolContext, args: AnalyzeInput) -> AnalyzeResult:
+    from server.ingest.analyze import analyze_trace as run_analysis  # the ingest (numpy, pandas, msgspec)
+
     roots = ctx.roots
     trace = roots.resolve(args.trace_path, what="trace_path")
     out_arg = args.output_dir if args.output_dir is not None else str(default_output_dir(trace, roots))

@@ -63,9 +63,10 @@ class Setting:
 
 
 class ToolInput(BaseModel):
-    """Base of every tool's input model: unknown arguments are refused (a typo is not silently ignored)."""
+    """Base of every tool's input model: unknown arguments are refused (a typo is not silently ignored). The validator
+    is built on first use (`defer_build`): the CLI reads every model's fields to build its parser, validates one."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 In = TypeVar("In", bound=ToolInput)

@@ -1,5 +1,9 @@
 """Parameter types and result pieces several tools share (each written once, described once).
 
+Like every tool module, it imports only what declaring the tools needs (pydantic, server.vocab, the GPU table):
+`--help`, the CLI's parser and the MCP listing are built without numpy or pandas; what scores imports them when it
+runs (tests/server/cli/test_start_imports.py).
+
 The types are `Annotated` so an input model field is one line: its JSON schema (enum, unit, meaning) and its
 validation come with it. Closed sets are enums in the schema; an arch name is normalized before validation so
 `H100` and `MI300X` are accepted and the schema still lists the canonical keys.
@@ -8,21 +12,21 @@ validation come with it. Closed sets are enums in the schema; an arch name is no
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, StringConstraints
 
-from perf_models.assess import spec_roof
 from perf_models.dtypes import try_normalize_dtype
 from perf_models.errors import UnknownArchError
 from perf_models.hardware import GpuSpec, get_gpu, known_keys
 from server.errors import shorten_message
 from server.results import ResultModel
 from server.roots import DataRoots
-from server.scoring.arch import ResolvedArch
-from server.scoring.chart import CHART_COMPUTE_SPEC
-from server.scoring.records import RooflineTable
-from server.vocab import BYTES_MODEL_HELP, CATEGORY_HELP, SCOPE_HELP, BytesModel, Category, Scope
+from server.vocab import BYTES_MODEL_HELP, CATEGORY_HELP, CHART_COMPUTE_SPEC, SCOPE_HELP, BytesModel, Category, Scope
+
+if TYPE_CHECKING:
+    from server.scoring.arch import ResolvedArch
+    from server.scoring.records import RooflineTable
 
 OutputDir = Annotated[
     str,
@@ -130,6 +134,8 @@ SOURCE_LIMIT = 600  # a source is kept whole (ours are shorter); an arch JSON's 
 def peaks_of(gpu: GpuSpec, source: str, spec: str | None, *, detail: str | None = None,
              trace_gpu_name: str | None = None) -> PeaksUsed:
     """PeaksUsed of a GPU for one compute spec (None: no modeled row), with every roof's kind and source."""
+    from perf_models.assess import spec_roof  # the roofline math (numpy): only the tools that score need it
+
     bw = gpu.bandwidth_roof()
     roof = spec_roof(gpu, spec) if spec is not None else None
     note = None

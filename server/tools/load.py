@@ -5,16 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import Field
 
-from perf_models.registry import lookup
 from server.errors import shorten_message, shorten_middle
 from server.folder import layout
-from server.folder.cache import cached_load
 from server.numbers import finite
 from server.results import ResultModel
-from server.scoring.records import short_args
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import CategoryArg, OutputDir, resolve_output_dir
 
@@ -58,6 +54,12 @@ class LoadResult(ResultModel):
 
 
 def load_category_data(ctx: ToolContext, args: LoadInput) -> LoadResult:
+    import numpy as np  # the folder reader and the op table: imported when the tool runs, not to declare it
+
+    from perf_models.registry import lookup
+    from server.folder.cache import cached_load
+    from server.scoring.records import short_args
+
     out = resolve_output_dir(ctx.roots, args.output_dir)
     data = cached_load(out, args.category, ctx.roots)
     res = LoadResult(status=data.status, category=data.category, output_dir=str(out), warnings=list(data.warnings))

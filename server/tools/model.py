@@ -9,12 +9,9 @@ from pydantic import Field, model_validator
 
 from perf_models.config import AttentionConfig, BwdConvention, Mask, PagedInfo, VarlenInfo
 from perf_models.errors import PerfModelError
-from perf_models.model_attention import model_attention as estimate_attention
 from server.errors import InputError
 from server.results import ResultModel
-from server.scoring.arch import gpu_by_name_or_file
-from server.scoring.fields import result_model, result_values
-from server.scoring.verdicts import verdict
+from server.scoring.fields import result_model
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import BytesModelArg, DtypeArg, KvCacheDtypeArg, PeaksUsed, RequiredArch, peaks_of
 
@@ -234,6 +231,12 @@ def _config(args: ModelInput) -> AttentionConfig:
 
 
 def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
+    # the models (numpy) and the verdict words: imported when the tool runs, never to declare it (no pandas either)
+    from perf_models.model_attention import model_attention as estimate_attention
+    from server.scoring.arch import gpu_by_name_or_file
+    from server.scoring.field_values import result_values
+    from server.scoring.verdicts import verdict
+
     gpu, source = gpu_by_name_or_file(args.arch, ctx.roots)
     try:
         cfg = _config(args)

@@ -9,9 +9,6 @@ from pydantic import Field, PrivateAttr
 from server.errors import InputError
 from server.folder import layout
 from server.results import ResultModel
-from server.scoring.category import scored_categories
-from server.scoring.chart import chart_ceilings, chart_points
-from server.scoring.ranked import ranking_mismatch
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
 from server.vocab import Category
@@ -56,8 +53,12 @@ class PlotResult(ResultModel):
 
 
 def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
-    # Imported here: matplotlib costs ~40 MB and ~0.5 s, and only chart-drawing calls need it.
+    # Imported here: matplotlib costs ~40 MB and ~0.5 s, and only chart-drawing calls need it; the scoring (numpy,
+    # pandas) is imported when a tool runs, never to declare it.
     from server.render.plots import PNG_SOFTWARE, render_roofline_png
+    from server.scoring.category import scored_categories
+    from server.scoring.chart import chart_ceilings, chart_points
+    from server.scoring.ranked import ranking_mismatch
 
     out = resolve_output_dir(ctx.roots, args.output_dir)
     target = out / layout.plot_png(args.category, args.bytes_model)

@@ -8,10 +8,6 @@ from pydantic import Field
 
 from server.errors import InputError
 from server.results import ResultModel
-from server.scoring.category import score_category
-from server.scoring.outputs import write_metrics, write_roofline_table
-from server.scoring.ranked import metrics_no_findings_reason
-from server.scoring.ranking import build_metrics
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from server.tools.common import (
     ArchArg,
@@ -126,6 +122,12 @@ class RankResult(ResultModel):
 
 
 def rank_findings(ctx: ToolContext, args: RankInput) -> RankResult:
+    # the scoring (numpy, pandas): imported when the tool runs, never to declare it
+    from server.scoring.category import score_category
+    from server.scoring.outputs import write_metrics, write_roofline_table
+    from server.scoring.ranked import metrics_no_findings_reason
+    from server.scoring.ranking import build_metrics
+
     out = resolve_output_dir(ctx.roots, args.output_dir)
     scored = score_category(ctx.roots, out, args.category, args.arch, args.bytes_model)
     if not scored.has_rows:

@@ -6,7 +6,6 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from server.ranks.read import load_summary
 from server.ranks.result import MAX_LISTED, CategorySpread, RankError, Straggler, spreads, stragglers
 from server.results import ResultModel
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
@@ -63,6 +62,8 @@ def _partial(shapes: list[dict[str, Any]], category: str | None) -> list[dict[st
 
 
 def load_rank_summary(ctx: ToolContext, args: RankSummaryInput) -> RankSummaryResult:
+    from server.ranks.read import load_summary  # the summary's reader (pandas): imported when the tool runs
+
     folder = resolve_output_dir(ctx.roots, args.output_dir)
     path, summary = load_summary(folder, ctx.roots)
     folder_rank = next(

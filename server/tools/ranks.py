@@ -10,8 +10,6 @@ from pydantic import Field, StringConstraints, model_validator
 from server.errors import InputError
 from server.ranks.discover import list_trace_dir
 from server.ranks.result import RanksResult
-from server.ranks.run import analyze_ranks as run_ranks
-from server.scoring.arch import read_arch_file
 from server.tools.base import CliSpec, Setting, ToolContext, ToolInput, ToolSpec
 from server.tools.common import ArchArg
 from server.vocab import STRAGGLER_RATIO
@@ -89,6 +87,8 @@ def _trace_files(ctx: ToolContext, args: AnalyzeRanksInput) -> list[Path]:
 
 def _arch_spec(arch: str | None, ctx: ToolContext) -> dict[str, Any] | None:
     """An arch JSON file's content, read and checked through the roots here (the workers get plain data)."""
+    from server.scoring.arch import read_arch_file
+
     if not arch or not arch.lower().endswith(".json"):
         return None
     data, _ = read_arch_file(arch, ctx.roots)
@@ -103,6 +103,13 @@ def analyze_ranks(ctx: ToolContext, args: AnalyzeRanksInput) -> RanksResult:
         raise InputError("no rank traces given — pass trace_paths or trace_dir")
     out = ctx.roots.resolve(args.output_dir, what="output_dir")
     engine = args.engine or ("dask" if ctx.dask_address else "pool")
+    arch_spec = _arch_spec(args.arch, ctx)
+    from server.ranks.forkserver import start_fork_server  # multiprocessing: only when the tool runs
+
+    if engine == "pool":
+        start_fork_server()  # it imports the analysis while this process does the same on the next line
+    from server.ranks.run import analyze_ranks as run_ranks  # the engines and the ingest: when the tool runs
+
     return run_ranks(
         traces,
         out,
@@ -111,7 +118,7 @@ def analyze_ranks(ctx: ToolContext, args: AnalyzeRanksInput) -> RanksResult:
         engine=engine,
         dask_address=ctx.dask_address if engine == "dask" else None,
         arch=args.arch,
-        arch_spec=_arch_spec(args.arch, ctx),
+        arch_spec=arch_spec,
         overwrite=args.overwrite,
         limit=args.limit,
         progress=ctx.progress,

@@ -4,30 +4,23 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field
 
 from server.errors import InputError, shorten_message
 from server.folder import layout
-from server.render.report import (
-    REPORT_GENERATOR,
-    CategorySection,
-    FindingRow,
-    PeakSource,
-    ReportContext,
-    render_report_html,
-)
 from server.results import ResultModel
 from server.roots import DataRoots
-from server.scoring.category import scored_categories
-from server.scoring.chart import chart_ceilings, chart_points, report_op_rows
-from server.scoring.ranked import NOT_RANKED, RankedMetrics, ranking_mismatch
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
 from server.vocab import COMPARATIVE, IMPACT_UNIT
 from server.writers.atomic import write_text_atomic
 from server.writers.owned import check_replaceable
+
+if TYPE_CHECKING:
+    from server.render.report import FindingRow
+    from server.scoring.ranked import RankedMetrics
 
 MAX_WARNINGS = 10
 REPORT_FILE = re.compile(r"[^/\\\x00-\x1f.][^/\\\x00-\x1f]{0,249}\.html", re.IGNORECASE)  # a name, not a path
@@ -62,6 +55,8 @@ class ReportResult(ResultModel):
 
 
 def _finding_rows(ranked: RankedMetrics | None) -> list[FindingRow]:
+    from server.render.report import FindingRow
+
     rows = []
     for f in ranked.findings if ranked is not None else []:
         try:
@@ -128,8 +123,13 @@ def report_target(roots: DataRoots, out: Path, name: str | None) -> Path:
 
 
 def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
-    # Imported here: matplotlib costs ~40 MB and ~0.5 s, and only chart-drawing calls need it.
+    # Imported here: matplotlib costs ~40 MB and ~0.5 s, and only chart-drawing calls need it; the page and the
+    # scoring (numpy, pandas) are imported when a tool runs, never to declare it.
     from server.render.plots import render_roofline_png
+    from server.render.report import REPORT_GENERATOR, CategorySection, PeakSource, ReportContext, render_report_html
+    from server.scoring.category import scored_categories
+    from server.scoring.chart import chart_ceilings, chart_points, report_op_rows
+    from server.scoring.ranked import NOT_RANKED, ranking_mismatch
 
     out = resolve_output_dir(ctx.roots, args.output_dir)
     target = report_target(ctx.roots, out, args.output)

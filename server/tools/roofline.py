@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-import numpy as np
-import pandas as pd
 from pydantic import BaseModel, Field
 
 from server.numbers import finite
 from server.results import ResultModel
-from server.scoring.category import score_category
-from server.scoring.fields import result_model, result_values
-from server.scoring.outputs import write_roofline_table
-from server.scoring.verdicts import row_verdict
+from server.scoring.fields import result_model
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from server.tools.common import (
     ArchArg,
@@ -24,6 +19,9 @@ from server.tools.common import (
     peaks_used,
     resolve_output_dir,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 MAX_LIMIT = 50
 # A result must fit an LLM's context whatever the category size (Claude Code warns above 10k tokens): the rows
@@ -75,12 +73,21 @@ class RooflineResult(ResultModel):
 
 
 def _row_model(r: pd.Series, bytes_model: str) -> BaseModel:
+    from server.scoring.field_values import result_values
+    from server.scoring.verdicts import row_verdict
+
     warnings = list(r["warnings"])[:MAX_ROW_WARNINGS]
     values = result_values(r, "row", verdict=row_verdict(r, bytes_model), warnings=warnings)
     return RooflineRow(**values)
 
 
 def compute_roofline(ctx: ToolContext, args: RooflineInput) -> RooflineResult:
+    # the scoring (numpy, pandas): imported when the tool runs, never to declare it
+    import numpy as np
+
+    from server.scoring.category import score_category
+    from server.scoring.outputs import write_roofline_table
+
     out = resolve_output_dir(ctx.roots, args.output_dir)
     scored = score_category(ctx.roots, out, args.category, args.arch, args.bytes_model)
     if not scored.has_rows:

@@ -6,12 +6,9 @@ from pydantic import Field
 
 from server.errors import InputError, shorten_message
 from server.findings.spec import SLOT_CLOSE, SLOT_OPEN, metrics_run_id
-from server.findings.template import render_findings_template as render_template
 from server.folder import layout
 from server.folder.manifest import older_analysis, read_run_id, same_run
-from server.folder.read import check_analysis_folder, read_json_file
 from server.results import ResultModel
-from server.scoring.ranking import OURS
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import CategoryArg, OutputDir, resolve_output_dir
 from server.writers.atomic import write_text_atomic
@@ -51,6 +48,11 @@ def _slot_hint(line: str) -> str:
 
 
 def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateResult:
+    # the folder reader, the ranking and the template (pandas): imported when the tool runs, never to declare it
+    from server.findings.template import render_findings_template as render_template
+    from server.folder.read import check_analysis_folder, read_json_file
+    from server.scoring.ranking import OURS
+
     cat = args.category
     roots = ctx.roots
     out = resolve_output_dir(roots, args.output_dir)

@@ -9,12 +9,10 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from server.errors import InputError
-from server.findings.metrics_view import MetricsFormatError, load_metrics
+from server.findings.models import ValidationReport
 from server.findings.spec import findings_run_id, metrics_run_id
-from server.findings.validate import ValidationReport, find_metrics_for, validate_findings_file
 from server.folder import layout
 from server.folder.manifest import older_analysis, read_run_id
-from server.ranks.read import load_summary
 from server.roots import DataRoots
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.vocab import SCOPE_HELP, Scope, Tier
@@ -78,6 +76,10 @@ def _refuse_other_files(roots: DataRoots, path: Path) -> None:
 
 
 def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport:
+    # the validator (markdown-it, the metrics view): imported when the tool runs, never to declare it
+    from server.findings.metrics_view import MetricsFormatError, load_metrics
+    from server.findings.validate import find_metrics_for, validate_findings_file
+
     roots = ctx.roots
     path = roots.resolve(args.findings_path, what="findings_path")
     if not roots.is_file(path, what="findings_path"):
@@ -110,6 +112,8 @@ def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport
 def _rank_summary(findings: Path, roots: DataRoots) -> dict[str, Any] | None:
     """The ranks summary of a rank folder (load_rank_summary's source): its numbers are tool results the prose of a
     distributed job's findings may quote (the prompt's "Many ranks"). None outside a ranks folder."""
+    from server.ranks.read import load_summary
+
     try:
         return load_summary(layout.folder_of_findings(findings), roots)[1]
     except (InputError, OSError, ValueError):

@@ -134,13 +134,14 @@ def test_a_scoring_tool_racing_a_reanalysis_writes_nothing(
 ) -> None:
     """The tool has loaded run 1; before it writes, analyze_trace commits run 2 into the folder: the tool writes
     no file of run 1's ops, and says so in one line."""
-    from server.tools import rank as rank_tool
+    from server.scoring import ranking
     from server.tools import roofline as roofline_tool
 
     root, _ = world
     a, roots = root / "a", DataRoots([root])
     old_run = _run_id(a)
-    hooked = (rank_tool, "build_metrics") if tool == "rank_findings" else (roofline_tool, "_row_model")
+    # rank_findings imports build_metrics when it runs: the hook goes where the function is defined
+    hooked = (ranking, "build_metrics") if tool == "rank_findings" else (roofline_tool, "_row_model")
     real = getattr(*hooked)
     done: list[bool] = []
 
