@@ -7,7 +7,9 @@ dict and the whole output in memory at once; no library writes a list of records
 the per-row object is a column of ready JSON texts (numbers formatted by orjson from numpy arrays, each distinct
 string or list encoded once) and rows are joined a chunk at a time with C-level joins, streamed to the file. The
 bytes are exactly those of `orjson.dumps(doc, option=OPT_SERIALIZE_NUMPY | OPT_NON_STR_KEYS) + b"\\n"` with the list
-in place (tests/server/writers/test_server_json_columns.py checks it against orjson on every kind of field).
+in place, but for a newline before each item and before the closing `]` (one item a line, so the findings tools read
+the list an item at a time: docs/formats.md); tests/server/writers/test_server_json_columns.py checks it against
+orjson on every kind of field.
 
 An item is an `Obj` of `Field`s; a field's value is a nested `Obj` or a `Column` that gives the JSON text of
 rows [start, stop). Runs of consecutive fields whose columns have few distinct values are pre-rendered once per
@@ -369,7 +371,8 @@ def render_rows(parts: list[Part], start: int, stop: int) -> list[bytes]:
 def write_document(
     fh: Sink, doc: dict[str, Any], list_key: str, item: Obj, n: int, chunk_rows: int = CHUNK_ROWS
 ) -> None:
-    """Write `doc` with doc[list_key] = the n rendered items, as orjson.dumps(doc, DUMPS_OPTIONS) + b"\\n".
+    """Write `doc` with doc[list_key] = the n rendered items: orjson.dumps(doc, DUMPS_OPTIONS) + b"\\n", except that
+    the list has one item a line (`[\\n{...},\\n{...}\\n]`; the same JSON value).
 
     The other values are dumped one top-level key (one list item) at a time, so no more than one of them is
     held as text at once (the impact estimates and the findings' members are tens of MB each at 10^5 rows)."""
@@ -394,11 +397,15 @@ def write_document(
 
 
 def _write_items(fh: Sink, item: Obj, n: int, chunk_rows: int) -> None:
+    """The list one item a line: `[`, a newline, the items joined by `,` + newline, a newline, `]` (JSON whitespace:
+    the value is orjson's; a reader splits the items at the newlines, server.findings.metrics_file)."""
     fh.write(b"[")
     if n:
+        fh.write(b"\n")
         parts = _combine(_plan(item), n)
         for start in range(0, n, chunk_rows):
             if start:
-                fh.write(b",")
-            fh.write(b",".join(render_rows(parts, start, min(n, start + chunk_rows))))
+                fh.write(b",\n")
+            fh.write(b",\n".join(render_rows(parts, start, min(n, start + chunk_rows))))
+        fh.write(b"\n")
     fh.write(b"]")

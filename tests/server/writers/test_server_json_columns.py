@@ -1,4 +1,5 @@
-"""server.writers.json_columns: a document written column-wise is byte-for-byte orjson's compact dump of the dicts."""
+"""server.writers.json_columns: a document written column-wise is byte-for-byte orjson's compact dump of the dicts,
+its list one item a line."""
 
 from __future__ import annotations
 
@@ -26,9 +27,17 @@ from server.writers.json_columns import (
     write_document,
 )
 
+_MARK = "\x00the items\x00"
+
 
 def _expected(doc: dict[str, Any], rows: list[dict[str, Any]]) -> bytes:
-    return orjson.dumps({**doc, "items": rows}, option=DUMPS_OPTIONS) + b"\n"
+    """orjson's compact dump of the document, its `items` list written one item a line (docs/formats.md)."""
+    whole = orjson.dumps({**doc, "items": rows}, option=DUMPS_OPTIONS) + b"\n"
+    before, after = orjson.dumps({**doc, "items": _MARK}, option=DUMPS_OPTIONS).split(orjson.dumps(_MARK))
+    items = b"[\n" + b",\n".join(orjson.dumps(r, option=DUMPS_OPTIONS) for r in rows) + b"\n]" if rows else b"[]"
+    expected = before + items + after + b"\n"
+    assert orjson.loads(expected) == orjson.loads(whole)  # the same JSON value as the compact dump
+    return expected
 
 
 def _written(doc: dict[str, Any], item: Obj, n: int, chunk_rows: int = 1024) -> bytes:
