@@ -40,6 +40,8 @@ OPERATIONS_HEAD = b'"operations":[\n'  # how rank_findings' first line ends: the
 MAX_HEAD_BYTES = 1 << 20  # the top-level fields before the list are a few hundred bytes
 MAX_OPEN_BRACKETS = 60  # `{` + `[` in one line (in strings too): nesting stays below the validator's limit of 64
 MAX_DEPTH = 64  # nesting of a metrics JSON; ours is 5 deep
+READ_BLOCK_BYTES = 8 << 20
+_NOT_OPENING = bytes(b for b in range(256) if b not in b"[{")
 CACHED_OPERATIONS = 512  # operations kept parsed (a finding's members are read two or three times in a row)
 
 
@@ -211,6 +213,19 @@ def _utf8(data: bytes) -> bool:
     return True
 
 
+def _lines(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
+    """The file's lines from where `fh` stands (without their newline), each with whether a newline ended it; read
+    a block at a time (one C-level split per block, no copy of a line per call)."""
+    rest = b""
+    while block := fh.read(READ_BLOCK_BYTES):
+        parts = (rest + block).split(b"\n")
+        rest = parts.pop()
+        for line in parts:
+            yield line, True
+    if rest:
+        yield rest, False
+
+
 def _read(fh: BinaryIO, numbers: Numbers) -> dict[str, Any] | None:
     head = fh.readline(MAX_HEAD_BYTES)
     if not head.endswith(OPERATIONS_HEAD) or head.count(b'"operations"') != 1:
@@ -222,25 +237,25 @@ def _read(fh: BinaryIO, numbers: Numbers) -> dict[str, Any] | None:
     pos = len(head)
     more = True  # the previous line ended with a comma: another operation follows
     suffix = None
-    for line in iter(fh.readline, b""):
+    lines = _lines(fh)
+    for line, ended in lines:
         if line.startswith(b"]"):
             if more:  # `[\n]` or a trailing comma: not rank_findings' layout
                 return None
-            suffix = line + fh.read()
+            suffix = b"\n".join([line, *(text for text, _ in lines)]) + (b"\n" if ended else b"")
             break
-        if not more or not line.endswith(b"\n"):
+        if not more or not ended:
             return None
-        body = line[:-1]
-        more = body.endswith(b",")
-        if more:
-            body = body[:-1]
-        if not _utf8(body) or body.count(b"{") + body.count(b"[") > MAX_OPEN_BRACKETS:
+        more = line.endswith(b",")
+        body = memoryview(line)[:-1] if more else line  # no copy
+        # nesting stays below the limit (brackets in strings counted too); the whole read measures the rest
+        if not _utf8(line) or len(line.translate(None, _NOT_OPENING)) > MAX_OPEN_BRACKETS:
             return None
         try:
             k = decode_keys(body)
         except (msgspec.DecodeError, msgspec.ValidationError):  # stricter than the caller's parser, or no object
             try:
-                keys.add(parse(body))
+                keys.add(parse(bytes(body)))
             except ValueError:  # not JSON (json's and orjson's errors are ValueErrors): the whole read says where
                 return None
         else:
@@ -248,7 +263,7 @@ def _read(fh: BinaryIO, numbers: Numbers) -> dict[str, Any] | None:
             keys._add(True, k.name, k.args, k.time_ms, eff, k.difference_ms)
         offsets.append(pos)
         lengths.append(len(body))
-        pos += len(line)
+        pos += len(line) + 1
     if suffix is None or not offsets or b'"operations"' in suffix:
         return None
     top_bytes = head[: -len(b"\n")] + suffix  # the document with an empty list
