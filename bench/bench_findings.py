@@ -12,9 +12,22 @@ indexed by efficiency (issue 18), 4,000 such rows took tens of seconds and 8,000
 Each tool runs in a child process of its own (a fresh interpreter: its peak RSS is that tool's alone, read from
 VmHWM, see `_peak_kib`) over a folder `rank_findings` wrote, at 20,000 and 100,000 rows.
 
-Targets (issue 21): every tool < 1 GB peak RSS at 100,000 rows (the metrics JSON is ~712 MB there); time linear
+Targets (issue 21): every tool < 1 GB peak RSS at 100,000 rows (the metrics JSON is 740 MB there); time linear
 in the rows (100,000 rows within ~6x the 20,000-row time); template and validator < 5 s at 20,000 rows.
-Before the streamed read (issue 21, 20,000 rows, 140 MB JSON): validate_findings peaked at 1.2 GB.
+
+Measured (2-core machine shared with other sessions, min / median / max of 3 runs, 2026-12-02), before (the
+whole metrics JSON parsed, the page built whole) -> after (operations[] streamed, the page written in pieces):
+
+    rows     tool                       seconds                                   peak RSS, MB
+    20,000   render_findings_template   1.20 / 1.26 / 1.28  ->  0.74 / 0.75 / 0.84    822 ->  191
+             validate_findings          4.56 / 5.21 / 5.78  ->  3.41 / 3.70 / 4.61    912 ->  250
+             render_report              9.51 / 10.2 / 12.3  ->  6.68 / 8.18 / 8.55    913 ->  317
+    100,000  render_findings_template   5.76 / 6.81 / 6.90  ->  3.19 / 3.86 / 4.02   3597 ->  336
+             validate_findings          18.1 / 23.1 / 31.7  ->  11.1 / 13.2 / 13.3   4042 ->  454
+             render_report              47.8 / 51.1 / 55.0  ->  27.1 / 28.9 / 29.9   3849 ->  727
+
+100,000 rows take 3.5-5.2x the 20,000-row time (linear). The report's memory is the category's records and the
+chart, not the metrics JSON; its op rows are made as the page is written.
 
     .venv/bin/python bench/bench_findings.py [--rows 20000 100000] [--repeat 3] [--one-time]
 """
