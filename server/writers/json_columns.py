@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import numpy as np
 import orjson
@@ -368,6 +368,49 @@ def render_rows(parts: list[Part], start: int, stop: int) -> list[bytes]:
     return list(map(b"".join, zip(*iterables, strict=False)))
 
 
+class RowList(Sequence[dict[str, Any]]):
+    """A list of n objects given column-wise (an Obj), for a list nested in a document's other values: written by
+    write_document (as orjson would write the dicts, compact) without a dict per row; `rows[i]` or a slice gives the
+    dicts, read back from their JSON text (for a tool result that shows the first few)."""
+
+    def __init__(self, item: Obj, n: int) -> None:
+        self.item, self.n = item, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self.n)
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            return [orjson.loads(t) for t in render_rows(_plan(self.item), start, max(start, stop))]
+        if index < 0:
+            index += self.n
+        if not 0 <= index < self.n:
+            raise IndexError("RowList index out of range")
+        return orjson.loads(render_rows(_plan(self.item), index, index + 1)[0])
+
+    def json(self, chunk_rows: int = CHUNK_ROWS) -> bytes:
+        """`[{...},{...}]`, compact: the bytes of orjson.dumps(list(self))."""
+        if not self.n:
+            return b"[]"
+        parts = _combine(_plan(self.item), self.n)
+        pieces = [b",".join(render_rows(parts, s, min(self.n, s + chunk_rows))) for s in range(0, self.n, chunk_rows)]
+        return b"[" + b",".join(pieces) + b"]"
+
+
+def _fragment(value: Any) -> orjson.Fragment:
+    """orjson's `default` for a RowList: its JSON text, as is."""
+    if isinstance(value, RowList):
+        return orjson.Fragment(value.json())
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
 def write_document(
     fh: Sink, doc: dict[str, Any], list_key: str, item: Obj, n: int, chunk_rows: int = CHUNK_ROWS
 ) -> None:
@@ -389,10 +432,11 @@ def write_document(
             for start in range(0, len(values), chunk_rows):  # a write per chunk: each write is a queue hand-off
                 if start:
                     fh.write(b",")
-                fh.write(b",".join(orjson.dumps(v, option=DUMPS_OPTIONS) for v in values[start : start + chunk_rows]))
+                fh.write(b",".join(orjson.dumps(v, option=DUMPS_OPTIONS, default=_fragment)
+                                   for v in values[start : start + chunk_rows]))  # fmt: skip
             fh.write(b"]")
         else:
-            fh.write(orjson.dumps(doc[key], option=DUMPS_OPTIONS))
+            fh.write(orjson.dumps(doc[key], option=DUMPS_OPTIONS, default=_fragment))  # RowLists as their text
     fh.write(b"}\n")
 
 
