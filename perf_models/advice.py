@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.assess import Assessment, assess, regime_of
+from perf_models.assess import Assessment, assess, ideal_time_us, regime_of
 from perf_models.estimate import WorkEstimate, estimate_work
 from perf_models.hardware import GpuSpec
 from perf_models.table import ConfigTable
@@ -35,11 +35,14 @@ _FP8 = "matrix_fp8"
 _HALF_SPECS = ("matrix_bf16", "matrix_fp16")
 
 
+def _work(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec) -> WorkEstimate:
+    return estimate_work(table, bwd_convention=work.bwd_convention, skip_masked_tiles=work.skip_masked_tiles,
+                         tiled_bwd_model=work.tiled_bwd_model, family=work.families,
+                         num_sms=getattr(gpu, "sm_count", None))
+
+
 def _rerun(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, bytes_model: str) -> Assessment:
-    again = estimate_work(table, bwd_convention=work.bwd_convention, skip_masked_tiles=work.skip_masked_tiles,
-                          tiled_bwd_model=work.tiled_bwd_model, family=work.families,
-                          num_sms=getattr(gpu, "sm_count", None))
-    return assess(table, again, gpu, np.full(len(table), np.nan), bytes_model=bytes_model)
+    return assess(table, _work(table, work, gpu), gpu, np.full(len(table), np.nan), bytes_model=bytes_model)
 
 
 def what_ifs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuSpec, bytes_model: str) -> dict[str, F64]:
@@ -62,7 +65,7 @@ def what_ifs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuSpec
         t8 = replace(t, elem_q=one, elem_k=one, elem_v=one, compute_spec=np.full(len(rows), _FP8, dtype=object),
                      compute_spec_pv=np.full(len(rows), None, dtype=object))
         w = _subset(work, rows)
-        ideal8 = _rerun(t8, w, gpu, bytes_model).roofline.ideal_time_us
+        ideal8 = ideal_time_us(t8, _work(t8, w, gpu), gpu, bytes_model=bytes_model)  # no verdicts: only the time
         with np.errstate(divide="ignore", invalid="ignore"):
             fp8[rows] = measured[rows] * ideal8 / rf.ideal_time_us[rows]
     out["fp8_time_us"] = fp8

@@ -218,6 +218,17 @@ def _pct(num: F64, den: F64) -> F64:
         return np.where(np.isfinite(num) & (den > 0), 100.0 * num / den, np.nan)
 
 
+def ideal_time_us(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, *, bytes_model: str = "compulsory") -> F64:
+    """The roofline time of every row, µs: `assess(...).roofline.ideal_time_us` without the verdicts (the fp8
+    what-if needs only this)."""
+    if bytes_model not in BYTES_MODELS:
+        raise ConfigError("bytes_model", bytes_model, f"one of {', '.join(BYTES_MODELS)}")
+    n = len(table)
+    peak_t = _split_roofs(table, _row_specs(table, gpu, None), gpu)[0]
+    used = work.bytes_tiled if bytes_model == "tiled" else work.bytes_compulsory
+    return roofline(work.flops_useful, used, peak_t, np.full(n, float(gpu.bandwidth_roof().value))).ideal_time_us
+
+
 def assess(
     table: ConfigTable,
     work: WorkEstimate,

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import cached_property, lru_cache
 from typing import Any
 
+from server.findings.metrics_file import StreamedOperations
 from server.findings.metrics_view import MetricsFormatError, MetricsView, finding_operation_indices, view_metrics
 from server.findings.spec import CONTRACT_NUMBERS, SLOT_CLOSE, SLOT_OPEN, TIME_CONVERSIONS, UNIT_WORDS, as_float
 from server.findings.template import render_findings_template
@@ -199,6 +200,90 @@ class NumberSet:
         return self._rounded.get((number.places, number.value), [])
 
 
+class _AskedNumbers(NumberSet):
+    """A NumberSet that keeps only the values some numbers of free text can match: each of them, its comma-separated
+    parts, and the values that round (or cut) to one of them. A question about another value goes to the whole set,
+    built then (`whole`). Sources come in the order the whole set would hold them: the values kept are added in the
+    same order, and a value is kept with all of its sources."""
+
+    def __init__(self, numbers: list[Number], whole: Callable[[], NumberSet]) -> None:
+        super().__init__()
+        self.asked = {n.value for n in numbers} | {p for n in numbers for p in n.parts}
+        self.asked_rounded = {(n.places, n.value) for n in numbers if n.places < _MAX_PLACES}
+        self.places = sorted({k for k, _ in self.asked_rounded})
+        self.near = sorted(float(v) for _, v in self.asked_rounded)  # a rounding moves a value by less than 1
+        self.whole = whole
+
+    def _add_one(self, value: Decimal, unit: str | None, path: str) -> None:
+        if value in self.asked or self._rounds_to_asked(value):
+            super()._add_one(value, unit, path)
+
+    def _rounds_to_asked(self, value: Decimal) -> bool:
+        if not self.near:
+            return False
+        f = float(value)
+        i = bisect.bisect_left(self.near, f - 1.5)
+        if i >= len(self.near) or self.near[i] > f + 1.5:
+            return False
+        places = Number(0, 0, "", value, None, False).places
+        for k in self.places:
+            if k >= min(places, _MAX_PLACES + 1):
+                break
+            quantum = Decimal(1).scaleb(-k)
+            for mode in (ROUND_HALF_UP, ROUND_DOWN):
+                if (k, value.quantize(quantum, rounding=mode)) in self.asked_rounded:
+                    return True
+        return False
+
+    def sources(self, value: Decimal) -> list[Source]:
+        return super().sources(value) if value in self.asked else self.whole().sources(value)
+
+    def rounding_of(self, number: Number) -> list[Source]:
+        if number.places >= _MAX_PLACES:
+            return []
+        if (number.places, number.value) in self.asked_rounded:
+            return super().rounding_of(number)
+        return self.whole().rounding_of(number)
+
+
+class _NameSearch(list[str]):
+    """The strings of a pool, never held: each span asked about is looked for in `"\\0".join(strings)` a piece at a
+    time (a piece keeps the end of the one before it, so a span across two pieces is found too)."""
+
+    PIECE_CHARS = 1 << 20
+
+    def __init__(self, spans: list[str]) -> None:
+        super().__init__()
+        self.asked = set(spans)
+        self.found = {span for span in self.asked if not span}  # "" is in any text
+        self.tail_chars = max((len(span) for span in self.asked), default=1) - 1
+        self.buffer: list[str] = []
+        self.buffered = 0
+        self.tail = ""
+        self.started = False
+
+    def append(self, text: str) -> None:
+        self.buffer.append(text)
+        self.buffered += len(text) + 1
+        if self.buffered >= self.PIECE_CHARS:
+            self._search()
+
+    def _search(self) -> None:
+        if not self.buffer:
+            return
+        piece = ("\0" if self.started else "") + "\0".join(self.buffer)
+        self.started = True
+        window = self.tail + piece
+        for span in self.asked - self.found:
+            if span in window:
+                self.found.add(span)
+        self.tail = window[len(window) - self.tail_chars :] if self.tail_chars else ""
+        self.buffer, self.buffered = [], 0
+
+    def finish(self) -> None:
+        self._search()
+
+
 # ---- walking the metrics JSON -----------------------------------------------------------------------------------
 def _walk(obj: Any, path: str, key: str) -> Iterator[tuple[str, str, Any]]:
     """(path, key, leaf) for every number and string under obj, iteratively (a metrics JSON nests ≤ 64 deep)."""
@@ -207,13 +292,16 @@ def _walk(obj: Any, path: str, key: str) -> Iterator[tuple[str, str, Any]]:
         node, where, name = stack.pop()
         if isinstance(node, dict):
             for k, v in node.items():
-                if isinstance(v, dict | list):
+                if isinstance(v, dict | list | StreamedOperations):
                     stack.append((v, f"{where}.{k}" if where else str(k), str(k)))
                 elif v is not None and not isinstance(v, bool):
                     yield (f"{where}.{k}" if where else str(k)), str(k), v
         elif isinstance(node, list):
             for v in reversed(node):
                 stack.append((v, f"{where}[]", name))
+        elif isinstance(node, StreamedOperations):  # as a list: each entry walked whole, in order, parsed in turn
+            for v in node:
+                yield from _walk(v, f"{where}[]", name)
         elif node is not None and not isinstance(node, bool):
             yield where, name, node
 
@@ -292,16 +380,45 @@ class Grounding:
             for value, sources in pool.numbers.values.items():
                 self.value_ranks.setdefault(value, {}).setdefault(rank, set()).update(s.unit for s in sources)
 
+    def expect_free_text(self, numbers: list[Number], spans: list[str]) -> None:
+        """The numbers and backticked names of the prose outside every P-item, before it is checked: `everything`
+        then keeps only what they can match (the whole of operations[] is ~70 numbers and strings a row, GBs at
+        10^5 rows) and reads the operations one at a time. A question about anything else builds it whole."""
+        self._free = (numbers, spans)
+
     @cached_property
     def everything(self) -> Pool:
-        """Every number and string of the metrics JSON, for free text (built only when free text needs it)."""
+        """Every number and string of the metrics JSON, for free text (built only when free text needs it); only
+        what `expect_free_text` named when it was told."""
+        free = getattr(self, "_free", None)
+        if free is None:
+            return self.whole_everything
+        numbers, spans = free
+        pool = Pool(numbers=_AskedNumbers(numbers, lambda: self.whole_everything.numbers),
+                    strings=_NameSearch(spans))  # fmt: skip
+        pool.take({k: self.metrics.get(k) for k in _CATEGORY_SKIP}, "")
+        assert isinstance(pool.strings, _NameSearch)
+        for text in self.category.strings:  # all_names ends with the category's strings
+            pool.strings.append(text)
+        pool.strings.finish()
+        return pool
+
+    @cached_property
+    def whole_everything(self) -> Pool:
         pool = Pool()
         pool.take({k: self.metrics.get(k) for k in _CATEGORY_SKIP}, "")
         return pool
 
     @cached_property
     def all_names(self) -> str:
-        return "\0".join([*self.everything.strings, *self.category.strings])
+        return "\0".join([*self.whole_everything.strings, *self.category.strings])
+
+    def has_free_name(self, span: str) -> bool:
+        """Whether `span` is in the text of every string of the metrics JSON (`all_names`)."""
+        strings = self.everything.strings
+        if isinstance(strings, _NameSearch) and span in strings.asked:
+            return span in strings.found
+        return span in self.all_names
 
     def has_number(self, rank: int, number: Number) -> bool:
         units = self.value_ranks.get(number.value, {}).get(rank)

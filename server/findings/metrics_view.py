@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from server.errors import InputError
 from server.findings.levers import band_comparison
+from server.findings.metrics_file import MAX_DEPTH, OperationKeys, StreamedOperations, json_depth
 from server.findings.spec import (
     MISSING,
     VERDICT_COLUMNS,
@@ -62,16 +61,13 @@ class MetricsView:
     scope: str | None
     error: str | None
     findings: list[FindingView] = field(default_factory=list)
-    operations: list[dict[str, Any]] = field(default_factory=list)
+    operations: Sequence[dict[str, Any]] = field(default_factory=list)  # a list, or streamed (metrics_file)
 
     def finding(self, rank: int) -> FindingView | None:
         for item in self.findings:
             if item.rank == rank:
                 return item
         return None
-
-
-MAX_DEPTH = 64  # nesting of a metrics JSON; ours is 5 deep
 
 
 def load_metrics(path: Path, roots: DataRoots = UNRESTRICTED) -> dict[str, Any]:
@@ -107,31 +103,15 @@ def parse_metrics(data: bytes, source: Path | str) -> dict[str, Any]:
     return parsed
 
 
-_ESCAPE = re.compile(rb"\\.", re.S)
-_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
-_STEP = np.zeros(256, dtype=np.int32)  # +1 opens a container, -1 closes one
-_STEP[list(b"[{")] = 1
-_STEP[list(b"]}")] = -1
-
-
-def json_depth(data: bytes) -> int:
-    """The deepest bracket nesting of a JSON text, brackets inside strings skipped, in linear time and without
-    recursion (json.loads recurses once per level, and so do == and repr on what it returns: a hostile file
-    nests thousands deep). Escapes go first (an escaped quote is never structure), then everything but quotes
-    and brackets; a running xor of the quotes marks what lies inside strings."""
-    if b"\\" in data:
-        data = _ESCAPE.sub(b"", data)
-    marks = np.frombuffer(data.translate(None, _NOT_STRUCTURE), dtype=np.uint8)
-    quote = marks == ord('"')
-    inside = np.bitwise_xor.accumulate(quote)
-    steps = _STEP[marks[~(inside | quote)]]
-    return max(0, int(np.cumsum(steps).max())) if len(steps) else 0
-
-
-def _require_list(metrics: dict[str, Any], key: str) -> list[dict[str, Any]]:
+def _require_list(metrics: dict[str, Any], key: str) -> Sequence[dict[str, Any]]:
     value = metrics.get(key, [])
     if value is None:
         return []
+    if isinstance(value, StreamedOperations):
+        if not all(value.keys.objects):
+            raise MetricsFormatError(f"metrics JSON field {key!r} must be a list of objects, got a list with a "
+                                     "non-object item")
+        return value
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         got = type(value).__name__ if not isinstance(value, list) else "a list with a non-object item"
         raise MetricsFormatError(f"metrics JSON field {key!r} must be a list of objects, got {got}")
@@ -246,9 +226,10 @@ class _NameGroup:
         """The group's operations whose args equal `args` (None when `args` cannot be looked up by hash)."""
         if self.by_args is None:
             self.by_args = {}
+            args_of = _keys(operations).args
             for i in self.indices:
                 try:
-                    self.by_args.setdefault(operations[i].get("args"), []).append(i)
+                    self.by_args.setdefault(args_of[i], []).append(i)
                 except TypeError:  # unhashable args of a hand-edited file: never equal to a hashable member's
                     continue
         try:
@@ -260,8 +241,9 @@ class _NameGroup:
         """The first operation of the group whose args, spelled as a table copies them, are `text`."""
         if self.by_args_text is None:
             self.by_args_text = {}
+            args_of = _keys(operations).args
             for i in self.indices:
-                self.by_args_text.setdefault(verbatim_text(operations[i].get("args")), i)
+                self.by_args_text.setdefault(verbatim_text(args_of[i]), i)
         return self.by_args_text.get(text)
 
     def with_numbers(self, operations: list[dict[str, Any]], time: Any, efficiency: Any) -> list[int]:
@@ -295,8 +277,9 @@ class _NameGroup:
         return sorted(out)
 
     def _index_numbers(self, operations: list[dict[str, Any]]) -> None:
-        times = [as_float(operations[i].get("time_ms")) for i in self.indices]
-        effs = [as_float(_efficiency(operations[i]).get("efficiency_percent")) for i in self.indices]
+        keys = _keys(operations)
+        times = [as_float(keys.times[i]) for i in self.indices]
+        effs = [as_float(keys.efficiencies[i]) for i in self.indices]
         self.no_time = _ByEfficiency([(e, i) for i, t, e in zip(self.indices, times, effs, strict=True) if t is None])
         timed = [(t, e, i) for i, t, e in zip(self.indices, times, effs, strict=True) if t is not None and
                  math.isfinite(t)]  # fmt: skip
@@ -339,7 +322,8 @@ def _lookup(
     if member.get("args") is not None:
         by_args = group.with_args(operations, member["args"])
         if by_args is None:
-            by_args = [i for i in candidates if operations[i].get("args") == member["args"]]
+            args_of = _keys(operations).args
+            by_args = [i for i in candidates if args_of[i] == member["args"]]
         if by_args:
             return by_args, False, _hashable_key(("args", name, member["args"])) if hashable else None
     key = ("numbers", name, as_float(member.get("time_ms")), as_float(member.get("efficiency_pct")))
@@ -400,7 +384,8 @@ def first_operation_with_args(operations: list[dict[str, Any]], name: str, args_
     """The first operation named `name` whose args a table would spell `args_text` (None: no such operation)."""
     group = _operations_named(operations, name)
     if group is None:
-        hits = [i for i in operations_named(operations, name) if verbatim_text(operations[i].get("args")) == args_text]
+        args_of = _keys(operations).args
+        hits = [i for i in operations_named(operations, name) if verbatim_text(args_of[i]) == args_text]
         return hits[0] if hits else None
     return group.first_with_args_text(operations, args_text)
 
@@ -423,10 +408,11 @@ def _member_key(member: dict[str, Any]) -> tuple[Any, ...] | None:
     return key
 
 
-_NAME_INDEX: dict[int, tuple[list[dict[str, Any]], dict[Any, _NameGroup]]] = {}  # id(operations) -> index
+_Entry = tuple[Sequence[dict[str, Any]], "OperationKeys", dict[Any, "_NameGroup"]]
+_NAME_INDEX: dict[int, _Entry] = {}  # id(operations) -> (operations, their keys, the index by name)
 
 
-def _operations_named(operations: list[dict[str, Any]], name: Any) -> _NameGroup | None:
+def _operations_named(operations: Sequence[dict[str, Any]], name: Any) -> _NameGroup | None:
     """The operations named `name`, from an index built once per operations list (a finding of 10^5 members
     against 10^5 operations would otherwise compare 10^10 names). None for an unhashable name."""
     try:
@@ -436,17 +422,27 @@ def _operations_named(operations: list[dict[str, Any]], name: Any) -> _NameGroup
     return _name_index(operations).get(name) or _EMPTY_GROUP
 
 
-def _unhashably_named(operations: list[dict[str, Any]], name: Any) -> list[int]:
+def _unhashably_named(operations: Sequence[dict[str, Any]], name: Any) -> list[int]:
     group = _name_index(operations).get(_UNHASHABLE_NAMES)
-    return [i for i in group.indices if operations[i].get("name") == name] if group is not None else []
+    names = _keys(operations).names
+    return [i for i in group.indices if names[i] == name] if group is not None else []
 
 
-def _name_index(operations: list[dict[str, Any]]) -> dict[Any, _NameGroup]:
+def _keys(operations: Sequence[dict[str, Any]]) -> OperationKeys:
+    """The fields the lookup reads of every operation: kept by a streamed list, else read once per list."""
+    return _entry(operations)[1]
+
+
+def _name_index(operations: Sequence[dict[str, Any]]) -> dict[Any, _NameGroup]:
+    return _entry(operations)[2]
+
+
+def _entry(operations: Sequence[dict[str, Any]]) -> _Entry:
     entry = _NAME_INDEX.get(id(operations))
     if entry is None or entry[0] is not operations:
+        keys = operations.keys if isinstance(operations, StreamedOperations) else OperationKeys.of(operations)
         index: dict[Any, _NameGroup] = {}
-        for i, op in enumerate(operations):
-            key = op.get("name")
+        for i, key in enumerate(keys.names):
             try:
                 group = index.get(key)
             except TypeError:  # an unhashable name: kept together, compared one by one when asked for
@@ -456,8 +452,8 @@ def _name_index(operations: list[dict[str, Any]]) -> dict[Any, _NameGroup]:
             group.indices.append(i)
         if len(_NAME_INDEX) >= 4:
             _NAME_INDEX.clear()
-        _NAME_INDEX[id(operations)] = entry = (operations, index)  # keeps the list alive: its id stays its own
-    return entry[1]
+        _NAME_INDEX[id(operations)] = entry = (operations, keys, index)  # keeps the list alive: its id stays its own
+    return entry
 
 
 _EMPTY_GROUP = _NameGroup()

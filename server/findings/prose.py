@@ -227,7 +227,7 @@ def _check_span(
     if is_field_path(span, grounding.keys):
         return
     if rank is None:
-        if span in grounding.all_names or grounding.name_owners(span):
+        if grounding.has_free_name(span) or grounding.name_owners(span):
             return
     elif grounding.has_name(rank, span) or span in grounding.category_names:
         return

@@ -348,12 +348,17 @@ def _check_prose(
     gpu_name = str(gpu_info.get("name") or "")
     compares = dict.fromkeys(ranks, False)
     gpu_allowed: dict[int | None, str] = {}
+    run_ranks: list[int | None] = []
     for run in runs:
         rank: int | None = None
         if run.region == "p_item":
             rank = item_owners[run.index].prose_rank
         elif run.region == "candidate":
             rank = block_owners[run.index].prose_rank
+        run_ranks.append(rank)
+    free = [run for run, rank in zip(runs, run_ranks, strict=True) if rank is None]
+    grounding.expect_free_text([n for r in free for n in r.numbers], [span for r in free for _, span in r.spans])
+    for run, rank in zip(runs, run_ranks, strict=True):
         if rank is not None and rank not in ranks:
             continue  # an invented P-item or block: R2 / R3 / R11 report it
         check_run(run, rank, grounding, ranks, examples.get(rank, any_op) if rank is not None else any_op, out)

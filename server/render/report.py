@@ -13,6 +13,8 @@ import base64
 import html
 import math
 import re
+from collections.abc import Callable, Iterator
+from itertools import islice
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -91,8 +93,22 @@ class OpRow(BaseModel):
     no_model_reason: str | None = None
 
 
+class OpRows:
+    """A section's op rows, each made as the page is written (10^5 OpRow models held at once were ~450 MB):
+    `make(k)` gives the k-th row."""
+
+    def __init__(self, count: int, make: Callable[[int], OpRow]) -> None:
+        self._count, self._make = count, make
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[OpRow]:
+        return map(self._make, range(self._count))
+
+
 class CategorySection(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     category: str = Field(description="e.g. sdpa_fwd")
     display_name: str | None = None
@@ -115,7 +131,8 @@ class CategorySection(BaseModel):
     findings_file: str | None = None
     findings_notes: list[str] = Field(default_factory=list, description="e.g. the prose is older than the ranking")
     comparative: bool = Field(default=False, description="the folder has trace-2 times: show the T2 columns")
-    ops: list[OpRow] = Field(default_factory=list)
+    # OpRows first, left to right: pydantic's smart union would make every row (trying the list) before taking it
+    ops: OpRows | list[OpRow] = Field(default_factory=list, union_mode="left_to_right")
 
 
 class ReportContext(BaseModel):
@@ -414,16 +431,19 @@ def _op_row_html(op: OpRow, comparative: bool) -> str:
     )
 
 
-def _ops_html(sec: CategorySection) -> str:
+OPS_ROWS_PER_PIECE = 512  # op rows rendered per piece of the page (a 10^5-row page is ~200 MB: written in pieces)
+
+
+def _ops_pieces(sec: CategorySection) -> Iterator[str]:
     head = "".join(f'<th class="{c}">{_esc(h)}</th>' for c, h in op_columns(sec.comparative))
-    rows = "".join(_op_row_html(op, sec.comparative) for op in sec.ops)
-    legend = (
-        f'<p class="meta">{_esc(BOUND_LEGEND)}</p>' if any(op.work_bound in BOUND_MARKS for op in sec.ops) else ""
-    )
-    return (
-        f'<div class="scroll"><table id="ops-{_esc(sec.category)}"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{rows}</tbody></table></div>{legend}"
-    )
+    yield f'<div class="scroll"><table id="ops-{_esc(sec.category)}"><thead><tr>{head}</tr></thead><tbody>'
+    rows = iter(sec.ops)
+    bounded = False
+    while chunk := list(islice(rows, OPS_ROWS_PER_PIECE)):
+        bounded = bounded or any(op.work_bound in BOUND_MARKS for op in chunk)
+        yield "".join(_op_row_html(op, sec.comparative) for op in chunk)
+    legend = f'<p class="meta">{_esc(BOUND_LEGEND)}</p>' if bounded else ""
+    yield f"</tbody></table></div>{legend}"
 
 
 def _chart_html(sec: CategorySection) -> str:
@@ -447,9 +467,9 @@ def _alert_html(sec: CategorySection) -> str:
     )
 
 
-def _section_html(sec: CategorySection) -> str:
+def _section_pieces(sec: CategorySection) -> Iterator[str]:
     title = sec.display_name or sec.category
-    parts = [f'<section id="cat-{_esc(sec.category)}"><h2>{_esc(title)}</h2>']
+    parts = [f'<section id="cat-{_esc(sec.category)}"><h2>{_esc(title)}</h2>']  # the pieces before the op rows
     if sec.total_time_ms is not None or sec.percent_of_e2e is not None:
         parts.append(
             f'<p class="meta">GPU kernel time {_fmt(sec.total_time_ms, ".3f")} ms · '
@@ -469,13 +489,21 @@ def _section_html(sec: CategorySection) -> str:
         parts.append(_findings_html(sec))
         parts.append(_prose_html(sec))
         parts.append(f"<h3>All ops ({len(sec.ops)} {'row' if len(sec.ops) == 1 else 'rows'})</h3>")
-        parts.append(_ops_html(sec))
+        yield "".join(parts)
+        yield from _ops_pieces(sec)
+        yield "</section>"
+        return
     parts.append("</section>")
-    return "".join(parts)
+    yield "".join(parts)
 
 
 def render_report_html(ctx: ReportContext) -> str:
     """The whole page as a string (UTF-8 text, no external references)."""
+    return "".join(report_pieces(ctx))
+
+
+def report_pieces(ctx: ReportContext) -> Iterator[str]:
+    """The page in pieces (their concatenation is render_report_html's text), so it is written without being held."""
     meta = []
     if ctx.source:
         meta.append(f'<p class="meta">Source: {_esc(ctx.source)}</p>')
@@ -498,13 +526,15 @@ def render_report_html(ctx: ReportContext) -> str:
     ]
     if not ctx.sections:
         body.append(f'<p class="empty">{NO_OPS_MESSAGE}</p>')
-    body.extend(_section_html(s) for s in ctx.sections)
-    return (
+    yield (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="generator" content="{REPORT_GENERATOR}">'
         f'<meta http-equiv="Content-Security-Policy" content="{_esc(_CSP)}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_esc(ctx.title)}</title><style>{_CSS}</style></head>\n"
-        f"<body>{''.join(body)}</body></html>\n"
+        f"<body>{''.join(body)}"
     )
+    for sec in ctx.sections:
+        yield from _section_pieces(sec)
+    yield "</body></html>\n"

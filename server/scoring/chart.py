@@ -6,10 +6,11 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from server.numbers import finite
 from server.render.chart_types import Ceilings, RooflinePoint
-from server.render.report import OpRow
+from server.render.report import OpRow, OpRows
 from server.scoring.arch import ResolvedArch
 from server.scoring.ranking import trace2_times
 from server.scoring.records import RooflineTable, dominant_compute_spec
@@ -20,8 +21,10 @@ from server.vocab import CHART_COMPUTE_SPEC, COMPARATIVE
 def chart_points(category: str, table: RooflineTable) -> list[RooflinePoint]:
     """One point per op row; rows without a model or a measurement are kept, unplotted, with the reason."""
     r = table.records
+    columns = {c: r[c].tolist() for c in _POINT_COLUMNS}  # read once: a DataFrame row costs ~0.1 ms
     pts = []
-    for _, row in r.iterrows():
+    for i in range(len(r)):
+        row = _RowView(columns, i)
         eff_ok = row["has_model"] and math.isfinite(row["achieved_tflops"])
         pts.append(
             RooflinePoint(
@@ -39,6 +42,10 @@ def chart_points(category: str, table: RooflineTable) -> list[RooflinePoint]:
             )
         )
     return pts
+
+
+_POINT_COLUMNS = ("has_model", "achieved_tflops", "shape", "intensity", "time_ms", "direction", "no_model_reason",
+                  "name", "efficiency_pct", "work_bound")  # fmt: skip
 
 
 def chart_ceilings(resolved: ResolvedArch, tables: list[RooflineTable]) -> Ceilings:
@@ -64,6 +71,19 @@ def _kernel_list(cell: object) -> list[str]:
     return [p.split(": ", 1)[1] if p.startswith("Kernel ") and ": " in p else p for p in parts]
 
 
+class _Columns(dict[str, list[Any]]):
+    """The records' columns as Python values, each read (once) when a row first asks for it: a DataFrame row lookup
+    costs ~0.5 ms, and all ~100 columns of 10^5 rows as Python objects would be ~300 MB."""
+
+    def __init__(self, records: pd.DataFrame) -> None:
+        super().__init__()
+        self.records = records
+
+    def __missing__(self, column: str) -> list[Any]:
+        values = self[column] = self.records[column].tolist()
+        return values
+
+
 class _RowView:
     """One record, read from the table's columns (as Python values) by column name."""
 
@@ -76,50 +96,51 @@ class _RowView:
         return self._columns[column][self._i]
 
 
-def report_op_rows(table: RooflineTable, e2e_ms: float) -> list[OpRow]:
-    """Every op row for the report, longest first; a comparative folder's rows carry their trace-2 times."""
+def report_op_rows(table: RooflineTable, e2e_ms: float) -> OpRows:
+    """Every op row for the report, longest first, each made when the page is written; a comparative folder's rows
+    carry their trace-2 times."""
     r = table.records
     data = table.source
     comparative = data is not None and data.comparison_scope == COMPARATIVE and data.df is not None
     t2, c2 = trace2_times(data) if comparative and data is not None else (None, None)
-    order = np.argsort(-r["time_ms"].to_numpy(), kind="stable")
-    columns = {c: r[c].tolist() for c in r.columns}  # read once: a DataFrame row lookup costs ~0.5 ms
-    ops = []
-    for i in order.tolist():
+    order = np.argsort(-r["time_ms"].to_numpy(), kind="stable").tolist()
+    columns = _Columns(r)
+
+    def make(k: int) -> OpRow:
+        i = order[k]
         row = _RowView(columns, i)
         band = f"{row['band_low']:g}–{row['band_high']:g} %" if math.isfinite(row["band_low"]) else None
         kernels = _kernel_list(row["kernel_name"])
         t2_ms = finite(t2[i]) if t2 is not None else None
         t2_count = c2[i] if c2 is not None and math.isfinite(c2[i]) else None
-        ops.append(
-            OpRow(
-                name=str(row["name"]),
-                shape=_text(row["shape"]),
-                verdict=row_verdict(row),
-                work_bound=_text(row["work_bound"]),
-                args=str(row["args"]),
-                count=int(row["count"]),
-                time_ms=float(row["time_ms"]),
-                percent_e2e=100.0 * float(row["time_ms"]) / e2e_ms,
-                efficiency_pct=finite(row["efficiency_pct"]),
-                compute_pct=finite(row["compute_pct"]),
-                memory_pct=finite(row["memory_pct"]),
-                regime=_text(row["regime"]),
-                bound=row["bound"] if isinstance(row["bound"], str) else None,
-                flops=finite(row["flops_useful"]),
-                bytes=finite(row["bytes_used"]),
-                intensity=finite(row["intensity"]),
-                achieved_tflops=finite(row["achieved_tflops"]),
-                expected_band=band,
-                band_status=_text(row["band_status"]),
-                kernel_name=_text(row["dominant_kernel"]) or (kernels[0] if kernels else None),
-                kernel_names=kernels,
-                module_chain=[str(m) for m in row["module_chain"]] if isinstance(row["module_chain"], list) else [],
-                t2_time_ms=t2_ms,
-                t2_count=int(t2_count) if t2_count is not None else None,
-                difference_ms=t2_ms - float(row["time_ms"]) if t2_ms is not None else None,
-                warnings=list(row["warnings"]),
-                no_model_reason=row["no_model_reason"],
-            )
+        return OpRow(
+            name=str(row["name"]),
+            shape=_text(row["shape"]),
+            verdict=row_verdict(row),
+            work_bound=_text(row["work_bound"]),
+            args=str(row["args"]),
+            count=int(row["count"]),
+            time_ms=float(row["time_ms"]),
+            percent_e2e=100.0 * float(row["time_ms"]) / e2e_ms,
+            efficiency_pct=finite(row["efficiency_pct"]),
+            compute_pct=finite(row["compute_pct"]),
+            memory_pct=finite(row["memory_pct"]),
+            regime=_text(row["regime"]),
+            bound=row["bound"] if isinstance(row["bound"], str) else None,
+            flops=finite(row["flops_useful"]),
+            bytes=finite(row["bytes_used"]),
+            intensity=finite(row["intensity"]),
+            achieved_tflops=finite(row["achieved_tflops"]),
+            expected_band=band,
+            band_status=_text(row["band_status"]),
+            kernel_name=_text(row["dominant_kernel"]) or (kernels[0] if kernels else None),
+            kernel_names=kernels,
+            module_chain=[str(m) for m in row["module_chain"]] if isinstance(row["module_chain"], list) else [],
+            t2_time_ms=t2_ms,
+            t2_count=int(t2_count) if t2_count is not None else None,
+            difference_ms=t2_ms - float(row["time_ms"]) if t2_ms is not None else None,
+            warnings=list(row["warnings"]),
+            no_model_reason=row["no_model_reason"],
         )
-    return ops
+
+    return OpRows(len(order), make)

@@ -19,6 +19,7 @@ import orjson
 
 from perf_models.assess import spec_roof
 from server.errors import InputError
+from server.findings.metrics_file import open_streamed
 from server.folder import layout
 from server.folder.manifest import older_analysis, read_run_id
 from server.roots import UNRESTRICTED, DataRoots
@@ -112,11 +113,26 @@ def load_ranked(output_dir: Path, category: str, roots: DataRoots = UNRESTRICTED
         st = roots.stat(path, what="metrics JSON")
         if st is None:
             return None
-        raw = roots.read_bytes(path, what="metrics JSON")
         mtime = st.st_mtime_ns
     except FileNotFoundError:
         return None
     except InputError as exc:  # a link out of the roots, a folder in its place: said, never followed
+        return RankedMetrics(path, error=str(exc))
+    except OSError as exc:
+        return RankedMetrics(path, error=exc.strerror or type(exc).__name__)
+    streamed = open_streamed(path, roots, "float")  # operations[] not held: only their difference_ms is read
+    if streamed is not None:
+        ops = streamed["operations"]
+        streamed["operations"] = []
+        ops.close()
+        keys = ops.keys
+        differences = [_num(d) for d, is_object in zip(keys.differences, keys.objects, strict=True) if is_object]
+        return _ranked(output_dir, roots, path, streamed, differences, mtime)
+    try:
+        raw = roots.read_bytes(path, what="metrics JSON")
+    except FileNotFoundError:
+        return None
+    except InputError as exc:
         return RankedMetrics(path, error=str(exc))
     except OSError as exc:
         return RankedMetrics(path, error=exc.strerror or type(exc).__name__)
@@ -126,11 +142,17 @@ def load_ranked(output_dir: Path, category: str, roots: DataRoots = UNRESTRICTED
         return RankedMetrics(path, error=f"not valid JSON: {exc.msg}")
     if not isinstance(doc, dict):
         return RankedMetrics(path, error="not a JSON object")
+    ops = [o for o in doc.get("operations") or [] if isinstance(o, dict)]
+    return _ranked(output_dir, roots, path, doc, [_num(o.get("difference_ms")) for o in ops], mtime)
+
+
+def _ranked(
+    output_dir: Path, roots: DataRoots, path: Path, doc: dict[str, Any], differences: list[float | None], mtime: int
+) -> RankedMetrics:
     block_run = doc.get("sdpa_analyzer", {}).get("run_id") if isinstance(doc.get("sdpa_analyzer"), dict) else None
     if older_analysis(path, block_run, read_run_id(output_dir, roots), "") is not None:
         return RankedMetrics(path, error="computed from an older analysis of this folder")
     findings = [f for f in doc.get("category_findings") or [] if isinstance(f, dict)]
-    ops = [o for o in doc.get("operations") or [] if isinstance(o, dict)]
     block = doc.get("sdpa_analyzer")
     block = block if isinstance(block, dict) else None
     gpu = (block or {}).get("gpu")
@@ -142,7 +164,7 @@ def load_ranked(output_dir: Path, category: str, roots: DataRoots = UNRESTRICTED
         path=path,
         comparison_scope=str(doc.get("comparison_scope")) if doc.get("comparison_scope") else None,
         findings=findings,
-        differences=[_num(o.get("difference_ms")) for o in ops],
+        differences=differences,
         has_block=block is not None,
         gpu_key=str(gpu["key"]) if gpu.get("key") else None,
         gpu_name=str(gpu["name"]) if gpu.get("name") else None,

@@ -10,12 +10,13 @@ from pydantic import Field
 
 from server.errors import InputError, shorten_message
 from server.folder import layout
+from server.memory import release_free_heap
 from server.results import ResultModel
 from server.roots import DataRoots
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
 from server.vocab import COMPARATIVE, IMPACT_UNIT
-from server.writers.atomic import write_text_atomic
+from server.writers.atomic_stream import atomic_writer
 from server.writers.owned import check_replaceable
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from server.scoring.ranked import RankedMetrics
 
 MAX_WARNINGS = 10
+WRITE_PIECE_CHARS = 4 << 20  # the page is encoded and handed to the writer this much at a time
 REPORT_FILE = re.compile(r"[^/\\\x00-\x1f.][^/\\\x00-\x1f]{0,249}\.html", re.IGNORECASE)  # a name, not a path
 _SOURCE_WORDS = {
     "argument": "named by the caller",
@@ -126,7 +128,7 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
     # Imported here: matplotlib costs ~40 MB and ~0.5 s, and only chart-drawing calls need it; the page and the
     # scoring (numpy, pandas) are imported when a tool runs, never to declare it.
     from server.render.plots import render_roofline_png
-    from server.render.report import REPORT_GENERATOR, CategorySection, PeakSource, ReportContext, render_report_html
+    from server.render.report import REPORT_GENERATOR, CategorySection, PeakSource, ReportContext, report_pieces
     from server.scoring.category import scored_categories
     from server.scoring.chart import chart_ceilings, chart_points, report_op_rows
     from server.scoring.ranked import NOT_RANKED, ranking_mismatch
@@ -173,6 +175,7 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
             bytes_model=args.bytes_model,
             warning=mismatch,
         )
+        release_free_heap()  # the chart's points and figure (~250 MB at 10^5 ops) go back before the page is written
         total = float(table.records["time_ms"].sum())
         prose, prose_file, prose_notes = _prose(ctx.roots, out, cat, ranked)
         sections.append(
@@ -206,7 +209,16 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
         warnings=list(resolved.warnings) if resolved else [],
         sections=sections,
     )
-    write_text_atomic(target, render_report_html(report), roots=ctx.roots)
+    with atomic_writer(target, roots=ctx.roots) as fh:  # in pieces: a 10^5-op page is ~200 MB of text
+        pending: list[str] = []
+        size = 0
+        for piece in report_pieces(report):
+            pending.append(piece)
+            size += len(piece)
+            if size >= WRITE_PIECE_CHARS:
+                fh.write("".join(pending).encode("utf-8"))
+                pending, size = [], 0
+        fh.write("".join(pending).encode("utf-8"))
     return ReportResult(
         report_file=str(target), categories=[s.data.category for s in scored], warnings=capped(warnings, MAX_WARNINGS)
     )

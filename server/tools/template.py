@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 from pydantic import Field
 
 from server.errors import InputError, shorten_message
@@ -49,7 +52,7 @@ def _slot_hint(line: str) -> str:
 
 def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateResult:
     # the folder reader, the ranking and the template (pandas): imported when the tool runs, never to declare it
-    from server.findings.template import render_findings_template as render_template
+    from server.findings.metrics_file import metrics_document
     from server.folder.read import check_analysis_folder, read_json_file
     from server.scoring.ranking import OURS
 
@@ -62,16 +65,25 @@ def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateR
         raise InputError(f"output_dir not found: {out}")
     check_analysis_folder(out, roots)
     if roots.is_file(mpath, what="metrics JSON"):
-        metrics = read_json_file(mpath, "metrics JSON", roots)
-        if not isinstance(metrics.get(OURS), dict):
-            raise InputError(
-                f"{mpath} was not written by sdpa-analyzer's rank_findings (no {OURS} block: another tool's file) "
-                f"— run rank_findings for {cat} first, then render the template"
-            )
-    elif not roots.exists(csv_path, what="ops CSV"):
-        metrics = {"category": cat, "status": "NO_DATA"}
-    else:
-        raise InputError(f"{mpath} not found — run rank_findings for {cat} first, then render the template")
+        with metrics_document(mpath, roots, "float", partial(read_json_file, mpath, "metrics JSON", roots)) as metrics:
+            if not isinstance(metrics.get(OURS), dict):
+                raise InputError(
+                    f"{mpath} was not written by sdpa-analyzer's rank_findings (no {OURS} block: another tool's "
+                    f"file) — run rank_findings for {cat} first, then render the template"
+                )
+            return _render(ctx, args, metrics)
+    if not roots.exists(csv_path, what="ops CSV"):
+        return _render(ctx, args, {"category": cat, "status": "NO_DATA"})
+    raise InputError(f"{mpath} not found — run rank_findings for {cat} first, then render the template")
+
+
+def _render(ctx: ToolContext, args: TemplateInput, metrics: dict[str, Any]) -> TemplateResult:
+    from server.findings.template import render_findings_template as render_template
+
+    cat = args.category
+    roots = ctx.roots
+    out = resolve_output_dir(roots, args.output_dir)
+    mpath = out / layout.metrics_json(cat)
     folder_run = read_run_id(out, roots)
     stale = older_analysis(mpath, metrics_run_id(metrics), folder_run, "re-run rank_findings, then the template")
     if stale is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -77,8 +78,9 @@ def _refuse_other_files(roots: DataRoots, path: Path) -> None:
 
 def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport:
     # the validator (markdown-it, the metrics view): imported when the tool runs, never to declare it
-    from server.findings.metrics_view import MetricsFormatError, load_metrics
-    from server.findings.validate import find_metrics_for, validate_findings_file
+    from server.findings.metrics_file import metrics_document
+    from server.findings.metrics_view import load_metrics
+    from server.findings.validate import find_metrics_for
 
     roots = ctx.roots
     path = roots.resolve(args.findings_path, what="findings_path")
@@ -88,13 +90,27 @@ def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport
             "(render_findings_template gives a skeleton)"
         )
     _refuse_other_files(roots, path)
-    metrics: dict[str, Any] | None = None
     mpath = find_metrics_for(path, roots)
-    if mpath is not None:  # Decimal parsing keeps each number as written: rule 9 compares the exact spelling
-        metrics = load_metrics(mpath, roots)  # MetricsFormatError names the file
-        _check_runs(path, mpath, metrics, roots)
+    if mpath is None:
+        report = _validate(path, None, None, args, roots)
+    else:  # Decimal parsing keeps each number as written: rule 9 compares the exact spelling
+        whole = partial(load_metrics, mpath, roots)  # MetricsFormatError names the file
+        with metrics_document(mpath, roots, "decimal", whole) as metrics:  # operations[] streamed
+            _check_runs(path, mpath, metrics, roots)
+            report = _validate(path, mpath, metrics, args, roots)
+    # fix the first errors and validate again: a long list would not fit an LLM's context
+    listed = {"errors": report.errors[:MAX_ERRORS_LISTED], "warnings": report.warnings[:MAX_ERRORS_LISTED]}
+    return report.model_copy(update=listed)
+
+
+def _validate(
+    path: Path, mpath: Path | None, metrics: dict[str, Any] | None, args: ValidateInput, roots: DataRoots
+) -> ValidationReport:
+    from server.findings.metrics_view import MetricsFormatError
+    from server.findings.validate import validate_findings_file
+
     try:
-        report = validate_findings_file(
+        return validate_findings_file(
             path,
             metrics,
             tier=args.tier,
@@ -104,9 +120,6 @@ def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport
         )
     except MetricsFormatError as exc:  # the metrics' content (not its syntax): name the file
         raise InputError(f"{mpath}: {exc}") from None
-    # fix the first errors and validate again: a long list would not fit an LLM's context
-    listed = {"errors": report.errors[:MAX_ERRORS_LISTED], "warnings": report.warnings[:MAX_ERRORS_LISTED]}
-    return report.model_copy(update=listed)
 
 
 def _rank_summary(findings: Path, roots: DataRoots) -> dict[str, Any] | None:

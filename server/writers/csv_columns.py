@@ -148,19 +148,26 @@ class _Objects(_Formatter):
                 codes = factorize(values)
             except TypeError:  # unhashable cells: formatted per row, per chunk
                 return
-        self.codes, uniques = codes
-        self.texts_of = np.empty(len(uniques) + 1, dtype=object)
-        self.texts_of[:-1] = _fields([u if type(u) is str else str(u) for u in uniques])
-        self.texts_of[-1] = b""  # code -1: a missing value
+        self.codes, self.uniques = codes
+        self.texts_of: np.ndarray | None = None
+        if few(len(self.uniques) + 1, len(self.codes)):  # mostly distinct values: formatted a chunk at a time
+            self.texts_of = np.empty(len(self.uniques) + 1, dtype=object)
+            self.texts_of[:-1] = _fields([u if type(u) is str else str(u) for u in self.uniques])
+            self.texts_of[-1] = b""  # code -1: a missing value
 
     def coded(self) -> Coded | None:
-        if self.codes is None or not few(len(self.texts_of), len(self.codes)):
+        if self.codes is None or self.texts_of is None:
             return None
         return np.where(self.codes < 0, len(self.texts_of) - 1, self.codes), self.texts_of.tolist()
 
     def texts(self, start: int, stop: int) -> list[bytes]:
-        if self.codes is not None:
+        if self.codes is not None and self.texts_of is not None:
             return self.texts_of[self.codes[start:stop]].tolist()
+        if self.codes is not None:
+            codes = self.codes[start:stop].tolist()
+            present = [c for c in codes if c >= 0]
+            texts = iter(_fields([u if type(u) is str else str(u) for u in map(self.uniques.__getitem__, present)]))
+            return [next(texts) if c >= 0 else b"" for c in codes]
         part = self.values[start:stop]
         na = pd.isna(part)
         return [b"" if m else _field(str(v)).encode() for v, m in zip(part.tolist(), na.tolist(), strict=True)]

@@ -7,7 +7,9 @@ dict and the whole output in memory at once; no library writes a list of records
 the per-row object is a column of ready JSON texts (numbers formatted by orjson from numpy arrays, each distinct
 string or list encoded once) and rows are joined a chunk at a time with C-level joins, streamed to the file. The
 bytes are exactly those of `orjson.dumps(doc, option=OPT_SERIALIZE_NUMPY | OPT_NON_STR_KEYS) + b"\\n"` with the list
-in place (tests/server/writers/test_server_json_columns.py checks it against orjson on every kind of field).
+in place, but for a newline before each item and before the closing `]` (one item a line, so the findings tools read
+the list an item at a time: docs/formats.md); tests/server/writers/test_server_json_columns.py checks it against
+orjson on every kind of field.
 
 An item is an `Obj` of `Field`s; a field's value is a nested `Obj` or a `Column` that gives the JSON text of
 rows [start, stop). Runs of consecutive fields whose columns have few distinct values are pre-rendered once per
@@ -19,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import numpy as np
 import orjson
@@ -366,10 +368,54 @@ def render_rows(parts: list[Part], start: int, stop: int) -> list[bytes]:
     return list(map(b"".join, zip(*iterables, strict=False)))
 
 
+class RowList(Sequence[dict[str, Any]]):
+    """A list of n objects given column-wise (an Obj), for a list nested in a document's other values: written by
+    write_document (as orjson would write the dicts, compact) without a dict per row; `rows[i]` or a slice gives the
+    dicts, read back from their JSON text (for a tool result that shows the first few)."""
+
+    def __init__(self, item: Obj, n: int) -> None:
+        self.item, self.n = item, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self.n)
+            if step != 1:
+                return [self[i] for i in range(start, stop, step)]
+            return [orjson.loads(t) for t in render_rows(_plan(self.item), start, max(start, stop))]
+        if index < 0:
+            index += self.n
+        if not 0 <= index < self.n:
+            raise IndexError("RowList index out of range")
+        return orjson.loads(render_rows(_plan(self.item), index, index + 1)[0])
+
+    def json(self, chunk_rows: int = CHUNK_ROWS) -> bytes:
+        """`[{...},{...}]`, compact: the bytes of orjson.dumps(list(self))."""
+        if not self.n:
+            return b"[]"
+        parts = _combine(_plan(self.item), self.n)
+        pieces = [b",".join(render_rows(parts, s, min(self.n, s + chunk_rows))) for s in range(0, self.n, chunk_rows)]
+        return b"[" + b",".join(pieces) + b"]"
+
+
+def _fragment(value: Any) -> orjson.Fragment:
+    """orjson's `default` for a RowList: its JSON text, as is."""
+    if isinstance(value, RowList):
+        return orjson.Fragment(value.json())
+    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+
+
 def write_document(
     fh: Sink, doc: dict[str, Any], list_key: str, item: Obj, n: int, chunk_rows: int = CHUNK_ROWS
 ) -> None:
-    """Write `doc` with doc[list_key] = the n rendered items, as orjson.dumps(doc, DUMPS_OPTIONS) + b"\\n".
+    """Write `doc` with doc[list_key] = the n rendered items: orjson.dumps(doc, DUMPS_OPTIONS) + b"\\n", except that
+    the list has one item a line (`[\\n{...},\\n{...}\\n]`; the same JSON value).
 
     The other values are dumped one top-level key (one list item) at a time, so no more than one of them is
     held as text at once (the impact estimates and the findings' members are tens of MB each at 10^5 rows)."""
@@ -386,19 +432,24 @@ def write_document(
             for start in range(0, len(values), chunk_rows):  # a write per chunk: each write is a queue hand-off
                 if start:
                     fh.write(b",")
-                fh.write(b",".join(orjson.dumps(v, option=DUMPS_OPTIONS) for v in values[start : start + chunk_rows]))
+                fh.write(b",".join(orjson.dumps(v, option=DUMPS_OPTIONS, default=_fragment)
+                                   for v in values[start : start + chunk_rows]))  # fmt: skip
             fh.write(b"]")
         else:
-            fh.write(orjson.dumps(doc[key], option=DUMPS_OPTIONS))
+            fh.write(orjson.dumps(doc[key], option=DUMPS_OPTIONS, default=_fragment))  # RowLists as their text
     fh.write(b"}\n")
 
 
 def _write_items(fh: Sink, item: Obj, n: int, chunk_rows: int) -> None:
+    """The list one item a line: `[`, a newline, the items joined by `,` + newline, a newline, `]` (JSON whitespace:
+    the value is orjson's; a reader splits the items at the newlines, server.findings.metrics_file)."""
     fh.write(b"[")
     if n:
+        fh.write(b"\n")
         parts = _combine(_plan(item), n)
         for start in range(0, n, chunk_rows):
             if start:
-                fh.write(b",")
-            fh.write(b",".join(render_rows(parts, start, min(n, start + chunk_rows))))
+                fh.write(b",\n")
+            fh.write(b",\n".join(render_rows(parts, start, min(n, start + chunk_rows))))
+        fh.write(b"\n")
     fh.write(b"]")

@@ -1,4 +1,5 @@
-"""server.writers.json_columns: a document written column-wise is byte-for-byte orjson's compact dump of the dicts."""
+"""server.writers.json_columns: a document written column-wise is byte-for-byte orjson's compact dump of the dicts,
+its list one item a line."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from server.writers.json_columns import (
     Numbers,
     Obj,
     Pair,
+    RowList,
     Sparse,
     Texts,
     Values,
@@ -26,9 +28,17 @@ from server.writers.json_columns import (
     write_document,
 )
 
+_MARK = "\x00the items\x00"
+
 
 def _expected(doc: dict[str, Any], rows: list[dict[str, Any]]) -> bytes:
-    return orjson.dumps({**doc, "items": rows}, option=DUMPS_OPTIONS) + b"\n"
+    """orjson's compact dump of the document, its `items` list written one item a line (docs/formats.md)."""
+    whole = orjson.dumps({**doc, "items": rows}, option=DUMPS_OPTIONS) + b"\n"
+    before, after = orjson.dumps({**doc, "items": _MARK}, option=DUMPS_OPTIONS).split(orjson.dumps(_MARK))
+    items = b"[\n" + b",\n".join(orjson.dumps(r, option=DUMPS_OPTIONS) for r in rows) + b"\n]" if rows else b"[]"
+    expected = before + items + after + b"\n"
+    assert orjson.loads(expected) == orjson.loads(whole)  # the same JSON value as the compact dump
+    return expected
 
 
 def _written(doc: dict[str, Any], item: Obj, n: int, chunk_rows: int = 1024) -> bytes:
@@ -122,3 +132,17 @@ def test_encode_strings_matches_orjson() -> None:
     values = ["", "a", 'q"', "\\", "\n  ", "—", None, 3, ["l"], "x,\n  y"]
     # composite values as orjson indents them at the top level
     assert encode_strings(values) == [orjson.dumps(v, option=DUMPS_OPTIONS) for v in values]
+
+
+def test_row_list_is_written_and_read_as_the_dicts() -> None:
+    # a RowList inside another value: orjson's bytes of the dicts it stands for, and its items are those dicts
+    _, item, rows = _case(300, seed=7)
+    nested = {"a": 1, "block": {"listed": RowList(item, 300), "z": [1.5]}, "items": None}
+    written = _written(nested, Obj([Field("x", Const(1, 2))]), 2)
+    plain = {"a": 1, "block": {"listed": rows, "z": [1.5]}, "items": None}
+    assert written == _expected(plain, [{"x": 1}, {"x": 1}])
+    listed = RowList(item, 300)
+    assert len(listed) == 300
+    assert listed[:5] == orjson.loads(orjson.dumps(rows[:5], option=DUMPS_OPTIONS))
+    assert listed[-1] == orjson.loads(orjson.dumps(rows[-1], option=DUMPS_OPTIONS))
+    assert RowList(item, 0).json() == b"[]"

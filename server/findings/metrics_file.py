@@ -1,0 +1,279 @@
+"""Read a `<cat>_metrics.json` without holding its `operations[]`: the rest of the document whole, each operation
+parsed when it is asked for.
+
+rank_findings writes the list one operation a line (server.writers.json_columns; docs/formats.md). One pass over the
+file keeps, per operation, where its line is and the few fields the member lookup and the report read of every
+operation (`name`, `args`, `time_ms`, `efficiency.efficiency_percent`, `difference_ms`), decoded by msgspec, which
+skips every other field in C without building it. An operation itself is parsed again from its line, by the same
+parser the whole-document read uses (json with Decimal numbers for the validator: rule 9 compares spellings;
+orjson for the template and the report), so what a caller gets is what the whole document would have given it.
+
+The streamed read vouches only for what it can: a file of another layout (another tool's, an older compact one, a
+pretty-printed one) and anything unusual (not UTF-8, nesting near the depth limit, a line that is not one JSON
+value, a second `operations` key) give None, and the caller reads the document whole as before, with its own
+errors word for word. One leniency, as in the trace reader: a number beyond the double range (`1e400`) in a field of
+an operation the caller never reads is skipped where the whole-document orjson parse rejects the file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, BinaryIO, Literal, overload
+
+import msgspec
+import numpy as np
+import orjson
+
+from server.errors import InputError
+from server.roots import DataRoots
+
+Numbers = Literal["decimal", "float"]  # how numbers are parsed: Decimal (the validator) or float (template, report)
+
+OPERATIONS_HEAD = b'"operations":[\n'  # how rank_findings' first line ends: the list follows, one operation a line
+MAX_HEAD_BYTES = 1 << 20  # the top-level fields before the list are a few hundred bytes
+MAX_OPEN_BRACKETS = 60  # `{` + `[` in one line (in strings too): nesting stays below the validator's limit of 64
+MAX_DEPTH = 64  # nesting of a metrics JSON; ours is 5 deep
+READ_BLOCK_BYTES = 8 << 20
+_NOT_OPENING = bytes(b for b in range(256) if b not in b"[{")
+CACHED_OPERATIONS = 512  # operations kept parsed (a finding's members are read two or three times in a row)
+
+
+_ESCAPE = re.compile(rb"\\.", re.S)
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+_STEP = np.zeros(256, dtype=np.int32)  # +1 opens a container, -1 closes one
+_STEP[list(b"[{")] = 1
+_STEP[list(b"]}")] = -1
+
+
+def json_depth(data: bytes) -> int:
+    """The deepest bracket nesting of a JSON text, brackets inside strings skipped, in linear time and without
+    recursion (json.loads recurses once per level, and so do == and repr on what it returns: a hostile file
+    nests thousands deep). Escapes go first (an escaped quote is never structure), then everything but quotes
+    and brackets; a running xor of the quotes marks what lies inside strings."""
+    if b"\\" in data:
+        data = _ESCAPE.sub(b"", data)
+    marks = np.frombuffer(data.translate(None, _NOT_STRUCTURE), dtype=np.uint8)
+    quote = marks == ord('"')
+    inside = np.bitwise_xor.accumulate(quote)
+    steps = _STEP[marks[~(inside | quote)]]
+    return max(0, int(np.cumsum(steps).max())) if len(steps) else 0
+
+
+class _Keys(msgspec.Struct):
+    """The fields of every operation the findings tools read; msgspec skips the others without building them."""
+
+    name: Any = None
+    args: Any = None
+    time_ms: Any = None
+    efficiency: Any = None
+    difference_ms: Any = None
+
+
+@dataclass
+class OperationKeys:
+    """Per operation: whether it is a JSON object, and its name, args, time_ms, efficiency.efficiency_percent and
+    difference_ms as the caller's parser gives them (None for a missing field or an entry that is not an object)."""
+
+    objects: list[bool] = field(default_factory=list)
+    names: list[Any] = field(default_factory=list)
+    args: list[Any] = field(default_factory=list)
+    times: list[Any] = field(default_factory=list)
+    efficiencies: list[Any] = field(default_factory=list)
+    differences: list[Any] = field(default_factory=list)
+
+    def add(self, op: Any) -> None:
+        """One parsed operation (a dict, or any other JSON value)."""
+        if not isinstance(op, dict):
+            self._add(False, None, None, None, None, None)
+            return
+        efficiency = op.get("efficiency")
+        eff = efficiency.get("efficiency_percent") if isinstance(efficiency, dict) else None
+        self._add(True, op.get("name"), op.get("args"), op.get("time_ms"), eff, op.get("difference_ms"))
+
+    def _add(self, is_object: bool, name: Any, args: Any, time: Any, eff: Any, difference: Any) -> None:
+        self.objects.append(is_object)
+        self.names.append(name)
+        self.args.append(args)
+        self.times.append(time)
+        self.efficiencies.append(eff)
+        self.differences.append(difference)
+
+    @classmethod
+    def of(cls, operations: Sequence[Any]) -> OperationKeys:
+        keys = cls()
+        for op in operations:
+            keys.add(op)
+        return keys
+
+
+def _decimal_loads(data: bytes) -> Any:
+    return json.loads(data.decode("utf-8"), parse_float=Decimal)
+
+
+_PARSERS: dict[str, Callable[[bytes], Any]] = {"decimal": _decimal_loads, "float": orjson.loads}
+_KEY_DECODERS = {
+    "decimal": msgspec.json.Decoder(_Keys, float_hook=Decimal),
+    "float": msgspec.json.Decoder(_Keys),
+}
+
+
+class StreamedOperations(Sequence[Any]):
+    """`operations[]` of an open metrics JSON: `ops[i]` parses entry i from its line (a few hundred kept parsed);
+    `keys` holds the fields read of every entry. Holds the file open until `close()`."""
+
+    def __init__(self, fh: BinaryIO, offsets: list[int], lengths: list[int], keys: OperationKeys, numbers: Numbers):
+        self._fh = fh
+        self._offsets = offsets
+        self._lengths = lengths
+        self._parse = _PARSERS[numbers]
+        self._cache: OrderedDict[int, Any] = OrderedDict()
+        self.keys = keys
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Any]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("operations index out of range")
+        hit = self._cache.get(index)
+        if hit is not None:
+            self._cache.move_to_end(index)
+            return hit
+        self._fh.seek(self._offsets[index])
+        op = self._parse(self._fh.read(self._lengths[index]))  # read and checked whole by the first pass
+        self._cache[index] = op
+        if len(self._cache) > CACHED_OPERATIONS:
+            self._cache.popitem(last=False)
+        return op
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def close(self) -> None:
+        self._cache.clear()
+        self._fh.close()
+
+
+@contextmanager
+def metrics_document(
+    path: Path, roots: DataRoots, numbers: Numbers, whole: Callable[[], dict[str, Any]]
+) -> Iterator[dict[str, Any]]:
+    """The metrics JSON at `path` as a dict whose `operations` is a StreamedOperations (the file kept open until the
+    block ends), or, when the streamed read cannot vouch for the file, `whole()`: the caller's whole-document read,
+    with its own errors."""
+    doc = open_streamed(path, roots, numbers)
+    if doc is None:
+        yield whole()
+        return
+    try:
+        yield doc
+    finally:
+        doc["operations"].close()
+
+
+def open_streamed(path: Path, roots: DataRoots, numbers: Numbers) -> dict[str, Any] | None:
+    """The document with its operations streamed (close `doc["operations"]` when done), or None (read it whole)."""
+    try:
+        fh = roots.open_read(path, what="metrics JSON")
+    except (OSError, InputError):  # the whole-document read says it, in its words
+        return None
+    try:
+        doc = _read(fh, numbers)
+    except BaseException:
+        fh.close()
+        raise
+    if doc is None:
+        fh.close()
+    return doc
+
+
+def _utf8(data: bytes) -> bool:
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _lines(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
+    """The file's lines from where `fh` stands (without their newline), each with whether a newline ended it; read
+    a block at a time (one C-level split per block, no copy of a line per call)."""
+    rest = b""
+    while block := fh.read(READ_BLOCK_BYTES):
+        parts = (rest + block).split(b"\n")
+        rest = parts.pop()
+        for line in parts:
+            yield line, True
+    if rest:
+        yield rest, False
+
+
+def _read(fh: BinaryIO, numbers: Numbers) -> dict[str, Any] | None:
+    head = fh.readline(MAX_HEAD_BYTES)
+    if not head.endswith(OPERATIONS_HEAD) or head.count(b'"operations"') != 1:
+        return None
+    parse, decode_keys = _PARSERS[numbers], _KEY_DECODERS[numbers].decode
+    keys = OperationKeys()
+    offsets: list[int] = []
+    lengths: list[int] = []
+    pos = len(head)
+    more = True  # the previous line ended with a comma: another operation follows
+    suffix = None
+    lines = _lines(fh)
+    for line, ended in lines:
+        if line.startswith(b"]"):
+            if more:  # `[\n]` or a trailing comma: not rank_findings' layout
+                return None
+            suffix = b"\n".join([line, *(text for text, _ in lines)]) + (b"\n" if ended else b"")
+            break
+        if not more or not ended:
+            return None
+        more = line.endswith(b",")
+        body = memoryview(line)[:-1] if more else line  # no copy
+        # nesting stays below the limit (brackets in strings counted too); the whole read measures the rest
+        if not _utf8(line) or len(line.translate(None, _NOT_OPENING)) > MAX_OPEN_BRACKETS:
+            return None
+        try:
+            k = decode_keys(body)
+        except (msgspec.DecodeError, msgspec.ValidationError):  # stricter than the caller's parser, or no object
+            try:
+                keys.add(parse(bytes(body)))
+            except ValueError:  # not JSON (json's and orjson's errors are ValueErrors): the whole read says where
+                return None
+        else:
+            eff = k.efficiency.get("efficiency_percent") if isinstance(k.efficiency, dict) else None
+            keys._add(True, k.name, k.args, k.time_ms, eff, k.difference_ms)
+        offsets.append(pos)
+        lengths.append(len(body))
+        pos += len(line) + 1
+    if suffix is None or not offsets or b'"operations"' in suffix:
+        return None
+    top_bytes = head[: -len(b"\n")] + suffix  # the document with an empty list
+    if not _utf8(top_bytes) or json_depth(top_bytes) > MAX_DEPTH:
+        return None
+    try:
+        top = parse(top_bytes)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(top, dict) or top.get("operations") != []:
+        return None
+    top["operations"] = StreamedOperations(fh, offsets, lengths, keys, numbers)  # in place: the key keeps its position
+    return top
