@@ -4,9 +4,11 @@ The category imitates a long training trace: realistic Python call stacks (~40 f
 (a fill and the flash kernel) with their summaries, perf_params, ~380 MB of CSV. The server runs as a real
 stdio subprocess (`sdpa-analyzer serve`), called by the SDK's client, as Claude Code would.
 
-Targets (issue #9, 2-core machine): roofline + rank <= 4 s where a bare `pandas.read_csv` of the same file takes
-0.7 s, so <= 5.7x the bare read timed in the same run (the ratio holds when the machine's speed drifts); the
-server's peak RSS < 500 MB.
+Targets (issue 21, 2-core machine): roofline + rank <= 3.5x a bare `pandas.read_csv` of the same file timed in
+the same run (the ratio holds when the machine's speed drifts); the server's peak RSS < 500 MB.
+
+Measured with issue 24's what-ifs and facts (2 rounds, load 3-3.6): 3.41 / 3.47 / 3.54x (min / median / max),
+server peak RSS 488-499 MB.
 
 Measured (4 runs, 2-core machine, bare read 1.8-1.9 s): 9.4-11.7 s = 4.9-6.4x the bare read; server peak RSS
 453-454 MB. Before the 100k-row work of issue 9: 11.3 s = 6.8x, ~600 MB.
