@@ -10,8 +10,9 @@ starts a fresh server (nothing cached) right after its bare read.
 
 Measured 2026-12-02 (3 rounds each, min / median / max; another session kept the machine busy, load 1.6-3.5):
 before the issue-21 work 4.95 / 5.06 / 5.64x and 4.08 / 5.19 / 9.79x (two runs), server peak 498-542 MB; after it
-5.07 / 5.29 / 6.73x and 5.28 / 6.11 / 6.46x, 513-519 MB. No change to the ratio within this noise; in process
-(no MCP) the peak went from 497 to 459-474 MB. Where the time goes, in process, x the bare read (~2.0 s): loading
+5.45 / 5.47 / 6.26x, server peak 478-480 MB (in_band written column-wise and streamed, records without columns
+overwritten, the roofline CSV's distinct cells formatted a chunk at a time). No change to the ratio beyond this
+noise. Where the time goes, in process, x the bare read (~2.0 s): loading
 1.7 (the CSV parse itself ~1.1, interning repeated cells, the shape literals, the kernel summaries), modeling 0.9,
 the 131 MB roofline CSV 0.6-0.9, building the metrics 0.25, the 740 MB metrics JSON 1.0-1.1 (39 % of its bytes are
 the call stacks, 19 % the per-op roofline block). pandas' C reader holds the GIL (a chunked read in a thread beside
