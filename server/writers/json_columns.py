@@ -18,6 +18,7 @@ distinct combination, so a row is joined from a few dozen pieces rather than a h
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -395,20 +396,44 @@ class RowList(Sequence[dict[str, Any]]):
             raise IndexError("RowList index out of range")
         return orjson.loads(render_rows(_plan(self.item), index, index + 1)[0])
 
-    def json(self, chunk_rows: int = CHUNK_ROWS) -> bytes:
-        """`[{...},{...}]`, compact: the bytes of orjson.dumps(list(self))."""
-        if not self.n:
-            return b"[]"
-        parts = _combine(_plan(self.item), self.n)
-        pieces = [b",".join(render_rows(parts, s, min(self.n, s + chunk_rows))) for s in range(0, self.n, chunk_rows)]
-        return b"[" + b",".join(pieces) + b"]"
+    def write(self, fh: Sink, chunk_rows: int = CHUNK_ROWS) -> None:
+        """`[{...},{...}]`, compact (the bytes of orjson.dumps(list(self))), a chunk of rows at a time."""
+        fh.write(b"[")
+        if self.n:
+            parts = _combine(_plan(self.item), self.n)
+            for start in range(0, self.n, chunk_rows):
+                rows = render_rows(parts, start, min(self.n, start + chunk_rows))
+                fh.write((b"," if start else b"") + b",".join(rows))
+        fh.write(b"]")
+
+    def json(self) -> bytes:
+        buf = io.BytesIO()
+        self.write(buf)
+        return buf.getvalue()
 
 
-def _fragment(value: Any) -> orjson.Fragment:
-    """orjson's `default` for a RowList: its JSON text, as is."""
-    if isinstance(value, RowList):
-        return orjson.Fragment(value.json())
-    raise TypeError(f"Type is not JSON serializable: {type(value).__name__}")
+_ROW_LIST_MARK = b"\x00row list\x00"  # never in orjson's output (it escapes NUL): where a RowList goes
+
+
+def _write_value(fh: Sink, value: Any) -> None:
+    """orjson's bytes of `value`, with each RowList inside it written in pieces where orjson would have put it."""
+    row_lists: list[RowList] = []
+
+    def mark(v: Any) -> orjson.Fragment:
+        if isinstance(v, RowList):
+            row_lists.append(v)
+            return orjson.Fragment(_ROW_LIST_MARK)
+        raise TypeError(f"Type is not JSON serializable: {type(v).__name__}")
+
+    text = orjson.dumps(value, option=DUMPS_OPTIONS, default=mark)
+    if not row_lists:
+        fh.write(text)
+        return
+    pieces = text.split(_ROW_LIST_MARK)
+    for piece, rows in zip(pieces, row_lists, strict=False):
+        fh.write(piece)
+        rows.write(fh)
+    fh.write(pieces[-1])
 
 
 def write_document(
@@ -432,11 +457,15 @@ def write_document(
             for start in range(0, len(values), chunk_rows):  # a write per chunk: each write is a queue hand-off
                 if start:
                     fh.write(b",")
-                fh.write(b",".join(orjson.dumps(v, option=DUMPS_OPTIONS, default=_fragment)
-                                   for v in values[start : start + chunk_rows]))  # fmt: skip
+                chunk = io.BytesIO()
+                for j, v in enumerate(values[start : start + chunk_rows]):
+                    if j:
+                        chunk.write(b",")
+                    _write_value(chunk, v)
+                fh.write(chunk.getvalue())
             fh.write(b"]")
         else:
-            fh.write(orjson.dumps(doc[key], option=DUMPS_OPTIONS, default=_fragment))  # RowLists as their text
+            _write_value(fh, doc[key])  # RowLists inside it written in pieces
     fh.write(b"}\n")
 
 
