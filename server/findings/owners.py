@@ -130,13 +130,7 @@ def _foreign_lines(runs: list[Run], rank: int, grounding: Grounding) -> list[tup
                   if not category_number(grounding, n) and not grounding.has_number(rank, n)}  # fmt: skip
         lines |= {line for line, span in run.spans
                   if not neutral_name(grounding, span) and not grounding.has_name(rank, span)}  # fmt: skip
-    ranges: list[tuple[int, int]] = []
-    for line in sorted(lines):
-        if ranges and ranges[-1][1] == line:
-            ranges[-1] = (ranges[-1][0], line + 1)
-        else:
-            ranges.append((line + 1, line + 1))
-    return ranges
+    return _line_ranges(lines)
 
 
 # ---- reporting ---------------------------------------------------------------------------------------------------
@@ -157,9 +151,13 @@ class Suppressed:
 
 def _ranges(runs: list[Run]) -> list[tuple[int, int]]:
     """The 1-based line ranges the runs' prose sits on (their marker and Impact lines left out)."""
-    lines = sorted({line for run in runs for line in run.lines})
+    return _line_ranges({line for run in runs for line in run.lines})
+
+
+def _line_ranges(lines: set[int]) -> list[tuple[int, int]]:
+    """0-based line numbers as 1-based inclusive ranges of consecutive lines."""
     ranges: list[tuple[int, int]] = []
-    for line in lines:
+    for line in sorted(lines):
         if ranges and ranges[-1][1] == line:
             ranges[-1] = (ranges[-1][0], line + 1)
         else:
