@@ -8,20 +8,24 @@ Targets (issue 21, 2-core machine): roofline + rank <= 3.5x a bare `pandas.read_
 in the same round (the ratio holds when the machine's speed drifts); the server's peak RSS < 500 MB. Each round
 starts a fresh server (nothing cached) right after its bare read.
 
-Measured 2026-12-02 (3 rounds each, min / median / max; another session kept the machine busy, load 1.6-3.5):
-before the issue-21 work 4.95 / 5.06 / 5.64x and 4.08 / 5.19 / 9.79x (two runs), server peak 498-542 MB; after it
-5.45 / 5.47 / 6.26x, server peak 478-480 MB (in_band written column-wise and streamed, records without columns
-overwritten, the roofline CSV's distinct cells formatted a chunk at a time). No change to the ratio beyond this
-noise. Where the time goes, in process, x the bare read (~2.0 s): loading
-1.7 (the CSV parse itself ~1.1, interning repeated cells, the shape literals, the kernel summaries), modeling 0.9,
-the 131 MB roofline CSV 0.6-0.9, building the metrics 0.25, the 740 MB metrics JSON 1.0-1.1 (39 % of its bytes are
-the call stacks, 19 % the per-op roofline block). pandas' C reader holds the GIL (a chunked read in a thread beside
-pure-Python work: 3.20 s against 3.00 s one after the other), so the stages cannot overlap on the second core.
+Measured 2026-12-02 (3 rounds each, min / median / max). On a quiet machine (load 0.1-0.8): 3.40 / 5.60 / 5.96x
+(the 3.40 round had a cold bare read), server peak 481-494 MB; `--stages` 4.92 / 5.02 / 5.29x in process, of which
+(x the bare read, median) the CSV read 1.03, the shape literals and kernel summaries 0.58, the perf models 0.84, the
+131 MB roofline CSV 0.88, building the metrics 0.21, the 740 MB metrics JSON 1.50; writing 871 MB of constant bytes
+(the two files' size) and fsyncing them takes 0.94 / 1.47 / 1.71x alone: the read and the write floor leave 1.0x of
+the 3.5x for everything else. call_chain is 38 % of the metrics JSON's bytes, the per-op roofline block 19 %. Earlier,
+another session keeping the machine busy (load 1.6-3.5): before the issue-21 work 4.95 / 5.06 / 5.64x and 4.08 /
+5.19 / 9.79x (two runs), server peak 498-542 MB; after it 5.45 / 5.47 / 6.26x, 478-480 MB. pandas' C reader holds
+the GIL (a chunked read in a thread beside pure-Python work: 3.20 s against 3.00 s one after the other), so the
+stages cannot overlap on the second core.
 Before the 100k-row work of issue 9: 11.3 s = 6.8x, ~600 MB.
 
-    .venv/bin/python bench/bench_server.py [--rows 100000] [--runs 3] [--in-process]
+    .venv/bin/python bench/bench_server.py [--rows 100000] [--runs 3] [--in-process | --stages]
 
 `--in-process` calls the tools directly (no MCP, no subprocess) and prints a cProfile summary of the hot spots.
+`--stages` calls them directly `--runs` times (caches cleared) and prints each stage's time in units of the bare
+read of the same round, the floor of writing the two output files (the same number of constant bytes, fsynced)
+and the metrics JSON's bytes by field: the evidence behind the contract proposal in the issue-21 closing note.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -167,6 +172,139 @@ async def _over_stdio(root: Path, folder: Path) -> tuple[float, float, dict, dic
     return t1 - t0, t2 - t1, roof.structured_content, rank.structured_content, peak_mb
 
 
+# the stages of the path, as (module, function): wrapped with a timer for --stages (names as of issue 21)
+_STAGES = (
+    ("server.folder.read", "_read_csv", "read the ops CSV (chunked C parse, repeated cells interned)"),
+    ("server.folder.read", "_parse_literal_columns", "shape literals and kernel summaries"),
+    ("server.scoring.cache", "compute_records", "the perf models over every row"),
+    ("server.scoring.outputs", "write_roofline_table", "render + write the roofline CSV"),
+    ("server.scoring.ranking", "build_metrics", "build the metrics document"),
+    ("server.scoring.outputs", "write_metrics", "render + write the metrics JSON"),
+)
+
+
+def _write_floor(nbytes: int, where: Path) -> float:
+    """Seconds to write `nbytes` of constant bytes to a new file and fsync it: what any writer of files this size
+    pays on this machine (page cache and disk), before rendering a byte."""
+    piece = b"x" * (4 << 20)
+    path = where / "floor.bin"
+    t = time.perf_counter()
+    with open(path, "wb", buffering=0) as fh:
+        left = nbytes
+        while left > 0:
+            left -= fh.write(piece[: min(left, len(piece))])
+        os.fsync(fh.fileno())
+    took = time.perf_counter() - t
+    path.unlink()
+    return took
+
+
+def _field_bytes(metrics: Path, every: int = 50) -> dict[str, float]:
+    """Share of the metrics JSON's bytes per top-level field of operations[] (a sample of every `every`-th entry)."""
+    sizes: dict[str, int] = {}
+    with open(metrics, "rb") as fh:
+        fh.readline()  # the line that opens operations[]
+        for k, line in enumerate(fh):
+            if line.startswith(b"]"):
+                break
+            if k % every:
+                continue
+            op = json.loads(line.rstrip(b",\n"))
+            for key, value in op.items():
+                sizes[key] = sizes.get(key, 0) + len(json.dumps(value, separators=(",", ":"))) + len(key) + 4
+    total = metrics.stat().st_size
+    return {key: every * size / total for key, size in sorted(sizes.items(), key=lambda kv: -kv[1])}
+
+
+def _proposed_layout(metrics: Any, table: Any) -> Any:
+    """The metrics document in the layout proposed for issue 21 (not the contract): `operations[i].call_chain`
+    replaced by `call_chain_id` into `sdpa_analyzer.call_chains` (each distinct chain once), and no per-op
+    `roofline` block (the same numbers are the roofline CSV's row `row`)."""
+    from server.scoring.ranking import Metrics
+    from server.writers.json_columns import Field, Ints, Obj
+
+    codes, chains = table.column_codes("call_chain")
+    fields = []
+    for f in metrics.operations.fields:
+        if f.key == "call_chain":
+            fields.append(Field("call_chain_id", Ints(np.asarray(codes, dtype=np.int64))))
+        elif f.key != "roofline":
+            fields.append(f)
+    document = dict(metrics.document)
+    document["sdpa_analyzer"] = {**document["sdpa_analyzer"], "call_chains": list(chains)}
+    return Metrics(document, Obj(fields), metrics.rows)
+
+
+def _stages(root: Path, folder: Path, csv: Path, runs: int, proposed: bool = False) -> int:
+    """--stages: where the time of roofline + rank goes, in units of a bare read_csv of the same file."""
+    import importlib
+
+    from server.folder import cache as folder_cache
+    from server.roots import DataRoots
+    from server.scoring import cache as scoring_cache
+    from server.tools import call
+
+    spent: dict[str, list[float]] = {}
+    now = [0]  # the round being timed
+
+    def timed(module: str, name: str) -> None:
+        mod = importlib.import_module(module)
+        inner = getattr(mod, name)
+
+        def wrapper(*a: object, **k: object) -> object:
+            t = time.perf_counter()
+            try:
+                return inner(*a, **k)
+            finally:
+                spent.setdefault(name, [0.0] * runs)[now[0]] += time.perf_counter() - t
+
+        setattr(mod, name, wrapper)
+
+    for module, name, _ in _STAGES:
+        timed(module, name)
+    if proposed:  # build_metrics as the tool calls it, then the proposed layout (its time counted with the build)
+        ranking = importlib.import_module("server.scoring.ranking")
+        timed_build = ranking.build_metrics
+
+        def build_proposed(data: Any, table: Any, *a: Any, **k: Any) -> Any:
+            return _proposed_layout(timed_build(data, table, *a, **k), table)
+
+        ranking.build_metrics = build_proposed
+    bares, totals, floors = [], [], []
+    roof_csv = folder / "category_data" / "sdpa_fwd_roofline.csv"
+    metrics = folder / "category_data" / "sdpa_fwd_metrics.json"
+    for run in range(runs):
+        now[0] = run
+        folder_cache.clear()
+        scoring_cache.clear()
+        roof_csv.unlink(missing_ok=True)
+        bares.append(_bare_read(csv))
+        t = time.perf_counter()
+        for tool in ("compute_roofline", "rank_findings"):
+            call(tool, DataRoots([root]), output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
+        totals.append(time.perf_counter() - t)
+        floors.append(_write_floor(roof_csv.stat().st_size + metrics.stat().st_size, folder))
+    units = bares
+    layout = "the proposed metrics layout (not the contract)" if proposed else "the contract's metrics layout"
+    print(f"{layout}; metrics JSON {metrics.stat().st_size / 1e6:.0f} MB")
+    print(f"{runs} rounds in process; bare read_csv {_spread(bares)} s; roofline + rank {_spread(totals)} s = "
+          f"{_spread([t / b for t, b in zip(totals, units, strict=True)])} x the bare read")
+    print("stage (x the bare read of the same round: min / median / max)")
+    accounted = [0.0] * runs
+    for _, name, what in _STAGES:
+        times = spent.get(name, [0.0] * runs)
+        accounted = [a + t for a, t in zip(accounted, times, strict=True)]
+        print(f"  {what:58s} {_spread([t / b for t, b in zip(times, units, strict=True)])}")
+    rest = [(t - a) / b for t, a, b in zip(totals, accounted, units, strict=True)]
+    print(f"  {'the rest (checks, locks, the results, the page of rows)':58s} {_spread(rest)}")
+    out_mb = (roof_csv.stat().st_size + metrics.stat().st_size) / 1e6
+    print(f"write floor: {out_mb:.0f} MB of constant bytes written + fsynced = "
+          f"{_spread([f / b for f, b in zip(floors, units, strict=True)])} x the bare read")
+    print("metrics JSON bytes by operations[] field (share of the file):")
+    print("  " + ", ".join(f"{k} {100 * v:.1f} %" for k, v in list(_field_bytes(metrics).items())[:8]))
+    return 0
+
+
 def _spread(values: list[float], fmt: str = "{:.2f}") -> str:
     """min / median / max."""
     return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
@@ -177,12 +315,20 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=3, help="rounds of bare read + a fresh server's roofline and rank")
     ap.add_argument("--in-process", action="store_true", help="call the tools directly, with a profile")
+    ap.add_argument("--stages", action="store_true",
+                    help="in process: each stage's time x the bare read, the output files' write floor, the metrics "
+                    "JSON's bytes by field (the evidence for the contract proposal)")
+    ap.add_argument("--proposed", action="store_true",
+                    help="with --stages: write the metrics JSON in the proposed layout (distinct call chains once, "
+                    "an index per operation; no per-op roofline block), to measure what the proposal buys")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         folder = make_folder(root, args.rows)
         csv = folder / "category_data" / "sdpa_fwd_ops.csv"
         size_mb = csv.stat().st_size / 1e6
+        if args.stages:
+            return _stages(root, folder, csv, args.runs, proposed=args.proposed)
         if args.in_process:
             from server.roots import DataRoots
             from server.tools import call

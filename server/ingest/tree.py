@@ -53,33 +53,6 @@ def build_forest(thread: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.n
     parent = np.full(n, -1, dtype=np.int64)
     parent[order] = np.where(cand >= 0, order[np.maximum(cand, 0)], -1)
     return parent
-    dur = np.asarray(dur, dtype=float)
-    if np.isnan(dur).any() or (dur < 0).any():
-        dur = np.maximum(np.nan_to_num(dur, nan=0.0), 0.0)
-    start = np.asarray(start, dtype=float)
-    order = np.lexsort((-dur, start, thread))  # rank -> original index (stable: input order breaks ties)
-    cand = np.arange(-1, n - 1, dtype=np.int64)
-    if n > 1:
-        th = thread[order]
-        cand[1:][th[1:] != th[:-1]] = -1
-        del th
-    st = start[order]
-    en = dur[order]
-    en += st
-    # what a container's end must reach: i's end (minus the tolerance), and strictly past i's start
-    need = en - _EPS_US
-    np.maximum(need, np.nextafter(st, np.inf, out=st), out=need)
-    del st
-    todo = np.flatnonzero(cand >= 0)
-    todo = todo[en[cand[todo]] < need[todo]]
-    while len(todo):
-        nxt = cand[cand[todo]]
-        cand[todo] = nxt
-        still = nxt >= 0
-        still[still] = en[nxt[still]] < need[todo[still]]
-        todo = todo[still]
-    parent[order] = np.where(cand >= 0, order[np.maximum(cand, 0)], -1)
-    return parent
 
 
 def _clean_dur(d: np.ndarray) -> np.ndarray:
