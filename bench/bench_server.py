@@ -284,22 +284,24 @@ def _stages(root: Path, folder: Path, csv: Path, runs: int, proposed: bool = Fal
             call(tool, DataRoots([root]), output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
         totals.append(time.perf_counter() - t)
         floors.append(_write_floor(roof_csv.stat().st_size + metrics.stat().st_size, folder))
-    units = bares
+    def per_bare(seconds: list[float]) -> str:
+        """min / median / max of each round's seconds over that round's bare read."""
+        return _spread([x / b for x, b in zip(seconds, bares, strict=True)])
+
     layout = "the proposed metrics layout (not the contract)" if proposed else "the contract's metrics layout"
     print(f"{layout}; metrics JSON {metrics.stat().st_size / 1e6:.0f} MB")
     print(f"{runs} rounds in process; bare read_csv {_spread(bares)} s; roofline + rank {_spread(totals)} s = "
-          f"{_spread([t / b for t, b in zip(totals, units, strict=True)])} x the bare read")
+          f"{per_bare(totals)} x the bare read")
     print("stage (x the bare read of the same round: min / median / max)")
     accounted = [0.0] * runs
     for _, name, what in _STAGES:
         times = spent.get(name, [0.0] * runs)
         accounted = [a + t for a, t in zip(accounted, times, strict=True)]
-        print(f"  {what:58s} {_spread([t / b for t, b in zip(times, units, strict=True)])}")
-    rest = [(t - a) / b for t, a, b in zip(totals, accounted, units, strict=True)]
-    print(f"  {'the rest (checks, locks, the results, the page of rows)':58s} {_spread(rest)}")
+        print(f"  {what:58s} {per_bare(times)}")
+    rest = [t - a for t, a in zip(totals, accounted, strict=True)]
+    print(f"  {'the rest (checks, locks, the results, the page of rows)':58s} {per_bare(rest)}")
     out_mb = (roof_csv.stat().st_size + metrics.stat().st_size) / 1e6
-    print(f"write floor: {out_mb:.0f} MB of constant bytes written + fsynced = "
-          f"{_spread([f / b for f, b in zip(floors, units, strict=True)])} x the bare read")
+    print(f"write floor: {out_mb:.0f} MB of constant bytes written + fsynced = {per_bare(floors)} x the bare read")
     print("metrics JSON bytes by operations[] field (share of the file):")
     print("  " + ", ".join(f"{k} {100 * v:.1f} %" for k, v in list(_field_bytes(metrics).items())[:8]))
     return 0
