@@ -55,6 +55,7 @@ from perf_models.errors import ConfigError, PerfModelError
 from perf_models.estimate import WorkEstimate
 from perf_models.hardware import GpuSpec, Roof
 from perf_models.masks import MASK_NONE, MASK_WINDOW
+from perf_models.objects import as_objects, filled
 from perf_models.roofline import RooflineArrays, roofline
 from perf_models.table import ConfigTable
 from perf_models.terms import BYTES_MODELS
@@ -114,7 +115,7 @@ class Assessment:
 def row_kinds(table: ConfigTable) -> OBJ:
     """fwd | bwd | decode | mixed: a forward of few query tokens per sequence is a decode step
     (traffic.decode_rows); a paged row with more query tokens than requests mixes prefill and decode."""
-    kind = np.where(table.is_bwd, "bwd", "fwd").astype(object)
+    kind = as_objects(np.where(table.is_bwd, "bwd", "fwd"))
     kind[table.is_paged] = "mixed"
     kind[decode_rows(table)] = "decode"
     return kind
@@ -122,7 +123,7 @@ def row_kinds(table: ConfigTable) -> OBJ:
 
 def _mask_classes(table: ConfigTable) -> OBJ:
     code = table.mask_code
-    return np.where(code == MASK_NONE, "none", np.where(code == MASK_WINDOW, "window", "causal")).astype(object)
+    return as_objects(np.where(code == MASK_NONE, "none", np.where(code == MASK_WINDOW, "window", "causal")))
 
 
 def _dtype_names(table: ConfigTable) -> OBJ:
@@ -143,7 +144,7 @@ def _row_specs(table: ConfigTable, gpu: GpuSpec, attention_types: ArrayLike | No
 def _compute_roofs(specs: OBJ, gpu: GpuSpec) -> tuple[F64, OBJ, F64]:
     n = len(specs)
     value = np.full(n, np.nan)
-    kind = np.full(n, "missing", dtype=object)
+    kind = filled(n, "missing")
     datasheet = np.full(n, np.nan)
     for spec in sorted(set(specs.tolist()), key=str):
         if not isinstance(spec, str):
@@ -171,9 +172,9 @@ def _split_roofs(table: ConfigTable, specs: OBJ, gpu: GpuSpec) -> tuple[F64, OBJ
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.where(split, 1.0 / (f_qk / value + (1 - f_qk) / v2), value)
         datasheet = np.where(split, 1.0 / (f_qk / datasheet + (1 - f_qk) / d2), datasheet)
-    both = np.where((kind == "missing") | (k2 == "missing"), "missing",
-                    np.where((kind == "achievable") & (k2 == "achievable"), "achievable", "datasheet"))
-    kind = np.where(split, both, kind).astype(object)
+    both = as_objects(np.where((kind == "missing") | (k2 == "missing"), "missing",
+                               np.where((kind == "achievable") & (k2 == "achievable"), "achievable", "datasheet")))
+    kind = np.where(split, both, kind)
     labels = specs.copy()
     for i in np.flatnonzero(split).tolist():
         labels[i] = f"{specs[i]}+{pv[i]}"
@@ -278,7 +279,7 @@ def assess(
     exact = bound == "exact"
     band_ok = exact & np.isfinite(bands.low)
     low, high = np.where(band_ok, bands.low, np.nan), np.where(band_ok, bands.high, np.nan)
-    status = np.where(band_ok, band_status(value, bands.low, bands.high), "none").astype(object)
+    status = band_status(value, low, high)  # "none" where no band applies (low is NaN there)
     note_code = np.where(exact, bands.note_code, NOTE_BOUND)
     ref_pct = np.where(band_ok, bands.reference_pct, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -24,6 +24,7 @@ from perf_models.flops import (
 )
 from perf_models.limits import check_table
 from perf_models.masks import MASK_NONE, TileSums, kept_and_tiles
+from perf_models.objects import filled
 from perf_models.table import ConfigTable
 from perf_models.tiles import default_blocks, normalize_family
 from perf_models.traffic import (
@@ -249,7 +250,7 @@ def estimate_work(
     n = len(table)
     if family is None or isinstance(family, str):
         fam = normalize_family(family)
-        families = np.full(n, fam, dtype=object)
+        families = filled(n, fam)
     else:
         raw = np.broadcast_to(np.asarray(family, dtype=object), (n,)).tolist()
         canon = {f: normalize_family(f) for f in set(raw)}

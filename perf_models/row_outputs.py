@@ -9,6 +9,7 @@ from perf_models.advice import regimes_by_bytes_model, what_ifs
 from perf_models.assess import Assessment
 from perf_models.estimate import WorkEstimate
 from perf_models.hardware import GpuSpec
+from perf_models.objects import filled
 from perf_models.outputs import MODEL_OUTPUTS
 from perf_models.table import ConfigTable
 
@@ -35,7 +36,7 @@ def row_outputs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuS
         "block_q": work.block_q, "block_kv": work.block_kv, "tile_family": work.families, "work_bound": a.work_bound,
         "compute_spec": a.compute_spec, "peak_tflops": a.peak_tflops, "peak_tflops_kind": a.peak_tflops_kind,
         "peak_tflops_datasheet": a.peak_tflops_datasheet, "peak_tbs": np.full(n, a.peak_tbs),
-        "peak_tbs_kind": np.full(n, a.peak_tbs_kind, dtype=object),
+        "peak_tbs_kind": filled(n, a.peak_tbs_kind),
         "peak_tbs_datasheet": np.full(n, a.peak_tbs_datasheet),
         "compute_time_us": rf.compute_time_us, "memory_time_us": rf.memory_time_us, "ideal_us": rf.ideal_time_us,
         "ridge": rf.ridge, "bound": np.where(np.isin(binary, ("compute", "memory")), binary, None).astype(object),

@@ -37,6 +37,7 @@ from perf_models.config import CAUSAL_BOTTOM_RIGHT, AttentionConfig, Direction, 
 from perf_models.dtypes import element_size, matrix_compute_spec
 from perf_models.errors import ConfigError
 from perf_models.masks import MASK_CODES, MASK_WINDOW, mask_code
+from perf_models.objects import filled
 
 _INT_COLUMNS = (
     "batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v",
@@ -281,7 +282,7 @@ def _column(value: ArrayLike, n: int, dtype: type, name: str) -> NDArray[Any]:
         row = next(i for i, v in enumerate(values.tolist()) if isinstance(v, int) and not -(2**63) <= v < 2**63)
         raise ConfigError(f"{name}[row {row}]", values[row], "an integer below 2^63") from None
     if arr.ndim == 0:
-        return np.full(n, arr[()], dtype=dtype)
+        return filled(n, arr[()]) if arr.dtype == np.object_ else np.full(n, arr[()], dtype=dtype)
     if arr.shape != (n,):
         raise ConfigError(name, f"shape {arr.shape}", f"a scalar or a 1-D array of length {n}")
     return arr

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from perf_models.kernels import KernelRole, classify_kernel
+from perf_models.objects import as_objects
 from perf_models.outputs import Output
 from server.factorize import factorize
 from server.folder.manifest import current_run_id
@@ -311,9 +312,9 @@ def _workload_profiles(r: pd.DataFrame, table: RooflineTable, att: np.ndarray) -
     }
     hq, hk, nq = ints["heads_q"], ints["heads_kv"], ints["seq_q"]
     ratio = np.where(has, hq // np.where(hk != 0, hk, 1), 0)
-    pattern = np.where(ratio == 1, "MHA", np.where(hk == 1, "MQA", "GQA")).astype(object)
+    pattern = as_objects(np.where(ratio == 1, "MHA", np.where(hk == 1, "MQA", "GQA")))
     pattern[~has] = None
-    wtype = np.where(nq > 1, "prefill", "decode").astype(object)
+    wtype = as_objects(np.where(nq > 1, "prefill", "decode"))
     wtype[~has] = "unknown"
     sum_ctx = np.zeros(n, dtype=np.int64)
     sum_gen = np.zeros(n, dtype=np.int64)

@@ -14,6 +14,7 @@ from perf_models.config import AttentionConfig, Direction, Mask, VarlenInfo
 from perf_models.dtypes import element_size, matrix_compute_spec
 from perf_models.errors import ConfigError
 from perf_models.masks import mask_code
+from perf_models.objects import filled
 from perf_models.table import SHAPE_COLUMNS, ConfigTable, column_dtype, config_columns, mask_window
 
 TABLE_FIELDS = tuple(f.name for f in fields(ConfigTable))
@@ -51,7 +52,7 @@ def table_columns(
         out[name] = np.asarray(cols[name], dtype=np.int64) if name in cols else np.zeros(m, dtype=np.int64)
     for name in ("sum_ctx", "num_requests", "sum_query_tokens", "sum_qq", "sum_qk"):
         out[name] = np.zeros(m, dtype=np.int64)
-    out["compute_spec"] = np.full(m, _compute_spec(dq), dtype=object)
+    out["compute_spec"] = filled(m, _compute_spec(dq))
     out["compute_spec_pv"] = np.full(m, None, dtype=object)
     out["window_unknown"] = np.zeros(m, dtype=bool)
     out["shared_kv"] = np.zeros(m, dtype=bool)  # MLA latent caches are paged rows, built one by one
