@@ -9,7 +9,8 @@ in the same round (the ratio holds when the machine's speed drifts); the server'
 starts a fresh server (nothing cached) right after its bare read.
 
 Measured 2026-12-02 (3 rounds each, min / median / max). On a quiet machine (load 0.1-0.8): 3.40 / 5.60 / 5.96x
-(the 3.40 round had a cold bare read), server peak 481-494 MB; `--stages` 4.92 / 5.02 / 5.29x in process, of which
+(the 3.40 round had a cold bare read), server peak 481-494 MB; after the records held each repeated text
+once (perf_models.objects), 5 rounds: 4.40 / 5.19 / 5.51x, server peak 455-462 MB; `--stages` 4.92 / 5.02 / 5.29x in process, of which
 (x the bare read, median) the CSV read 1.03, the shape literals and kernel summaries 0.58, the perf models 0.84, the
 131 MB roofline CSV 0.88, building the metrics 0.21, the 740 MB metrics JSON 1.50; writing 871 MB of constant bytes
 (the two files' size) and fsyncing them takes 0.94 / 1.47 / 1.71x alone: the read and the write floor leave 1.0x of
