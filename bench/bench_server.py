@@ -8,17 +8,17 @@ Targets (issue 21, 2-core machine): roofline + rank <= 3.5x a bare `pandas.read_
 in the same round (the ratio holds when the machine's speed drifts); the server's peak RSS < 500 MB. Each round
 starts a fresh server (nothing cached) right after its bare read.
 
-Measured 2026-12-02 (3 rounds each, min / median / max). On a quiet machine (load 0.1-0.8): 3.40 / 5.60 / 5.96x
-(the 3.40 round had a cold bare read), server peak 481-494 MB; after the records held each repeated text
-once (perf_models.objects), 5 rounds: 4.40 / 5.19 / 5.51x, server peak 455-462 MB; `--stages` 4.92 / 5.02 / 5.29x in process, of which
-(x the bare read, median) the CSV read 1.03, the shape literals and kernel summaries 0.58, the perf models 0.84, the
-131 MB roofline CSV 0.88, building the metrics 0.21, the 740 MB metrics JSON 1.50; writing 871 MB of constant bytes
-(the two files' size) and fsyncing them takes 0.94 / 1.47 / 1.71x alone: the read and the write floor leave 1.0x of
-the 3.5x for everything else. call_chain is 38 % of the metrics JSON's bytes, the per-op roofline block 19 %. Earlier,
-another session keeping the machine busy (load 1.6-3.5): before the issue-21 work 4.95 / 5.06 / 5.64x and 4.08 /
-5.19 / 9.79x (two runs), server peak 498-542 MB; after it 5.45 / 5.47 / 6.26x, 478-480 MB. pandas' C reader holds
-the GIL (a chunked read in a thread beside pure-Python work: 3.20 s against 3.00 s one after the other), so the
-stages cannot overlap on the second core.
+Measured 2026-12-02 (3 rounds each, min / median / max). On a quiet machine (load 0.1-0.8): 3.40 / 5.60 / 5.96x (the
+3.40 round had a cold bare read), server peak 481-494 MB; after the records held each repeated text once
+(perf_models.objects), 5 rounds: 4.40 / 5.19 / 5.51x, server peak 455-462 MB. `--stages`: 4.92 / 5.02 / 5.29x in
+process, of which (x the bare read, median) the CSV read 1.03, the shape literals and kernel summaries 0.58, the
+perf models 0.84, the 131 MB roofline CSV 0.88, building the metrics 0.21, the 740 MB metrics JSON 1.50; writing 871
+MB of constant bytes (the two files' size) and fsyncing them takes 0.94 / 1.47 / 1.71x alone: the read and the write
+floor leave 1.0x of the 3.5x for everything else. call_chain is 38 % of the metrics JSON's bytes, the per-op
+roofline block 19 %. Earlier, another session keeping the machine busy (load 1.6-3.5): before the issue-21 work 4.95
+/ 5.06 / 5.64x and 4.08 / 5.19 / 9.79x (two runs), server peak 498-542 MB; after it 5.45 / 5.47 / 6.26x, 478-480 MB.
+pandas' C reader holds the GIL (a chunked read in a thread beside pure-Python work: 3.20 s against 3.00 s one after
+the other), so the stages cannot overlap on the second core.
 Before the 100k-row work of issue 9: 11.3 s = 6.8x, ~600 MB.
 
     .venv/bin/python bench/bench_server.py [--rows 100000] [--runs 3] [--in-process | --stages]
