@@ -32,7 +32,7 @@ def find_fused_calls(ctx: TraceContext) -> list[Call]:
     att_nodes = np.flatnonzero(is_att)
     if len(att_nodes) == 0:
         return []
-    nma = f.nearest("attention", is_att)
+    nma = f.nearest(is_att)
     # outer ops first, so a node's attention ancestor already knows its top
     order = att_nodes[np.lexsort((-f.dur[att_nodes], f.ts[att_nodes]))]
     top_of: dict[int, int] = {}

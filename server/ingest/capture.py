@@ -123,7 +123,7 @@ def _launch_steps(ctx: TraceContext, launches: list[int]) -> dict[int, tuple[int
     is_step = ctx.name_mask(lambda n: parse_step_annotation(n) is not None, ANN)
     if not is_step.any():
         return {}
-    nma = ctx.forest.nearest("step-annotation", is_step)
+    nma = ctx.forest.nearest(is_step)
     out: dict[int, tuple[int | None, int | None]] = {}
     for launch in launches:
         a = int(nma[launch]) if launch >= 0 else -1

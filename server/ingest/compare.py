@@ -37,7 +37,7 @@ def _anchors(ctx: TraceContext, calls: list[Call]) -> list[int]:
         | (ctx.name_mask(lambda n: not _STEP.match(n), ANN))
         | ctx.name_mask(lambda n: n.startswith("nn.Module: ") or is_user_frame(n), PY)
     )
-    nma = f.nearest("compare:anchor", mark)
+    nma = f.nearest(mark)
     out = []
     for c in calls:
         if c.kind == "unfused" and c.anchor >= 0:

@@ -27,13 +27,13 @@ def add_copy_overhead(ctx: TraceContext, calls: list[Call]) -> None:
     is_copy = ctx.name_mask(lambda n: n in N.COPY_OPS, CPU)
     if not calls or not is_copy.any():
         return
-    top_copy = is_copy & (f.nearest("copy", is_copy) < 0)
+    top_copy = is_copy & (f.nearest(is_copy) < 0)
     copy_nodes = np.flatnonzero(top_copy)
 
     # kernel time and count per copy op
     gnode = ctx.gpu_node
     rows = np.flatnonzero(gnode >= 0)
-    owner = f.nearest("copy:top", top_copy)[gnode[rows]]
+    owner = f.nearest(top_copy)[gnode[rows]]
     direct = top_copy[gnode[rows]]
     owner = np.where(direct, gnode[rows], owner)
     keep = owner >= 0
@@ -50,9 +50,9 @@ def add_copy_overhead(ctx: TraceContext, calls: list[Call]) -> None:
         if c.top >= 0:
             tops[c.top] = True
             top_call[c.top] = c
-    call_anc = f.nearest("copy:calls", tops)
+    call_anc = f.nearest(tops)
     is_module = ctx.name_mask(lambda n: n.startswith("nn.Module: "), PY)
-    module = f.nearest("module", is_module)
+    module = f.nearest(is_module)
 
     def scope_of(node: int) -> int:
         m = int(module[node])

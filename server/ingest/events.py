@@ -100,6 +100,49 @@ class _Growing:
         return {key: col[: self.n] for key, col in self.cols.items()}
 
 
+class RowSignatures:
+    """cpu row -> index into `signatures`, for the rows that have one (the op families we read shapes of), as two
+    sorted arrays: a dict held ~70 bytes an entry, ~70 MB for a 4 GB trace's million kept ops."""
+
+    __hash__ = None  # type: ignore[assignment]  # mutable arrays: compared by value, not hashed
+
+    def __init__(self, rows: np.ndarray, ids: np.ndarray) -> None:
+        order = np.argsort(rows, kind="stable")
+        self.rows = np.asarray(rows, dtype=np.int64)[order]
+        self.ids = np.asarray(ids, dtype=np.int32)[order]
+
+    @classmethod
+    def empty(cls) -> RowSignatures:
+        return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32))
+
+    def get(self, row: int, default: int | None = None) -> int | None:
+        i = int(np.searchsorted(self.rows, row))
+        return int(self.ids[i]) if i < len(self.rows) and int(self.rows[i]) == row else default
+
+    def __getitem__(self, row: int) -> int:
+        sid = self.get(row)
+        if sid is None:
+            raise KeyError(row)
+        return sid
+
+    def __contains__(self, row: object) -> bool:
+        return isinstance(row, (int, np.integer)) and self.get(int(row)) is not None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RowSignatures):
+            return NotImplemented
+        return np.array_equal(self.rows, other.rows) and np.array_equal(self.ids, other.ids)
+
+    def kept(self, usable: np.ndarray) -> RowSignatures:
+        """The map after dropping the cpu rows where `usable` is False (the kept rows renumbered in order)."""
+        keep = usable[self.rows]
+        new_index = np.cumsum(usable) - 1
+        return RowSignatures(new_index[self.rows[keep]], self.ids[keep])
+
+
 @dataclass
 class TraceEvents:
     names: list[str]
@@ -110,7 +153,7 @@ class TraceEvents:
     ann: Table
     gpu: Table
     flow: Table
-    cpu_sig: dict[int, int]  # cpu row -> index into `signatures` (only the op families we read shapes of)
+    cpu_sig: RowSignatures  # cpu row -> index into `signatures` (only the op families we read shapes of)
     signatures: list[tuple[Any, Any, Any, Any]]  # distinct (Input Dims, Input type, Input Strides, Concrete)
     process_names: dict[Any, str]
     process_labels: dict[Any, str]
@@ -157,7 +200,9 @@ class EventTablesBuilder:
         self._cpu_done = 0  # cpu rows already moved into `_parts`
         self._sig_ids: dict[bytes, int] = {}
         self.signatures: list[tuple[Any, Any, Any, Any]] = []
-        self.cpu_sig: dict[int, int] = {}
+        self._sig_rows: list[int] = []  # (cpu row, signature id) of the rows not yet moved into `_sig_parts`
+        self._sig_of_row: list[int] = []
+        self._sig_parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.process_names: dict[Any, str] = {}
         self.process_labels: dict[Any, str] = {}
         self.thread_names: dict[tuple[Any, Any], str] = {}
@@ -229,6 +274,7 @@ class EventTablesBuilder:
     def _flush(self) -> None:
         """Move the pending row tuples of every family into numpy column chunks."""
         self._cpu_done += len(self.rows["cpu"])
+        self._flush_signatures()
         for family, spec in _SPECS.items():
             rows = self.rows[family]
             if not rows:
@@ -252,7 +298,7 @@ class EventTablesBuilder:
             rows["gpu"],
             rows["flow"],
         )
-        cpu_sig, signature, cpu_base = self.cpu_sig, self._signature, self._cpu_done
+        sig_rows, sig_of_row, signature, cpu_base = self._sig_rows, self._sig_of_row, self._signature, self._cpu_done
         n = self.n
         try:
             for e in chunk:
@@ -295,7 +341,8 @@ class EventTablesBuilder:
                             )
                         )
                         if keep[nm]:
-                            cpu_sig[cpu_base + len(cpu_rows) - 1] = signature(args)
+                            sig_rows.append(cpu_base + len(cpu_rows) - 1)
+                            sig_of_row.append(signature(args))
                     elif fam == RT:
                         args = e.get("args") or _EMPTY
                         kn = args.get("kernel")
@@ -407,7 +454,14 @@ class EventTablesBuilder:
         for row, i in enumerate(at.tolist()):
             sig = prepared.get(i)
             if sig is not None:
-                self.cpu_sig[cpu_base + row] = self._intern(sig)
+                self._sig_rows.append(cpu_base + row)
+                self._sig_of_row.append(self._intern(sig))
+        self._flush_signatures()
+
+    def _flush_signatures(self) -> None:
+        if self._sig_rows:
+            self._sig_parts.append((np.asarray(self._sig_rows, dtype=np.int64), np.asarray(self._sig_of_row, np.int32)))
+            self._sig_rows, self._sig_of_row = [], []
 
     def _metadata(self, e: dict[str, Any]) -> None:
         a = e.get("args") or {}
@@ -430,7 +484,14 @@ class EventTablesBuilder:
         for family, spec in _SPECS.items():
             grown = self._parts.pop(family).columns()
             tables[family] = Table(grown if grown else _columns({k: () for k in _COLS[family]}, *spec))
-        excluded, example, cpu_sig = _drop_unusable_times(tables, self.cpu_sig, self._names)
+        self._flush_signatures()
+        parts = self._sig_parts
+        row_sigs = (
+            RowSignatures(np.concatenate([r for r, _ in parts]), np.concatenate([i for _, i in parts]))
+            if parts
+            else RowSignatures.empty()
+        )
+        excluded, example, cpu_sig = _drop_unusable_times(tables, row_sigs, self._names)
         return TraceEvents(
             names=self._names,
             threads=threads,  # type: ignore[arg-type]
@@ -661,8 +722,8 @@ _MAX_TIME_US = float(2**53)  # beyond it float64 no longer holds every µs: no r
 
 
 def _drop_unusable_times(
-    tables: dict[str, Table], cpu_sig: dict[int, int], names: list[str]
-) -> tuple[int, str | None, dict[int, int]]:
+    tables: dict[str, Table], cpu_sig: RowSignatures, names: list[str]
+) -> tuple[int, str | None, RowSignatures]:
     """Drop the events whose time cannot be used: ts or dur not a finite number, a negative dur, or a start or
     end far outside the trace (beyond 2^53 µs, or more than _OUTLIER_SPREADS times the central 98 % spread of
     all the trace's time stamps, at least 1 s, from their median). One kernel at ts=1e30 would otherwise push
@@ -700,8 +761,7 @@ def _drop_unusable_times(
             example = f"{ordinal}{family} event {what[:60]!r}: {detail}"
         tables[family] = Table({k: v[usable] for k, v in table.cols.items()})
         if family == "cpu":
-            new_index = np.cumsum(usable) - 1
-            cpu_sig = {int(new_index[i]): sid for i, sid in cpu_sig.items() if usable[i]}
+            cpu_sig = cpu_sig.kept(usable)
     return excluded, example, cpu_sig
 
 

@@ -103,7 +103,7 @@ def _step_groups(ctx: TraceContext, calls: list[Call]) -> list[list[Call]]:
     range, else a ProfilerStep#), on one thread."""
     f = ctx.forest
     is_step = ctx.name_mask(lambda n: parse_step_annotation(n) is not None or n.startswith("ProfilerStep#"), ANN)
-    nma = f.nearest("layer-step", is_step) if is_step.any() else np.full(len(f), -1, dtype=np.int64)
+    nma = f.nearest(is_step) if is_step.any() else np.full(len(f), -1, dtype=np.int64)
     groups: dict[tuple[int, int], list[Call]] = {}
     for c in calls:
         node = c.top if c.top >= 0 else c.node

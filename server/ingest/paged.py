@@ -45,7 +45,7 @@ def add_workload(ctx: TraceContext, calls: list[Call]) -> None:
         for c in inf:
             c.warnings.append(f"{c.name}: no step annotation with token counts around the call; workload unknown")
         return
-    nma = ctx.forest.nearest("step-annotation", is_step)
+    nma = ctx.forest.nearest(is_step)
     for c in inf:
         node = c.top if c.top >= 0 else c.node
         a = int(nma[node])

@@ -72,8 +72,8 @@ def attach_side_ops(ctx: TraceContext, calls: list[Call]) -> None:
     side = (kv | quant) & ~call_mark
     if not side.any():
         return
-    side_up = f.nearest("side-ops", side)
-    call_up = f.nearest("attention-calls", call_mark)
+    side_up = f.nearest(side)
+    call_up = f.nearest(call_mark)
     tops = np.flatnonzero(side & (side_up < 0) & (call_up < 0))
     owned = _owned_rows(ctx, tops)
     by_thread: dict[int, list[Call]] = {}

@@ -146,7 +146,6 @@ class HostForest:
         self.fam, self.thread, self.ts, self.dur, self.name = fam, thread, ts, dur, name
         self.parent = build_forest(self.thread, self.ts, self.dur)
         self.end = self.ts + self.dur
-        self._nma_cache: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -157,12 +156,11 @@ class HostForest:
     def row(self, node: int) -> int:
         return int(node - self.offset[int(self.fam[node])])
 
-    def nearest(self, key: str, mark: np.ndarray) -> np.ndarray:
-        """Nearest strict ancestor with mark=True for every node, cached under `key`."""
-        got = self._nma_cache.get(key)
-        if got is None:
-            got = self._nma_cache[key] = nearest_marked_ancestor(self.parent, mark)
-        return got
+    def nearest(self, mark: np.ndarray) -> np.ndarray:
+        """Nearest strict ancestor with mark=True for every node. Not cached: no analysis asks twice for the same
+        marks, and each answer is 4 bytes a host node (~40 MB for a 4 GB trace), which a cache would hold to the end
+        of the analysis."""
+        return nearest_marked_ancestor(self.parent, mark)
 
     def ancestors(self, node: int) -> list[int]:
         return ancestors(self.parent, node)

@@ -52,14 +52,14 @@ def find_unfused_calls(ctx: TraceContext, fused: list[Call]) -> list[Call]:
         if c.top >= 0:
             tops[c.top] = True
     if tops.any():
-        in_call = tops | (f.nearest("unfused:calls", tops) >= 0)
-    top_mm = is_mm & (f.nearest("matmul", is_mm) < 0) & ~in_call
-    top_sm = is_sm & (f.nearest("softmax", is_sm) < 0) & ~in_call
+        in_call = tops | (f.nearest(tops) >= 0)
+    top_mm = is_mm & (f.nearest(is_mm) < 0) & ~in_call
+    top_sm = is_sm & (f.nearest(is_sm) < 0) & ~in_call
     if not top_sm.any() or not top_mm.any():
         return []
     is_py_user = ctx.name_mask(is_user_frame, PY)
     scope_mark = ((f.fam == CPU) & ~is_mm & ~is_sm) | (f.fam == ANN) | is_py_user
-    scope = f.nearest("unfused:scope", scope_mark)
+    scope = f.nearest(scope_mark)
 
     mm_nodes = np.flatnonzero(top_mm)
     by_scope: dict[int, tuple[list[float], list[int]]] = {}
