@@ -115,11 +115,13 @@ def _assign_kernels(ctx: TraceContext, calls: list[Call]) -> None:
     if not calls:
         return
     f = ctx.forest
+    tops = np.fromiter((c.top for c in calls), dtype=np.int64, count=len(calls))
     mark = np.zeros(len(f), dtype=bool)
-    node_call = np.full(len(f), -1, dtype=np.int64)
-    for i, c in enumerate(calls):
-        mark[c.top] = True
-        node_call[c.top] = i
+    mark[tops] = True
+    # top node -> call index, by search in the sorted tops (not an array over every host node: 8 bytes a node);
+    # the last call of a top, as assigning in call order would leave it
+    by_top = np.argsort(tops, kind="stable")
+    sorted_tops = tops[by_top]
     nma = nearest_marked_ancestor(f.parent, mark)
     gnode = ctx.gpu_node
     linked = np.flatnonzero((gnode >= 0) & ~ctx.links.graph & _activity(ctx))
@@ -127,7 +129,7 @@ def _assign_kernels(ctx: TraceContext, calls: list[Call]) -> None:
     owner = np.where(mark[nodes], nodes, nma[nodes])
     has = owner >= 0
     rows = linked[has]
-    call_idx = node_call[owner[has]]
+    call_idx = by_top[np.searchsorted(sorted_tops, owner[has], side="right") - 1]
     order = np.argsort(call_idx, kind="stable")
     rows, call_idx = rows[order], call_idx[order]
     bounds = np.searchsorted(call_idx, np.arange(len(calls) + 1))

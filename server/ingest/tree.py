@@ -13,9 +13,12 @@ ranking, so a few dozen vectorized passes settle a million events. Partially ove
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 _EPS_US = 1e-3  # 1 ns: tolerance for "contains" on µs timestamps
+_BLOCK = 1 << 18  # nodes per block of a pointer-jumping pass
 
 
 def build_forest(thread: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.ndarray:
@@ -42,17 +45,25 @@ def build_forest(thread: np.ndarray, start: np.ndarray, dur: np.ndarray) -> np.n
     need = en - _EPS_US
     np.maximum(need, np.nextafter(st, np.inf, out=st), out=need)
     del st
-    todo = np.flatnonzero(cand >= 0).astype(idx)
-    todo = todo[en[cand[todo]] < need[todo]]
+
+    def not_contained(ranks: np.ndarray) -> np.ndarray:
+        """The ranks whose candidate exists and does not contain them (they jump again)."""
+        c = cand[ranks]
+        has = c >= 0
+        ranks, c = ranks[has], c[has]
+        return ranks[en[c] < need[ranks]]
+
+    def jump(ranks: np.ndarray) -> np.ndarray:
+        cand[ranks] = cand[cand[ranks]]
+        return not_contained(ranks)
+
+    todo = _in_blocks(np.arange(n, dtype=idx), not_contained)
     while len(todo):
-        nxt = cand[cand[todo]]
-        cand[todo] = nxt
-        still = nxt >= 0
-        still[still] = en[nxt[still]] < need[todo[still]]
-        todo = todo[still]
-    del en, need
+        todo = _in_blocks(todo, jump)
     parent = np.full(n, -1, dtype=idx)  # node ids as int32 when they fit: 4 bytes a host event less, held to the end
-    parent[order] = np.where(cand >= 0, order[np.maximum(cand, 0)], -1)
+    for lo in range(0, n, _BLOCK):  # ranks back to node ids
+        c = cand[lo : lo + _BLOCK]
+        parent[order[lo : lo + _BLOCK]] = np.where(c >= 0, order[np.maximum(c, 0)], -1)
     return parent
 
 
@@ -70,12 +81,29 @@ def nearest_marked_ancestor(parent: np.ndarray, mark: np.ndarray) -> np.ndarray:
     idx = np.int32 if len(parent) < 2**31 else np.int64
     up = parent.astype(idx)  # invariant: nodes strictly between i and up[i] are unmarked
     # `up[i]` walks towards the root; stop on a marked node (its answer is found)
-    todo = np.flatnonzero((up >= 0) & ~mark[np.maximum(up, 0)]).astype(idx)
+
+    def unsettled(nodes: np.ndarray) -> np.ndarray:
+        u = up[nodes]
+        return nodes[(u >= 0) & ~mark[np.maximum(u, 0)]]
+
+    def jump(nodes: np.ndarray) -> np.ndarray:
+        up[nodes] = up[up[nodes]]
+        return unsettled(nodes)
+
+    todo = _in_blocks(np.arange(len(up), dtype=idx), unsettled)
     while len(todo):
-        nxt = up[up[todo]]
-        up[todo] = nxt
-        todo = todo[(nxt >= 0) & ~mark[np.maximum(nxt, 0)]]
+        todo = _in_blocks(todo, jump)
     return up
+
+
+def _in_blocks(items: np.ndarray, step: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """`step` over `items` a block at a time, the blocks' results joined. A pointer-jumping pass updates its
+    pointers in place, block after block: a later block may read pointers that already jumped this pass, which
+    only skips further over nodes that cannot be the answer (the loops' invariants hold). The point is memory: a
+    pass over every node at once held ~20 bytes a node of temporaries, the analysis's peak on large traces."""
+    if len(items) <= _BLOCK:
+        return step(items)
+    return np.concatenate([step(items[lo : lo + _BLOCK]) for lo in range(0, len(items), _BLOCK)])
 
 
 def ancestors(parent: np.ndarray, i: int) -> list[int]:

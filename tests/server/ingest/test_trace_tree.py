@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from server.ingest import tree
 from server.ingest.tree import build_forest, nearest_marked_ancestor
 
 
@@ -56,8 +57,19 @@ def nested_intervals(rng: np.random.Generator, n: int, threads: int = 3) -> tupl
     return a[:, 0], a[:, 1].astype(float), a[:, 2].astype(float)
 
 
+# the pointer-jumping passes work a block of nodes at a time (server.ingest.tree._BLOCK, 2^18): tiny blocks make
+# every pass span many blocks, whose in-place updates must give the same answers
+BLOCKS = [None, 1, 7, 1000]
+
+
+@pytest.fixture(params=BLOCKS, ids=lambda b: "default-block" if b is None else f"block-{b}")
+def block(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.param is not None:
+        monkeypatch.setattr(tree, "_BLOCK", request.param)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_forest_matches_stack_walk(seed: int) -> None:
+def test_forest_matches_stack_walk(seed: int, block: None) -> None:
     rng = np.random.default_rng(seed)
     th, st, du = nested_intervals(rng, 5000)
     # shuffle: the input order must not matter
@@ -67,7 +79,7 @@ def test_forest_matches_stack_walk(seed: int) -> None:
     assert np.array_equal(got, stack_parents(th.tolist(), st.tolist(), du.tolist()))
 
 
-def test_ties_zero_length_and_partial_overlap() -> None:
+def test_ties_zero_length_and_partial_overlap(block: None) -> None:
     # id: 0 [0,10]  1 [0,10] (same span: 1 nests in 0 by input order)  2 [2,2] zero-length at 2
     #     3 [2,5] longer, so it sorts before 2 and contains it  4 [4,12] runs past 0/1's end (partial
     #     overlap): nothing contains it  5 [5,6] starts when 3 ends -> innermost container is 4
@@ -84,7 +96,7 @@ def test_ties_zero_length_and_partial_overlap() -> None:
     assert got == stack_parents(th.tolist(), start.tolist(), dur.tolist()).tolist()
 
 
-def test_nearest_marked_ancestor_brute_force() -> None:
+def test_nearest_marked_ancestor_brute_force(block: None) -> None:
     rng = np.random.default_rng(5)
     th, st, du = nested_intervals(rng, 4000)
     parent = build_forest(th, st, du)
