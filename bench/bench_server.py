@@ -8,24 +8,25 @@ Targets (issue 21, 2-core machine): roofline + rank <= 3.5x a bare `pandas.read_
 in the same round (the ratio holds when the machine's speed drifts); the server's peak RSS < 500 MB. Each round
 starts a fresh server (nothing cached) right after its bare read.
 
-Measured 2026-12-02 (3 rounds each, min / median / max). On a quiet machine (load 0.1-0.8): 3.40 / 5.60 / 5.96x (the
-3.40 round had a cold bare read), server peak 481-494 MB; after the records held each repeated text once
-(perf_models.objects), 5 rounds: 4.40 / 5.19 / 5.51x, server peak 455-462 MB. `--stages`: 4.92 / 5.02 / 5.29x in
-process, of which (x the bare read, median) the CSV read 1.03, the shape literals and kernel summaries 0.58, the
-perf models 0.84, the 131 MB roofline CSV 0.88, building the metrics 0.21, the 740 MB metrics JSON 1.50; writing 871
-MB of constant bytes (the two files' size) and fsyncing them takes 0.94 / 1.47 / 1.71x alone: the read and the write
-floor leave 1.0x of the 3.5x for everything else. call_chain is 38 % of the metrics JSON's bytes, the per-op
-roofline block 19 %. Earlier, another session keeping the machine busy (load 1.6-3.5): before the issue-21 work 4.95
-/ 5.06 / 5.64x and 4.08 / 5.19 / 9.79x (two runs), server peak 498-542 MB; after it 5.45 / 5.47 / 6.26x, 478-480 MB.
-pandas' C reader holds the GIL (a chunked read in a thread beside pure-Python work: 3.20 s against 3.00 s one after
-the other), so the stages cannot overlap on the second core.
+Measured 2026-12-02 (min / median / max). Over MCP stdio on a quiet machine (load 0.1-0.8): 3.40 / 5.60 / 5.96x over
+3 rounds (the 3.40 round had a cold bare read), server peak 481-494 MB; after the records held each repeated text
+once (perf_models.objects), 5 rounds: 4.40 / 5.19 / 5.51x, server peak 455-462 MB. `--stages` in the afternoon: 4.45
+/ 4.69 / 4.69x in process, of which (x the bare read, median) the CSV read 1.04, the shape literals and kernel
+summaries 0.57, the perf models 0.76, the 131 MB roofline CSV 0.85, building the metrics 0.23, the 740 MB metrics
+JSON 1.17; the same 871 MB written again as constant bytes right after a round: 1.61 / 1.63 / 1.69x (this VM's disk
+takes 740 MB in 0.30 s in a burst, with the writeback hint, and far less fast sustained). call_chain is 38 % of the
+metrics JSON's bytes, the per-op roofline block 19 %; `--stages --proposed` (326 MB): 4.14 / 4.19 / 4.22x. Earlier,
+another session keeping the machine busy (load 1.6-3.5): before the issue-21 work 4.95 / 5.06 / 5.64x and 4.08 /
+5.19 / 9.79x (two runs), server peak 498-542 MB; after it 5.45 / 5.47 / 6.26x, 478-480 MB. pandas' C reader holds
+the GIL (a chunked read in a thread beside pure-Python work: 3.20 s against 3.00 s one after the other), so the
+stages cannot overlap on the second core.
 Before the 100k-row work of issue 9: 11.3 s = 6.8x, ~600 MB.
 
     .venv/bin/python bench/bench_server.py [--rows 100000] [--runs 3] [--in-process | --stages]
 
 `--in-process` calls the tools directly (no MCP, no subprocess) and prints a cProfile summary of the hot spots.
 `--stages` calls them directly `--runs` times (caches cleared) and prints each stage's time in units of the bare
-read of the same round, the floor of writing the two output files (the same number of constant bytes, fsynced)
+read of the same round, the time to write the two output files' bytes again as constant data (fsynced)
 and the metrics JSON's bytes by field: the evidence behind the contract proposal in the issue-21 closing note.
 """
 
@@ -185,15 +186,20 @@ _STAGES = (
 
 
 def _write_floor(nbytes: int, where: Path) -> float:
-    """Seconds to write `nbytes` of constant bytes to a new file and fsync it: what any writer of files this size
-    pays on this machine (page cache and disk), before rendering a byte."""
+    """Seconds to write `nbytes` of constant bytes to a new file and fsync it, with the writeback hint the atomic
+    writer gives every 32 MB (server.writers.atomic_stream): what writing files this size costs on this machine
+    (page cache and disk) before rendering a byte. (Without the hint, the same bytes took 0.46-2.4 s per 740 MB
+    here, against 0.30 s with it.)"""
     piece = b"x" * (4 << 20)
     path = where / "floor.bin"
     t = time.perf_counter()
     with open(path, "wb", buffering=0) as fh:
-        left = nbytes
-        while left > 0:
-            left -= fh.write(piece[: min(left, len(piece))])
+        done = hinted = 0
+        while done < nbytes:
+            done += fh.write(piece[: min(nbytes - done, len(piece))])
+            if done - hinted >= 32 << 20 and hasattr(os, "posix_fadvise"):
+                os.posix_fadvise(fh.fileno(), hinted, done - hinted, os.POSIX_FADV_DONTNEED)
+                hinted = done
         os.fsync(fh.fileno())
     took = time.perf_counter() - t
     path.unlink()
@@ -302,7 +308,8 @@ def _stages(root: Path, folder: Path, csv: Path, runs: int, proposed: bool = Fal
     rest = [t - a for t, a in zip(totals, accounted, strict=True)]
     print(f"  {'the rest (checks, locks, the results, the page of rows)':58s} {per_bare(rest)}")
     out_mb = (roof_csv.stat().st_size + metrics.stat().st_size) / 1e6
-    print(f"write floor: {out_mb:.0f} MB of constant bytes written + fsynced = {per_bare(floors)} x the bare read")
+    print(f"write floor: {out_mb:.0f} MB of constant bytes written + fsynced right after the round = "
+          f"{per_bare(floors)} x the bare read")
     print("metrics JSON bytes by operations[] field (share of the file):")
     print("  " + ", ".join(f"{k} {100 * v:.1f} %" for k, v in list(_field_bytes(metrics).items())[:8]))
     return 0
