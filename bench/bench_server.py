@@ -10,17 +10,17 @@ starts a fresh server (nothing cached) right after its bare read.
 
 Measured 2026-12-02 (min / median / max). Over MCP stdio on a quiet machine (load 0.1-0.8): 3.40 / 5.60 / 5.96x over
 3 rounds (the 3.40 round had a cold bare read), server peak 481-494 MB; after the records held each repeated text
-once (perf_models.objects), 5 rounds: 4.40 / 5.19 / 5.51x, server peak 455-462 MB; at the end of stop 28 (the ingest
-memory changes too), 5 rounds: 4.82 / 4.86 / 5.16x, 451-458 MB. `--stages` in the afternoon: 4.45 / 4.69 / 4.69x in
-process, of which (x the bare read, median) the CSV read 1.04, the shape literals and kernel summaries 0.57, the
-perf models 0.76, the 131 MB roofline CSV 0.85, building the metrics 0.23, the 740 MB metrics JSON 1.17; the same
-871 MB written again as constant bytes right after a round: 1.61 / 1.63 / 1.69x (this VM's disk takes 740 MB in 0.30
-s in a burst, with the writeback hint, and far less fast sustained). call_chain is 38 % of the metrics JSON's bytes,
-the per-op roofline block 19 %; `--stages --proposed` (326 MB): 4.14 / 4.19 / 4.22x. Earlier, another session
-keeping the machine busy (load 1.6-3.5): before the issue-21 work 4.95 / 5.06 / 5.64x and 4.08 / 5.19 / 9.79x (two
-runs), server peak 498-542 MB; after it 5.45 / 5.47 / 6.26x, 478-480 MB. pandas' C reader holds the GIL (a chunked
-read in a thread beside pure-Python work: 3.20 s against 3.00 s one after the other), so the stages cannot overlap
-on the second core.
+once (perf_models.objects), 5 rounds: 4.40 / 5.19 / 5.51x, server peak 455-462 MB; an hour later (no change to this
+path; the machine's speed drifts), 5 rounds: 4.82 / 4.86 / 5.16x, 451-458 MB. `--stages` in the afternoon: 4.45 /
+4.69 / 4.69x in process, of which (x the bare read, median) the CSV read 1.04, the shape literals and kernel
+summaries 0.57, the perf models 0.76, the 131 MB roofline CSV 0.85, building the metrics 0.23, the 740 MB metrics
+JSON 1.17; the same 871 MB written again as constant bytes right after a round: 1.61 / 1.63 / 1.69x (this VM's disk
+takes 740 MB in 0.30 s in a burst, with the writeback hint, and far less fast sustained). call_chain is 38 % of the
+metrics JSON's bytes, the per-op roofline block 19 %; `--stages --proposed` (326 MB): 4.14 / 4.19 / 4.22x. Earlier,
+another session keeping the machine busy (load 1.6-3.5): before the issue-21 work 4.95 / 5.06 / 5.64x and 4.08 /
+5.19 / 9.79x (two runs), server peak 498-542 MB; after it 5.45 / 5.47 / 6.26x, 478-480 MB. pandas' C reader holds
+the GIL (a chunked read in a thread beside pure-Python work: 3.20 s against 3.00 s one after the other), so the
+stages cannot overlap on the second core.
 Before the 100k-row work of issue 9: 11.3 s = 6.8x, ~600 MB.
 
     .venv/bin/python bench/bench_server.py [--rows 100000] [--runs 3] [--in-process | --stages]
