@@ -107,9 +107,11 @@ class RowSignatures:
     __hash__ = None  # type: ignore[assignment]  # mutable arrays: compared by value, not hashed
 
     def __init__(self, rows: np.ndarray, ids: np.ndarray) -> None:
-        order = np.argsort(rows, kind="stable")
-        self.rows = np.asarray(rows, dtype=np.int64)[order]
-        self.ids = np.asarray(ids, dtype=np.int32)[order]
+        self.rows = np.asarray(rows, dtype=np.int64)
+        self.ids = np.asarray(ids, dtype=np.int32)
+        if len(self.rows) > 1 and not (self.rows[1:] > self.rows[:-1]).all():  # the builder's rows come in order
+            order = np.argsort(self.rows, kind="stable")
+            self.rows, self.ids = self.rows[order], self.ids[order]
 
     @classmethod
     def empty(cls) -> RowSignatures:
