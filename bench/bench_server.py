@@ -16,7 +16,10 @@ path; the machine's speed drifts), 5 rounds: 4.82 / 4.86 / 5.16x, 451-458 MB. `-
 summaries 0.57, the perf models 0.76, the 131 MB roofline CSV 0.85, building the metrics 0.23, the 740 MB metrics
 JSON 1.17; the same 871 MB written again as constant bytes right after a round: 1.61 / 1.63 / 1.69x (this VM's disk
 takes 740 MB in 0.30 s in a burst, with the writeback hint, and far less fast sustained). call_chain is 38 % of the
-metrics JSON's bytes, the per-op roofline block 19 %; `--stages --proposed` (326 MB): 4.14 / 4.19 / 4.22x. Earlier,
+metrics JSON's bytes, the per-op roofline block 19 %; `--stages --proposed` (326 MB): 4.14 / 4.19 / 4.22x. That
+evening (slower Python stages against the bare read), with the replaced file freed off the call: stdio 4.59 / 5.74 /
+6.32x, 443-454 MB; `--stages` 4.98 / 5.12 / 5.15x, `--proposed` 3.99 / 4.32 / 4.35x (docs/metrics-layout-proposal.md
+is the proposal and where the rest of the gap is). Earlier,
 another session keeping the machine busy (load 1.6-3.5): before the issue-21 work 4.95 / 5.06 / 5.64x and 4.08 /
 5.19 / 9.79x (two runs), server peak 498-542 MB; after it 5.45 / 5.47 / 6.26x, 478-480 MB. pandas' C reader holds
 the GIL (a chunked read in a thread beside pure-Python work: 3.20 s against 3.00 s one after the other), so the
