@@ -19,7 +19,9 @@ takes 740 MB in 0.30 s in a burst, with the writeback hint, and far less fast su
 metrics JSON's bytes, the per-op roofline block 19 %; `--stages --proposed` (326 MB): 4.14 / 4.19 / 4.22x. That
 evening (slower Python stages against the bare read), with the replaced file freed off the call: stdio 4.59 / 5.74 /
 6.32x, 443-454 MB; `--stages` 4.98 / 5.12 / 5.15x, `--proposed` 3.99 / 4.32 / 4.35x (docs/metrics-layout-proposal.md
-is the proposal and where the rest of the gap is). Earlier,
+is the proposal and where the rest of the gap is); again with the Python control printed beside each round: stdio
+4.52 / 5.18 / 5.91x, 451-456 MB, control 0.30 / 0.43 / 0.57x the bare read (in process 4.96 / 5.31 / 5.31x, control
+0.42 / 0.47 / 0.89x): the machine's mix of C and Python speed moves within an hour by as much as the ratio. Earlier,
 another session keeping the machine busy (load 1.6-3.5): before the issue-21 work 4.95 / 5.06 / 5.64x and 4.08 /
 5.19 / 9.79x (two runs), server peak 498-542 MB; after it 5.45 / 5.47 / 6.26x, 478-480 MB. pandas' C reader holds
 the GIL (a chunked read in a thread beside pure-Python work: 3.20 s against 3.00 s one after the other), so the
@@ -134,6 +136,18 @@ def make_folder(root: Path, rows: int, seed: int = 0) -> Path:
 def _bare_read(csv: Path) -> float:
     t = time.perf_counter()
     pd.read_csv(csv, low_memory=False)
+    return time.perf_counter() - t
+
+
+def _python_control() -> float:
+    """Seconds of a fixed pure-Python workload of the kind the tools' stages are made of (formatting numbers, joining
+    bytes, dict look-ups, list building): timed beside the bare read each round, its ratio to the bare read shows how
+    much of a change in the tools' ratio is the machine (the bare read is memory-bound C, the stages mostly Python)."""
+    t = time.perf_counter()
+    for _ in range(5):
+        texts = [repr(i * 0.37).encode() for i in range(200_000)]
+        index = dict.fromkeys(texts)
+        b",".join(t for t in texts if t in index)
     return time.perf_counter() - t
 
 
@@ -281,7 +295,7 @@ def _stages(root: Path, folder: Path, csv: Path, runs: int, proposed: bool = Fal
             return _proposed_layout(timed_build(data, table, *a, **k), table)
 
         ranking.build_metrics = build_proposed
-    bares, totals, floors = [], [], []
+    bares, totals, floors, controls = [], [], [], []
     roof_csv = folder / "category_data" / "sdpa_fwd_roofline.csv"
     metrics = folder / "category_data" / "sdpa_fwd_metrics.json"
     for run in range(runs):
@@ -290,6 +304,7 @@ def _stages(root: Path, folder: Path, csv: Path, runs: int, proposed: bool = Fal
         scoring_cache.clear()
         roof_csv.unlink(missing_ok=True)
         bares.append(_bare_read(csv))
+        controls.append(_python_control() / bares[-1])
         t = time.perf_counter()
         for tool in ("compute_roofline", "rank_findings"):
             call(tool, DataRoots([root]), output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
@@ -303,6 +318,7 @@ def _stages(root: Path, folder: Path, csv: Path, runs: int, proposed: bool = Fal
     print(f"{layout}; metrics JSON {metrics.stat().st_size / 1e6:.0f} MB")
     print(f"{runs} rounds in process; bare read_csv {_spread(bares)} s; roofline + rank {_spread(totals)} s = "
           f"{per_bare(totals)} x the bare read")
+    print(f"python control / the bare read, same rounds: {_spread(controls)}")
     print("stage (x the bare read of the same round: min / median / max)")
     accounted = [0.0] * runs
     for _, name, what in _STAGES:
@@ -357,9 +373,10 @@ def main() -> int:
             print(f"in-process roofline + rank: {time.perf_counter() - t0:.2f} s (profiled); bare read {bare:.2f} s")
             pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
             return 0
-        bares, totals, ratios, peaks = [], [], [], []
+        bares, totals, ratios, peaks, controls = [], [], [], [], []
         for k in range(args.runs):  # each round: the bare read, then a fresh server (no cached load) right after
             bare = _bare_read(csv)
+            controls.append(_python_control() / bare)
             (folder / "category_data" / "sdpa_fwd_roofline.csv").unlink(missing_ok=True)
             roof_s, rank_s, roof, rank, server_rss_mb = asyncio.run(_over_stdio(root, folder))
             both = roof_s + rank_s
@@ -377,6 +394,8 @@ def main() -> int:
           f"roofline CSV {table:.0f} MB; metrics JSON {metrics:.0f} MB")
     print(f"min / median / max of {args.runs} rounds: bare pandas.read_csv {_spread(bares)} s; roofline + rank over "
           f"MCP stdio {_spread(totals)} s; ratio {_spread(ratios)}x (target <= {TARGET_RATIO:g}x)")
+    print(f"python control (a fixed pure-Python workload) / the bare read, same rounds: {_spread(controls)} "
+          "(the machine's drift: the tools' ratio moves with it)")
     ok = statistics.median(ratios) <= TARGET_RATIO
     if peaks:
         print(f"server peak RSS {_spread(peaks, '{:.0f}')} MB (target < {TARGET_RSS_MB:.0f} MB)")
