@@ -33,7 +33,8 @@ Before the 100k-row work of issue 9: 11.3 s = 6.8x, ~600 MB.
 `--in-process` calls the tools directly (no MCP, no subprocess) and prints a cProfile summary of the hot spots.
 `--stages` calls them directly `--runs` times (caches cleared) and prints each stage's time in units of the bare
 read of the same round, the time to write the two output files' bytes again as constant data (fsynced)
-and the metrics JSON's bytes by field: the evidence behind the contract proposal in the issue-21 closing note.
+and the metrics JSON's bytes by field: the evidence behind the contract proposal (docs/metrics-layout-proposal.md).
+Both modes print a fixed pure-Python workload's time over each round's bare read (the machine's drift).
 """
 
 from __future__ import annotations
