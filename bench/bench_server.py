@@ -148,7 +148,7 @@ def _python_control() -> float:
     for _ in range(5):
         texts = [repr(i * 0.37).encode() for i in range(200_000)]
         index = dict.fromkeys(texts)
-        b",".join(t for t in texts if t in index)
+        b",".join(text for text in texts if text in index)
     return time.perf_counter() - t
 
 

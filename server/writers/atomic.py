@@ -42,7 +42,8 @@ _TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 _TOKEN_CHARS = string.ascii_lowercase + string.digits + "_"
 # a replaced file at least this large is freed after the rename, off the caller's thread (_hold_replaced)
 BACKGROUND_FREE_BYTES = 16 << 20
-_HOLD = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+# opening an entry only to hold it (a lock, a replaced file): never through a link, never blocking on a FIFO
+_OPEN_TO_HOLD = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -148,7 +149,7 @@ def _unheld(name: str, dfd: int, folder: Path, directory: bool = False) -> bool:
     """True when no process holds the entry's lock (the run that made it is gone)."""
     if fcntl is None:
         return True
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    flags = _OPEN_TO_HOLD
     if directory:
         flags |= getattr(os, "O_DIRECTORY", 0)
     fd = os.open(name, flags, dir_fd=dfd) if FD_WALK else os.open(folder / name, flags)
@@ -169,7 +170,7 @@ def _commit(tmp: str, target: Path, dfd: int, overwrite: bool) -> None:
     """Rename the finished temp file onto the target (in the same folder), then make the rename durable."""
     if FD_WALK:
         if overwrite:
-            replaced = _hold_replaced(target.name, dfd)
+            replaced = _hold_replaced(target, dfd)
             os.replace(tmp, target.name, src_dir_fd=dfd, dst_dir_fd=dfd)
             if replaced is not None:
                 _close_in_background(replaced)
@@ -187,7 +188,7 @@ def _commit(tmp: str, target: Path, dfd: int, overwrite: bool) -> None:
         os.unlink(src)
 
 
-def _hold_replaced(name: str, dfd: int) -> int | None:
+def _hold_replaced(target: Path, dfd: int) -> int | None:
     """An open descriptor of the large regular file a rename is about to replace, or None.
 
     Why: the rename frees the replaced file's blocks and cached pages when it drops the last reference, inside
@@ -196,10 +197,10 @@ def _hold_replaced(name: str, dfd: int) -> int | None:
     Only a regular file, judged after opening it (what stands there may have changed since any check), and
     never through a link."""
     try:
-        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        st = _lstat(target.name, dfd, target)
         if not stat.S_ISREG(st.st_mode) or st.st_size < BACKGROUND_FREE_BYTES:
             return None
-        fd = os.open(name, _HOLD, dir_fd=dfd)
+        fd = os.open(target.name, _OPEN_TO_HOLD, dir_fd=dfd)
     except OSError:
         return None
     try:

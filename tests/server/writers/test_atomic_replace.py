@@ -98,9 +98,9 @@ def test_the_hold_judges_what_it_opened(tmp_path: Path, monkeypatch: pytest.Monk
 
     try:
         monkeypatch.setattr(atomic.os, "open", swapped)
-        assert atomic._hold_replaced("f", dfd) is None
+        assert atomic._hold_replaced(tmp_path / "f", dfd) is None
         monkeypatch.setattr(atomic.os, "open", real_open)
-        fd = atomic._hold_replaced("f", dfd)
+        fd = atomic._hold_replaced(tmp_path / "f", dfd)
         assert fd is not None
         os.close(fd)
     finally:
