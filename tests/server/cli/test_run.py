@@ -2,16 +2,22 @@
 nothing written.
 
 The reference is the separate commands, each in its own process as a user runs them (analyze, then roofline, rank
-and template for each category, then report), so nothing the one process shares between its steps (imports,
-the scoring cache) can make the two agree by construction. Two analyses differ only in the run's id and finish
+and template for each category, then report), so nothing the one process shares between its steps (the scoring
+cache, anything a step leaves in memory) can make the two agree by construction. Each reference process is forked
+from the test's after the libraries are imported and before any command ran (a fresh interpreter per command would
+pay the imports eleven times: the imports change no file). Two analyses differ only in the run's id and finish
 time, and in the folder's own path where a file records it: those are read from each folder's manifest and
 replaced by placeholders before the bytes are compared."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import subprocess
 import sys
+import tempfile
+import traceback
 from pathlib import Path
 
 import pytest
@@ -21,13 +27,42 @@ from server.synthetic import build_trace, demo_calls, write_trace
 from server.vocab import CATEGORIES
 from tests.support import REPO, TRACES, need
 
-CLI = [sys.executable, "-m", "server.cli.main"]
+def _cli(*argv: str) -> None:
+    """One command in a process of its own (run_command); fails the test with the command's stderr."""
+    rc, err = run_command(list(argv))
+    assert rc == 0, (argv, err[-2000:])
 
 
-def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([*CLI, *argv], cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, (argv, done.stderr[-2000:])
-    return done
+def run_command(argv: list[str]) -> tuple[int, str]:
+    """`sdpa-analyzer ARGV` in a child forked from this process: its exit code and stderr."""
+    import server.findings.template  # noqa: F401  # what the commands import when they run, imported once here
+    import server.ingest.analyze  # noqa: F401
+    import server.render.report  # noqa: F401
+    import server.scoring.category  # noqa: F401
+
+    with tempfile.TemporaryFile() as err:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: never back into pytest, whatever happens
+            code = 70
+            try:
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 1)
+                os.dup2(err.fileno(), 2)
+                with contextlib.redirect_stdout(open(os.devnull, "w")), contextlib.redirect_stderr(
+                    open(os.dup(2), "w")
+                ):
+                    code = main(argv)
+            except SystemExit as exc:
+                code = int(exc.code or 0)
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        err.seek(0)
+        return os.waitstatus_to_exitcode(status), err.read().decode(errors="replace")
 
 
 def _separate(
