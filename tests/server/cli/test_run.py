@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import traceback
@@ -25,7 +24,8 @@ import pytest
 from server.cli.main import main
 from server.synthetic import build_trace, demo_calls, write_trace
 from server.vocab import CATEGORIES
-from tests.support import REPO, TRACES, need
+from tests.support import TRACES, need
+
 
 def _cli(*argv: str) -> None:
     """One command in a process of its own (run_command); fails the test with the command's stderr."""
@@ -35,9 +35,9 @@ def _cli(*argv: str) -> None:
 
 def run_command(argv: list[str]) -> tuple[int, str]:
     """`sdpa-analyzer ARGV` in a child forked from this process: its exit code and stderr."""
-    import server.findings.template  # noqa: F401  # what the commands import when they run, imported once here
-    import server.ingest.analyze  # noqa: F401
-    import server.render.report  # noqa: F401
+    import server.findings.template  # what the commands import when they run, imported once here
+    import server.ingest.analyze
+    import server.render.report
     import server.scoring.category  # noqa: F401
 
     with tempfile.TemporaryFile() as err:
