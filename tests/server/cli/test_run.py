@@ -18,6 +18,7 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -182,3 +183,30 @@ def test_run_json_gives_every_step_by_tool_and_category(
     assert result["sdpa_fwd"]["rank_findings"]["status"] == "OK"
     assert result["inferenceattention"]["rank_findings"]["status"] == "NO_DATA"
     assert "render_report" not in result
+
+
+def test_a_failing_step_is_named_and_the_steps_before_it_stay_whole(
+    synthetic_trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from server.errors import InputError
+    from server.tools import TOOLS_BY_NAME
+
+    rank = TOOLS_BY_NAME["rank_findings"]
+
+    def fails_on_the_backward(ctx: Any, args: Any) -> Any:
+        if args.category == "sdpa_bwd":
+            raise InputError("the disk is full")
+        return rank.run(ctx, args)
+
+    monkeypatch.setitem(TOOLS_BY_NAME, "rank_findings", replace(rank, run=fails_on_the_backward))
+    out = tmp_path / "out"
+    rc, _, err = _run(capsys, "run", str(synthetic_trace), "-o", str(out))
+    assert rc == 2 and err.count("\n") == 1 and "rank sdpa_bwd: the disk is full" in err, err
+    data = out / "category_data"
+    # the forward's steps are done and whole; nothing of the backward's ranking, and no step after it ran
+    assert json.loads((data / "sdpa_fwd_metrics.json").read_bytes())["category"] == "sdpa_fwd"
+    assert (out / "category_findings" / "sdpa_fwd_findings.md").is_file()
+    assert not (data / "sdpa_bwd_metrics.json").exists()
+    assert not (out / "category_findings" / "sdpa_bwd_findings.md").exists()
