@@ -29,6 +29,7 @@ from server.cli.options import (
 from server.cli.output import human_text, print_json, print_text
 from server.cli.progress import ProgressBar
 from server.cli.wording import PROG, cli_words
+from server.errors import InputError
 from server.ingest.result import AnalyzeResult
 from server.tools import TOOLS_BY_NAME
 from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute, parse_input
@@ -86,6 +87,10 @@ def _check_arguments(args: argparse.Namespace) -> None:
     for spec in _specs():
         if spec.name != REPORT or args.report:
             parse_input(spec, _arguments(args, spec, output_dir=".", category=CATEGORIES[0]))
+    if getattr(args, "comparison_scope", None) == COMPARATIVE and not getattr(args, "trace2_path", None):
+        raise InputError(  # rank_findings would refuse it after analyze and roofline wrote: said before them
+            "--scope comparative needs a second trace to compare with — pass --compare TRACE2, or leave --scope out"
+        )
 
 
 def _step(spec: ToolSpec[Any, Any], ctx: ToolContext, arguments: dict[str, Any], where: str) -> BaseModel:

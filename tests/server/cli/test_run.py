@@ -161,6 +161,7 @@ def test_bad_input_is_one_line_and_nothing_is_written(
         (["run", str(synthetic_trace), "-o", str(out), "--arch", "nope"], "--arch 'nope'"),
         (["run", str(synthetic_trace), "-o", str(out), "--bytes-model", "l2"], "--bytes-model 'l2'"),
         (["run", str(synthetic_trace), "-o", str(out), "--scope", "both"], "scope 'both' is invalid"),
+        (["run", str(synthetic_trace), "-o", str(out), "--scope", "comparative"], "pass --compare"),
         (["run", str(synthetic_trace), "-o", str(out), "--arch", str(tmp_path / "gpu.json")], "gpu.json"),
     ]
     not_a_trace = tmp_path / "notes.json"
