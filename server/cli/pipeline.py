@@ -127,6 +127,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         bar.close()
     if args.json:
         print_json(results)
+    else:
+        print_text(f"\nnext: fill the prose slots of the findings files above (the agent in agent.md does it), then "
+                   f"{PROG} validate FILE")  # fmt: skip
     return 0
 
 
