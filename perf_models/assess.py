@@ -18,14 +18,19 @@ This is the one place a measured kernel time becomes a verdict (the server turns
   an unfused chain is dominated by Nq × Nkv reads and writes, whatever the fused kernel's bound would be. The
   intensity and bytes the regime was judged from are `regime_intensity` / `regime_bytes` (the roofline's own for
   fused rows), so a verdict can show the numbers it was made from next to the fused intensity;
-* band (perf_models.bands): the best published kernel for the row's shape, interpolated between published
-  anchors (no cliff at a bin edge), and a band around it; a forward or backward row is judged on its compute
-  utilization against the datasheet; a decode row on the roof that limits it — memory utilization (against a
-  band that grows with the call's work size, MB of compulsory traffic) when memory-bound, compute utilization
-  when compute-bound (FlashMLA's 660 TFLOPS decode is compute-bound and judged on tensor %); a call with fewer
-  query tiles than compute units gets no band (the published measurements fill the GPU). Each row carries the
-  band's reference — the kernel, its efficiency at this shape, its source and the time this call would take at
-  it — and, when the band was measured on another part of the same architecture, which one (borrowed);
+* three roofs (perf_models.exp_roof): the row's times on the datasheet tensor roof, on the exponential-unit roof
+  (one exp per kept score element) and on HBM, and the binding one among them (`binding_roof`);
+* band: the ceiling of the call on this part (perf_models.ceiling). On the part a published band family was measured
+  on (perf_models.bands), inside its anchors, the band rests on the published point: the best published kernel
+  interpolated at the row's shape, scaled by the row's wave factor over the one of the published sizing
+  (perf_models.waves: a grid with a partial last wave, or fewer tiles than units, reaches only
+  tiles / (waves × units) of a full kernel; no cliff). Everywhere else — another part, a shape outside the anchors,
+  an architecture without published points — the band is derived from the ceiling model of the part's kernel class,
+  fitted on the published points, and says what it rests on (`band_basis`, `band_rests_on`). A forward or backward
+  row is judged on its compute utilization against the datasheet; a decode row on the roof that limits it —
+  memory utilization when memory-bound, compute utilization when compute-bound. Each row carries the band's
+  reference (the published kernel or the model's class), its efficiency at this shape, its source and the time this
+  call would take at it;
 * bounds: a row whose work is a bound (`WorkEstimate.work_bound`: varlen / paged rows known only by their sums,
   a sliding window of unknown size) has an efficiency that is a bound too ("lower": at least this; "upper": at
   most this). Such a row gets no band verdict (band_status "none", band edges NaN): a bound is not a measurement
@@ -58,7 +63,7 @@ from perf_models.bands import (
 from perf_models.ceiling import ModelCeilings, model_ceilings
 from perf_models.errors import ConfigError, PerfModelError
 from perf_models.estimate import WorkEstimate
-from perf_models.exp_roof import exp_roof_texps, exponentials, three_roofs
+from perf_models.exp_roof import exponentials, part_exp_roof, three_roofs
 from perf_models.hardware import GpuSpec, Roof
 from perf_models.masks import MASK_NONE, MASK_WINDOW
 from perf_models.objects import as_objects, filled
@@ -358,7 +363,7 @@ def assess(
     verdicts = _bands(table, work, gpu, kinds, rf, specs)
     bands, ceiling = verdicts.bands, verdicts.ceiling
     exps = exponentials(work.kept_pairs, table.heads_q)
-    exp_roof = exp_roof_texps(getattr(gpu, "arch", None), gpu.tflops_datasheet.get("vector_fp32"))
+    exp_roof = part_exp_roof(gpu)
     roofs = three_roofs(work.flops_useful, exps, used, peak_t_ds, exp_roof, peak_b_ds)
     value = np.where(bands.metric == "memory", memory_ds, compute_ds)
     bound = work.work_bound.astype(object)
@@ -399,7 +404,9 @@ def assess(
         work_bound=bound,
         band_reference_kernel=np.where(band_ok, bands.reference_kernel, None).astype(object),
         band_reference_pct=ref_pct,
-        band_reference_source=np.where(band_ok, bands.reference_source_text, None).astype(object),
+        # a derived band's source is what it rests on (the class, its points and parts)
+        band_reference_source=np.where(band_ok, np.where(verdicts.basis == "derived", verdicts.rests_on,
+                                                         bands.reference_source_text), None).astype(object),
         band_reference_time_us=ref_time,
         band_borrowed_from=np.where(band_ok, bands.borrowed_from, None).astype(object),
         band_note=np.asarray(NO_BAND_NOTES, dtype=object)[note_code],

@@ -14,9 +14,11 @@ or outside the published head dims there is no band. Where readings of one figur
 `pct_high` and the band spans both. The band is [low × best, min(100, high × best)] with the file's `edges`
 (low 0.75: a kernel a published one beats by ≥ 1.35× lies below it).
 
-A band measured on one part and applied to another of the same architecture (an H100 SXM band on an H100 PCIe or
-H200) is *borrowed*: each row says so (`borrowed_from`). Families whose published numbers differ by part are
-restricted to their parts (`parts`). Where nothing is published there is no band, with the reason.
+The lookup still finds a family for another part of the same architecture and names the part it was measured on
+(`borrowed_from`); perf_models.assess uses a published band only on that part and derives the band everywhere else
+from the ceiling model (perf_models.ceiling), whose calibration points are these anchors (each family's `sizing`
+says at which batch and heads its source measured). Families whose published numbers differ by part are restricted
+to their parts (`parts`).
 
 Lookup is vectorized: each family selects its rows with range and membership tests, each curve is one np.interp.
 """

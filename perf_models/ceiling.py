@@ -44,7 +44,7 @@ from numpy.typing import NDArray
 from perf_models.config import AttentionConfig, Direction, Mask, MaskKind
 from perf_models.errors import PerfModelError
 from perf_models.estimate import WorkEstimate, estimate_work
-from perf_models.exp_roof import arch_units, exp_roof_texps, exponentials
+from perf_models.exp_roof import arch_units, exponentials, part_exp_roof
 from perf_models.hardware import GpuSpec, get_gpu
 from perf_models.objects import filled
 from perf_models.table import ConfigTable
@@ -137,9 +137,17 @@ def call_physics(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, is_decode
     spec = table.compute_spec.astype(object) if specs is None else specs
     r_tc = np.full(n, np.nan)
     for s in set(spec.tolist()):
-        if isinstance(s, str) and s in gpu.tflops_datasheet:
-            r_tc[spec == s] = float(gpu.tflops_datasheet[s])
-    r_exp = exp_roof_texps(gpu.arch, gpu.tflops_datasheet.get("vector_fp32"))
+        if not isinstance(s, str):
+            continue
+        try:
+            datasheet = gpu.compute_roof(s).datasheet
+        except PerfModelError:
+            continue
+        if datasheet:
+            r_tc[spec == s] = float(datasheet)
+    r_exp = part_exp_roof(gpu)
+    bw = gpu.bandwidth_roof()
+    bw_ds = float(bw.datasheet if bw.datasheet is not None else bw.value)
     exps = exponentials(work.kept_pairs, table.heads_q)
     with np.errstate(divide="ignore", invalid="ignore"):
         per_pair = np.where(exps > 0, work.flops_useful / exps, 0.0)  # FLOPs per kept element
@@ -149,7 +157,7 @@ def call_physics(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, is_decode
         executed = work.flops_executed / (r_tc * 1e6)
         per_k0 = per_pair * rows / (r_tc * 1e6)
         exp_us = exps / (r_exp * 1e6)
-        hbm_us = work.bytes_compulsory / (gpu.hbm_tbs_datasheet * 1e6)
+        hbm_us = work.bytes_compulsory / (bw_ds * 1e6)
     # the grid: forward kernels launch one CTA per query tile, backward kernels (FA2, FA3, CK) one per key tile
     bwd = table.is_bwd.astype(bool)
     seq = np.where(bwd, table.seq_kv, table.seq_q)
@@ -157,7 +165,7 @@ def call_physics(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, is_decode
     block = np.maximum(np.where(bwd, work.block_kv, work.block_q), 1)
     tiles = np.ceil(np.maximum(seq, 1) / block) * table.batch * table.heads_q
     tiles = np.where(table.is_varlen, np.ceil(total / block) * table.heads_q, tiles)
-    waves = np.where(is_decode, 1.0, wave_factor(tiles, gpu.sm_count))
+    waves = np.where(is_decode, 1.0, wave_factor(tiles, getattr(gpu, "sm_count", None)))
     return CallPhysics(useful, executed, per_k0, exp_us, hbm_us, waves, table.is_bwd.astype(bool),
                        np.asarray(is_decode, dtype=bool))
 
@@ -332,7 +340,7 @@ def model_ceilings(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, kinds: 
     on the tensor roof, memory-bound decode rows on HBM, compute-bound decode rows on the tensor roof."""
     n = len(table)
     params = ceiling_params()
-    cls = class_of(gpu.arch)
+    cls = class_of(getattr(gpu, "arch", None))
     is_decode = kinds == "decode"
     ph = call_physics(table, work, gpu, is_decode, specs)
     klass = filled(n, cls)

@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -82,6 +83,18 @@ def exp_roof_texps(arch: str | None, vector_fp32_tflops: float | None) -> float:
     return float(vector_fp32_tflops) * u.exp_per_clk / u.fp32_flop_per_clk
 
 
+def part_exp_roof(gpu: Any) -> float:
+    """A part's exponential roof (T exp/s) from its architecture and its datasheet FP32 vector peak (NaN: unknown).
+    `gpu` is a perf_models.hardware.GpuSpec or anything with `arch` and `compute_roof`."""
+    if arch_units(getattr(gpu, "arch", None)) is None:
+        return float("nan")
+    try:
+        roof = gpu.compute_roof("vector_fp32")
+    except (PerfModelError, AttributeError):
+        return float("nan")
+    return exp_roof_texps(getattr(gpu, "arch", None), roof.datasheet if roof.datasheet is not None else None)
+
+
 def exponentials(kept_pairs: ArrayLike, heads_q: ArrayLike) -> F64:
     """Exponentials of one call: one per kept score element (kept pairs per query head × query heads); the backward
     recomputes P once per kept element, so the same count."""
@@ -118,4 +131,4 @@ def three_roofs(flops: ArrayLike, exps: ArrayLike, bytes_: ArrayLike, tensor_tfl
 
 
 __all__ = ["ROOFS", "ArchUnits", "ThreeRoofs", "arch_units", "exp_roof_texps", "exponentials", "known_archs",
-           "three_roofs"]
+           "part_exp_roof", "three_roofs"]
