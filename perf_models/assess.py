@@ -238,10 +238,10 @@ def _bands(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, kinds: OBJ, rf:
     bands.low[:] = np.where(published, bands.low * scale, low_f * best)
     bands.high[:] = np.where(published, np.minimum(100.0, bands.high * scale), np.minimum(100.0, high_f * best))
     bands.metric[:] = np.where(published, bands.metric, np.where(derived, ceiling.metric, None))
-    model_id = _interned([None if c is None else f"model:{c}" for c in ceiling.kernel_class.tolist()])
+    cls = ceiling.kernel_class[0] if n else None  # one part: one class for every row
+    model_id, model_kernel = filled(n, f"model:{cls}"), filled(n, f"{cls} ceiling model")
     bands.band_id[:] = np.where(published, bands.band_id, np.where(derived, model_id, None))
-    bands.reference_kernel[:] = np.where(published, bands.reference_kernel, np.where(
-        derived, _interned([f"{c} ceiling model" for c in ceiling.kernel_class.tolist()]), None))
+    bands.reference_kernel[:] = np.where(published, bands.reference_kernel, np.where(derived, model_kernel, None))
     bands.reference_source[:] = np.where(published, bands.reference_source, None)
     bands.borrowed_from[:] = None
     none = ~published & ~derived
@@ -252,7 +252,6 @@ def _bands(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, kinds: OBJ, rf:
     basis = as_objects(np.where(published, "published", np.where(derived, "derived", "none")))
     pub_words = _interned([None if k is None else f"published: {k}" for k in bands.reference_kernel.tolist()])
     rests = np.where(published, pub_words, np.where(derived, ceiling.rests_on, None)).astype(object)
-    del n
     return _Verdicts(bands, basis, rests, ceiling)
 
 

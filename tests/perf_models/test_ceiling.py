@@ -15,11 +15,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from perf_models.bands import NO_BAND_NOTES, NOTE_MIXED, NOTE_NO_MODEL
 from perf_models.ceiling import calibration_data, ceiling_params
 from perf_models.ceiling_fit import fit, fit_params_json, leave_one_gpu_out, logo_markdown, predict_points
+from perf_models.config import AttentionConfig
 from perf_models.exp_roof import arch_units, exp_roof_texps, exponentials, three_roofs
-from perf_models.hardware import get_gpu
+from perf_models.hardware import get_gpu, gpu_from_arch_dict
 from perf_models.masks import MASK_CAUSAL_BR, MASK_WINDOW, kept_pairs
+from perf_models.model_attention import model_attention
 from perf_models.waves import wave_factor
 from server.roots import DataRoots
 from server.tools import call
@@ -174,3 +177,12 @@ def test_h20_best_kernel_within_and_a_kernel_1_5x_slower_below() -> None:
     # on the H100 SXM (ridge 295) the same d128 call's published best is 65.6 %: the H20 ceiling is higher because
     # its exponential unit and HBM are fast against its cut tensor rate
     assert best.ceiling_pct > 80 and best.binding_roof == "tensor"
+
+
+def test_no_band_for_a_part_without_an_architecture_or_a_mixed_call() -> None:
+    # user-supplied peaks with no architecture: no class, no exp roof, no band (and why)
+    gpu = gpu_from_arch_dict({"name": "custom", "mem_bw_gbps": 2000, "max_achievable_tflops": {"matrix_bf16": 500}})
+    est = model_attention(AttentionConfig(1, 16, 16, 4096, 4096, 128, 128), gpu, measured_us=1000.0)
+    assert est.band is None and est.band_note == NO_BAND_NOTES[NOTE_NO_MODEL] and est.binding_roof is None
+    assert est.exp_roof_texps is None and est.kernel_class is None
+    assert "mixed" in NO_BAND_NOTES[NOTE_MIXED]
