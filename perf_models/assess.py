@@ -115,7 +115,7 @@ class Assessment:
     band_reference_pct: F64  # its efficiency at this shape, % of the datasheet peak of band_metric
     band_reference_source: OBJ  # where it is published (the band table's citation)
     band_reference_time_us: F64  # this call's time at the reference efficiency (µs)
-    band_borrowed_from: OBJ  # the part the band was measured on, when it is not this GPU (None: measured here)
+    band_borrowed_from: OBJ  # always None: a band off its measured part is derived (band_basis); kept for readers
     band_note: OBJ  # why there is no band ("" when there is one)
     regime_intensity: F64  # the FLOP/B the regime was judged from (unfused rows: with the score matrices)
     regime_bytes: F64  # the bytes behind regime_intensity

@@ -178,7 +178,8 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
             "one call's time at the reference kernel's efficiency: what the best published kernel for this shape "
             "would take"),
     declare("band_borrowed_from", "text", "", None, "borrowed from", "rmjc",
-            "the GPU the band was measured on, when it is not this one (a borrowed band)"),
+            "always empty since bands are no longer borrowed: a band off the part it was measured on is derived "
+            "(band_basis, band_rests_on); kept for readers of older results"),
     declare("band_note", "text", "", None, "no band because", "rmjc", "why there is no band (empty when there is "
             "one)"),
     declare("band_basis", "text", "", None, "band basis", "rmjc",
