@@ -20,7 +20,7 @@ from perf_models.ceiling import calibration_data, ceiling_params
 from perf_models.ceiling_fit import fit, fit_params_json, leave_one_gpu_out, logo_markdown, predict_points
 from perf_models.config import AttentionConfig
 from perf_models.exp_roof import arch_units, exp_roof_texps, exponentials, three_roofs
-from perf_models.hardware import get_gpu, gpu_from_arch_dict
+from perf_models.hardware import get_gpu, gpu_from_arch_dict, list_gpus
 from perf_models.masks import MASK_CAUSAL_BR, MASK_WINDOW, kept_pairs
 from perf_models.model_attention import model_attention
 from perf_models.waves import wave_factor
@@ -210,3 +210,15 @@ def test_hopper_causal_backward_gets_a_derived_band() -> None:
     # nothing published: derived from the fa3 class, below the non-causal backward's published 56.7 % at 16k
     r = model(batch=1, heads_q=16, seq_q=16384, head_dim=128, mask="causal", direction="bwd", arch="h100-sxm")
     assert r.band.basis == "derived" and 30 < r.ceiling_pct < 56.7
+
+
+@pytest.mark.parametrize("gpu", [g.key for g in list_gpus()])
+def test_every_built_in_gpu_gets_a_band_for_forward_backward_and_decode(gpu: str) -> None:
+    # from its properties alone: an architecture in arch_units.json, its datasheet roofs and its unit count
+    assert arch_units(get_gpu(gpu).arch) is not None, f"{gpu}: add its architecture to arch_units.json"
+    for kw in (dict(batch=4, heads_q=16, seq_q=4096, head_dim=128),
+               dict(batch=4, heads_q=16, seq_q=4096, head_dim=128, direction="bwd", mask="causal"),
+               dict(batch=64, heads_q=32, heads_kv=8, seq_q=1, seq_kv=4096, head_dim=128)):
+        r = model(**kw, arch=gpu, measured_us=1e6)
+        assert r.band is not None and r.band.basis in ("published", "derived") and r.binding_roof, (gpu, kw)
+        assert 0 < r.ceiling_pct <= 100
