@@ -202,6 +202,7 @@ def _split_roofs(table: ConfigTable, specs: OBJ, gpu: GpuSpec) -> tuple[F64, OBJ
         labels[i] = f"{specs[i]}+{pv[i]}"
     return value, kind, datasheet, labels
 
+
 @dataclass(frozen=True, eq=False)
 class _Verdicts:
     """The band of every row (published on this part, else derived from the ceiling model) and the model's
