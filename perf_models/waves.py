@@ -4,7 +4,8 @@ A flash-style kernel gives each (query tile, head, batch) one CTA / workgroup; t
 waves. With `tiles` tiles on `units` units the work takes ⌈tiles / units⌉ waves, each as long as a full one, so the
 grid reaches tiles / (waves × units) of the throughput of a grid that fills every wave: 1 for an exact multiple,
 0.25 for 33 tiles on 132 SMs, 2048 / 2112 = 0.97 for the FA3 benchmarks' 2048 tiles on an H100. This replaces a
-cliff ("fewer tiles than units: no band") by a continuous factor. Unknown unit counts give 1 (no correction).
+cliff ("fewer tiles than units: no band") by a continuous factor. Unknown unit counts give 1 (no correction). The
+FA3 paper sizes its FP8 benchmarks to multiples of 132 "to avoid wave quantization" (arXiv 2407.08608, App. C.2).
 """
 
 from __future__ import annotations
