@@ -24,9 +24,10 @@ This is the one place a measured kernel time becomes a verdict (the server turns
   on (perf_models.bands), inside its anchors, the band rests on the published point: the best published kernel
   interpolated at the row's shape, scaled by the row's wave factor over the one of the published sizing
   (perf_models.waves: a grid with a partial last wave, or fewer tiles than units, reaches only
-  tiles / (waves × units) of a full kernel; no cliff). Everywhere else — another part, a shape outside the anchors,
-  an architecture without published points — the band is derived from the ceiling model of the part's kernel class,
-  fitted on the published points, and says what it rests on (`band_basis`, `band_rests_on`). A forward or backward
+  tiles / (waves × units) of a full kernel; no cliff). On another part of the same architecture the published best
+  is carried over by the ceiling model's ratio between the two parts at the row's shape (derived). Where no family
+  applies — a shape outside the anchors, an architecture without published points — the band is the ceiling model's
+  own (derived). Every row says what its band rests on (`band_basis`, `band_rests_on`). A forward or backward
   row is judged on its compute utilization against the datasheet; a decode row on the roof that limits it —
   memory utilization when memory-bound, compute utilization when compute-bound. Each row carries the band's
   reference (the published kernel or the model's class), its efficiency at this shape, its source and the time this
@@ -64,7 +65,7 @@ from perf_models.ceiling import ModelCeilings, model_ceilings
 from perf_models.errors import ConfigError, PerfModelError
 from perf_models.estimate import WorkEstimate
 from perf_models.exp_roof import exponentials, part_exp_roof, three_roofs
-from perf_models.hardware import GpuSpec, Roof
+from perf_models.hardware import GpuSpec, Roof, get_gpu
 from perf_models.masks import MASK_NONE, MASK_WINDOW
 from perf_models.objects import as_objects, filled
 from perf_models.roofline import RooflineArrays, roofline
@@ -228,32 +229,71 @@ def _bands(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, kinds: OBJ, rf:
                          _dtype_names(table), table.heads_q > table.heads_kv, on_memory, hd, seq,
                          work.bytes_compulsory / MB)
     ceiling = model_ceilings(table, work, gpu, kinds, on_memory, _datasheet_specs(specs))
-    published = np.isfinite(bands.low) & _is_none(bands.borrowed_from)
-    derived = ~published & np.isfinite(ceiling.pct)
+    found = np.isfinite(bands.low)
+    published = found & _is_none(bands.borrowed_from)
     low_f, high_f = band_edges()
     waves = np.where(kinds == "decode", 1.0, ceiling.waves / _published_waves(table, work, gpu, bands, seq, hd))
-    best = np.where(published, bands.reference_pct * np.minimum(waves, 1.0), np.where(derived, ceiling.pct, np.nan))
-    scale = np.minimum(waves, 1.0)
+    # scale: published rows by their waves; a sibling of the measured part by the model's ratio between the parts
+    scale = np.where(published, np.minimum(waves, 1.0), np.nan)
+    transfer = found & ~published & np.isfinite(ceiling.pct)
+    sibling_words = filled(n, None)
+    if transfer.any():
+        ratio, sibling_words = _sibling_ratio(table, work, gpu, kinds, on_memory, specs, bands, seq, hd, ceiling,
+                                              transfer)
+        scale = np.where(transfer, ratio, scale)
+        transfer &= np.isfinite(scale)
+    scaled = published | transfer
+    derived = ~published & np.isfinite(ceiling.pct)
+    best = np.where(scaled, bands.reference_pct * scale, np.where(derived, ceiling.pct, np.nan))
     bands.reference_pct[:] = best
-    # a published band keeps its own span (an anchor read two ways spans both), scaled by the row's waves
-    bands.low[:] = np.where(published, bands.low * scale, low_f * best)
-    bands.high[:] = np.where(published, np.minimum(100.0, bands.high * scale), np.minimum(100.0, high_f * best))
+    # a published band keeps its own span (an anchor read two ways spans both), scaled
+    bands.low[:] = np.where(scaled, bands.low * scale, low_f * best)
+    bands.high[:] = np.where(scaled, np.minimum(100.0, bands.high * scale), np.minimum(100.0, high_f * best))
     bands.metric[:] = np.where(published, bands.metric, np.where(derived, ceiling.metric, None))
     cls = ceiling.kernel_class[0] if n else None  # one part: one class for every row
     model_id, model_kernel = filled(n, f"model:{cls}"), filled(n, f"{cls} ceiling model")
-    bands.band_id[:] = np.where(published, bands.band_id, np.where(derived, model_id, None))
-    bands.reference_kernel[:] = np.where(published, bands.reference_kernel, np.where(derived, model_kernel, None))
-    bands.reference_source[:] = np.where(published, bands.reference_source, None)
+    bands.band_id[:] = np.where(scaled, bands.band_id, np.where(derived, model_id, None))
+    bands.reference_kernel[:] = np.where(scaled, bands.reference_kernel, np.where(derived, model_kernel, None))
+    bands.reference_source[:] = np.where(scaled, bands.reference_source, None)
     bands.borrowed_from[:] = None
     none = ~published & ~derived
     mixed = kinds == "mixed"
     note = np.where(published | derived, 0, np.where(mixed, NOTE_MIXED, np.where(
         _is_none(ceiling.kernel_class), NOTE_NO_MODEL, bands.note_code)))
     bands.note_code[:] = np.where(none & (note == 0), NOTE_NO_FAMILY, note)
-    basis = as_objects(np.where(published, "published", np.where(derived, "derived", "none")))
+    basis = as_objects(np.where(published, "published", np.where(derived | transfer, "derived", "none")))
     pub_words = _interned([None if k is None else f"published: {k}" for k in bands.reference_kernel.tolist()])
-    rests = np.where(published, pub_words, np.where(derived, ceiling.rests_on, None)).astype(object)
+    rests = np.where(published, pub_words, np.where(transfer, sibling_words, np.where(derived, ceiling.rests_on,
+                                                                                       None))).astype(object)
     return _Verdicts(bands, basis, rests, ceiling)
+
+
+def _sibling_ratio(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, kinds: OBJ, on_memory: NDArray[np.bool_],
+                   specs: OBJ, bands: BandArrays, seq: F64, hd: F64, ceiling: ModelCeilings,
+                   rows: NDArray[np.bool_]) -> tuple[F64, OBJ]:
+    """For rows whose band family was measured on another part of this architecture: the published best carries over
+    scaled by the ceiling model's ratio between this part and the measured one at the row's shape (roofs, exp unit,
+    waves), times the row's waves over the published sizing's on the measured part. NaN where the ratio is unknown.
+    Also the words: what such a band rests on."""
+    n = len(table)
+    ratio = np.full(n, np.nan)
+    words = filled(n, None)
+    for band_id in {b for b in bands.band_id[rows].tolist() if b is not None}:
+        fam = family_by_id(str(band_id))
+        sel = rows & (bands.band_id == band_id)
+        try:
+            measured = get_gpu(fam.measured_on[0])
+        except PerfModelError:
+            continue
+        there = model_ceilings(table, work, measured, kinds, on_memory, _datasheet_specs(specs))
+        own_waves = np.where(kinds == "decode", 1.0,
+                             there.waves / _published_waves(table, work, measured, bands, seq, hd))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio[sel] = (ceiling.pct / there.pct * np.minimum(own_waves, 1.0))[sel]
+        cls = ceiling.kernel_class[0]
+        words[sel] = (f"derived: published on {fam.measured_on_name}, carried to this part by the {cls} ceiling "
+                      "model's ratio between the two parts (tensor, exponential-unit and HBM roofs, waves)")
+    return ratio, words
 
 
 def _published_waves(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, bands: BandArrays, seq: F64,
