@@ -291,8 +291,10 @@ def _sibling_ratio(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, kinds: 
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio[sel] = (ceiling.pct / there.pct * np.minimum(own_waves, 1.0))[sel]
         cls = ceiling.kernel_class[0]
-        words[sel] = (f"derived: published on {fam.measured_on_name}, carried to this part by the {cls} ceiling "
-                      "model's ratio between the two parts (tensor, exponential-unit and HBM roofs, waves)")
+        for kernel in set(bands.reference_kernel[sel].tolist()):
+            words[sel & (bands.reference_kernel == kernel)] = (
+                f"derived: {kernel} as published on {fam.measured_on_name}, carried to this part by the {cls} "
+                "ceiling model's ratio between the two parts (tensor, exponential-unit and HBM roofs, waves)")
     return ratio, words
 
 

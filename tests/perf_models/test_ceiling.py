@@ -213,7 +213,7 @@ def test_the_h20_ceiling_and_band_are_the_model_formula_by_hand() -> None:
     # carried to the H20 by the model's ratio between the two parts
     assert r.band.basis == "derived" and r.band.reference_kernel == "FlashAttention-3"
     assert r.band.reference_pct == pytest.approx(65.6 * h20 / h100, rel=1e-6)
-    assert "published on NVIDIA H100 SXM5" in r.band.rests_on
+    assert "FlashAttention-3 as published on NVIDIA H100 SXM5" in r.band.rests_on
 
 
 def test_hopper_causal_backward_gets_a_derived_band() -> None:
