@@ -16,6 +16,7 @@ import functools
 import ipaddress
 import logging
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -317,16 +318,57 @@ class ResourceHandlers:
         raise MCPError(INVALID_PARAMS, f"unknown resource {uri}", data={"uri": uri})
 
 
+# ------------------------------------------------------------------ the analysis, imported in the background
+def import_the_analysis() -> None:
+    """Import what the subagent's flow (load, roofline, rank, template, validate) runs on: numpy, pandas and our
+    analysis modules, about a second. The tools import them when they run (their declarations start light, see
+    server.tools); done here first, on a background thread from server start, the first call finds them loaded or
+    half-way. A call that needs a module still being imported waits for that module only (Python's per-module
+    import lock); the project's imports have no cycles (tests/test_layers.py), so two threads cannot deadlock."""
+    import numpy  # noqa: F401
+    import pandas  # noqa: F401
+
+    import server.findings.template
+    import server.findings.validate
+    import server.folder.cache
+    import server.scoring.category
+    import server.scoring.outputs
+    import server.scoring.ranking
+    import server.scoring.records  # noqa: F401
+
+
+def start_preload(preload: Callable[[], None]) -> threading.Thread:
+    """Run `preload` on a daemon thread (it never keeps the process alive); a failure is logged, never raised: the
+    tool that needs the module meets the same error and reports it in its one line."""
+
+    def run() -> None:
+        try:
+            preload()
+        except Exception:
+            log.warning("background import failed; the tools import what they need when they run", exc_info=True)
+
+    thread = threading.Thread(target=run, name="sdpa-preload", daemon=True)
+    thread.start()
+    return thread
+
+
 # ------------------------------------------------------------------ the server and its transports
-def create_server(roots: list[Path] | None = None, *, settings: dict[str, Any] | None = None) -> Server[Any]:
+def create_server(
+    roots: list[Path] | None = None,
+    *,
+    settings: dict[str, Any] | None = None,
+    preload: Callable[[], None] | None = import_the_analysis,
+) -> Server[Any]:
     """The server over `roots` (default: the working directory). `settings`: the ToolContext settings of whoever
-    starts the server (e.g. `dask_address`), never a tool argument (server.tools.base.Setting)."""
+    starts the server (e.g. `dask_address`), never a tool argument (server.tools.base.Setting). `preload` starts on
+    a background thread once the server is built (None: nothing in the background), so neither the listing nor
+    the first call waits for all of it."""
     data_roots = DataRoots(list(roots) if roots else [Path.cwd()])
     chosen = {k: v for k, v in (settings or {}).items() if v is not None}
     specs = [spec for spec in TOOLS if spec.mcp]
     tools = ToolHandlers(specs, data_roots, chosen)
     resources = ResourceHandlers(_resources(tools.specs))
-    return Server(
+    server = Server(
         SERVER_NAME,
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -339,6 +381,9 @@ def create_server(roots: list[Path] | None = None, *, settings: dict[str, Any] |
         on_list_resource_templates=resources.list_templates,
         on_read_resource=resources.read,
     )
+    if preload is not None:
+        start_preload(preload)
+    return server
 
 
 def run_stdio(server: Server[Any]) -> None:
@@ -383,4 +428,13 @@ def http_app(server: Server[Any], host: str) -> Any:
     return server.streamable_http_app(transport_security=transport_security(host), host=host)
 
 
-__all__ = ["create_server", "http_app", "is_loopback", "result_schema", "run_stdio", "tool_listing"]
+__all__ = [
+    "create_server",
+    "http_app",
+    "import_the_analysis",
+    "is_loopback",
+    "result_schema",
+    "run_stdio",
+    "start_preload",
+    "tool_listing",
+]
