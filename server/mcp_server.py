@@ -197,7 +197,8 @@ def _prompt_arguments(given: dict[str, str] | None) -> PromptArguments:
     missing = [name for name, field in fields.items() if field.is_required() and name not in given]
     if unknown or missing:
         what = f"unknown argument(s) {', '.join(unknown)}" if unknown else f"missing {', '.join(missing)}"
-        raise MCPError(INVALID_PARAMS, f"{PROMPT_NAME}: {what}: pass {', '.join(fields)} (the first two required)")
+        required = " and ".join(name for name, field in fields.items() if field.is_required())
+        raise MCPError(INVALID_PARAMS, f"{PROMPT_NAME}: {what}: pass {', '.join(fields)} ({required} required)")
     return PromptArguments.model_validate(given)
 
 
