@@ -90,3 +90,17 @@ def test_sizes_per_situation() -> None:
     for args, _, _ in SITUATIONS:
         size = len(render_analysis_prompt(*args[:3], prefix=args[3]).encode())
         print(f"  {args[1]:18s} {args[2]:11s} {args[0]:22s} prefix={bool(args[3])!s:5s} {size:6,} bytes")
+
+
+def test_a_tool_joins_the_subagent_only_when_it_says_so() -> None:
+    """ToolSpec.agent defaults to off; the tool table (and so agent.md's allowlist) is exactly the declared ones."""
+    from server.results import ResultModel
+    from server.tools import TOOLS
+    from server.tools.base import CliSpec, ToolInput, ToolSpec
+
+    plain = ToolSpec(name="x", title="X", description="d", input_model=ToolInput, result_model=ResultModel,
+                     run=lambda ctx, args: ResultModel(), cli=CliSpec("x"))  # fmt: skip
+    assert plain.agent is None
+    rows = [line for line in render_agent_md().splitlines() if line.startswith("| `mcp__sdpa__")]
+    assert [r.split("`")[1].removeprefix("mcp__sdpa__") for r in rows] == [t.name for t in TOOLS if t.agent]
+    assert {"analyze_ranks", "render_report"}.isdisjoint(r.split("`")[1].removeprefix("mcp__sdpa__") for r in rows)
