@@ -82,6 +82,7 @@ CONDITIONS: dict[str, Callable[[Run], bool]] = {
     "paged": lambda run: run.category == "inferenceattention",  # serving-engine attention: paged KV cache
     "backward": lambda run: run.category == "sdpa_bwd",
     "comparative": lambda run: run.comparison_scope == "comparative",
+    "unfilled": lambda run: False,  # what to do with `<input>` left unfilled: agent.md only (a run's are filled)
 }
 # Every `## ` section of the prompt, in order, with the condition it is sent on (None: every run).
 SECTIONS: dict[str, str | None] = {

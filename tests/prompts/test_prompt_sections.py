@@ -22,6 +22,7 @@ BLOCK_LINES = {
     "paged_unknown": "| per-request KV-cache hit rate (paged) |",
     "backward": "- Backward (`sdpa_bwd`):",
     "comparative": "| any (comparative) | any |",
+    "unfilled": "If a value below still reads `<output_dir>`",
 }
 PAGED = {"paged_class", "paged_profile", "paged_actions", "paged_patterns", "paged_unknown"}
 

@@ -51,13 +51,13 @@ def _independent_tool_table() -> str:
 
 def test_render_matches_an_independent_substitution() -> None:
     # The same result by plain str.replace (fine here: the values hold no braces) after cutting, with regexes, what
-    # this run does not get: "Many ranks" (not a rank folder), "Remote data" (no prefix), the backward and
-    # comparative blocks; the paged blocks stay (inferenceattention), their markers go.
+    # this run does not get: "Many ranks" (not a rank folder), "Remote data" (no prefix), the backward, comparative
+    # and unfilled-input blocks; the paged blocks stay (inferenceattention), their markers go.
     values = {"output_dir": "out", "category": "inferenceattention", "comparison_scope": "standalone"}
     expected = load_prompt_text()
     expected = re.sub(r"\n## Many ranks\n.*?(?=\n## )", "", expected, flags=re.S)
     expected = re.sub(r"\n## Remote data \(`prefix`\)\n.*\Z", "", expected, flags=re.S)
-    expected = re.sub(r"<!-- when (backward|comparative) -->\n.*?<!-- end -->\n", "", expected, flags=re.S)
+    expected = re.sub(r"<!-- when (backward|comparative|unfilled) -->\n.*?<!-- end -->\n", "", expected, flags=re.S)
     expected = re.sub(r"<!-- (when paged|end) -->\n", "", expected)
     for name, value in values.items():
         expected = expected.replace("{" + name + "}", value)
