@@ -142,6 +142,8 @@ class ToolHandlers:
             return _error_result(f"unknown tool {params.name!r}: pass one of {', '.join(self.specs)}")
 
         def progress(done: float, total: float, message: str) -> None:
+            # through the request's session: it reaches stdio, HTTP and in-process clients alike (the context's own
+            # report_progress reached no in-process client in mcp 2.3.0)
             try:
                 anyio.from_thread.run(functools.partial(ctx.session.report_progress, done, total, message))
             except Exception:  # progress is best-effort; never fail the job for it
