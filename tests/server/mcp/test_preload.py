@@ -87,4 +87,6 @@ def test_the_preload_imports_what_the_flow_runs_on() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     for name in ("numpy", "pandas", "server.scoring.category", "server.findings.validate"):
         assert f"'{name}'" in done.stdout, name
+    for name in ("matplotlib", "dask"):  # ~40 MB resident each: only plot/report and analyze_ranks load them
+        assert f"'{name}'" not in done.stdout, name
     assert import_the_analysis.__doc__
