@@ -94,6 +94,30 @@ def profile_type(ctx_ratio: float) -> str:
 # ---- the seed's patterns ---------------------------------------------------------------------------------------
 KV_WRITE_SHARE_PCT = 10.0  # KV-cache writes above this share of the op (attention + write): tune the KV block size
 
+# ---- quantities in words (findings rule 13): prose writes every quantity as a reference --------------------------
+# The families: cardinals with a unit, a multiplier or a hedge after or before them ("forty percent", "three times",
+# "about ten ms"); fractions ("a third of", "half the", "three quarters"); multiplicatives ("twice", "double the",
+# "two-fold", "an order of magnitude"); and the word "percent" itself (a share typed in prose). Not quantities:
+# "half precision", "double buffering", "one kernel" (a cardinal with no unit, multiplier or hedge).
+_CARDINAL = (r"(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen"
+             r"|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand"
+             r"|million|billion|dozen)(?:[- ](?:one|two|three|four|five|six|seven|eight|nine|hundred|thousand))?")
+_HEDGE = r"(?:about|around|roughly|nearly|almost|approximately|some|over|under|close to|up to|more than|less than)"
+_QUANTITY_UNIT = (r"(?:percent|per cent|percentage points?|%|ms|milliseconds?|microseconds?|µs|us|seconds?|times|x|×"
+                  r"|TFLOPS|TB/s|GB/s|calls|kernels|launches)")
+NUMBER_WORDS = (
+    rf"\b{_CARDINAL}\s+{_QUANTITY_UNIT}(?![\w/])"
+    rf"|\b{_HEDGE}\s+(?:a\s+|an\s+)?{_CARDINAL}\b"
+    r"|\b(?:a|one|two|three)[- ](?:half|halves|third|thirds|quarter|quarters|fifth|fifths|tenth|tenths)\b"
+    r"|\bhalf\s+(?:of\s+)?(?:the|its|their|this|all)\b(?!\s+precision)"
+    r"|\b(?:twice|thrice|doubles?|doubled|doubling|triples?|tripled|quadruple[sd]?|halve[sd]?|halving)\b"
+    r"(?![- ]buffer)"
+    r"|\b(?:\w+|\d+)-fold\b|\borders?\s+of\s+magnitude\b"
+    r"|\b(?:percent|per cent|percentage points?)\b"
+)
+# A unit typed right after a reference (the reference writes its own unit)
+UNIT_AFTER_REFERENCE = r"ms|µs|us|%|percent|TFLOPS|TB/s|×|x\b"
+
 # ---- many ranks ------------------------------------------------------------------------------------------------
 STRAGGLER_RATIO = 1.1  # a rank over this × the median time of its category or shape is a straggler
 
@@ -126,6 +150,7 @@ __all__ = [
     "MID_FACTOR",
     "MIN_GROUP_MID",
     "MIN_HIGH",
+    "NUMBER_WORDS",
     "PREFILL_HEAVY_RATIO",
     "SCOPES",
     "SCOPE_HELP",
@@ -134,6 +159,7 @@ __all__ = [
     "STANDALONE",
     "STRAGGLER_RATIO",
     "TIERS",
+    "UNIT_AFTER_REFERENCE",
     "BytesModel",
     "Category",
     "Scope",

@@ -225,7 +225,7 @@ TIME_CONVERSIONS = {("ms", "us"): 1000, ("us", "ms"): 0.001}  # written = value 
 # try, the backward's 2.5× / 5 GEMMs, the anomaly line (100 %), the impact factors and the straggler ratio.
 CONTRACT_NUMBERS: tuple[tuple[str, str | None], ...] = (
     *((f"{n:g}", None) for n in (PREFILL_HEAVY_RATIO, DECODE_HEAVY_RATIO, MID_FACTOR, LOW_FACTOR, STRAGGLER_RATIO)),
-    *((n, None) for n in ("1024", "16", "32", "64", "2.5", "5")),  # the prompt's N = 1024, KV block sizes, 5 GEMMs
+    *((n, None) for n in ("1024", "16", "32", "64", "2.5", "5", "128")),  # N = 1024, KV block sizes, 5 GEMMs, head dim
     (f"{KV_WRITE_SHARE_PCT:g}", "%"),
     (f"{ANOMALY_PCT:g}", "%"),
 )

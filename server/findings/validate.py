@@ -9,9 +9,11 @@ JSON (ValueError), each with a one-line message.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from server.findings.bare import check_bare
 from server.findings.candidates import (
     check_candidate_set,
     check_detail_numbers,
@@ -43,7 +45,15 @@ from server.findings.owners import (
     resolve_owners,
 )
 from server.findings.prose import Run, check_run, read_runs
-from server.findings.spec import NO_DATA_SENTENCE, SLOT_OPEN
+from server.findings.references import (
+    RESOLVED_LINE,
+    RefTable,
+    Resolution,
+    reference_table,
+    resolve,
+    strip_reference_list,
+)
+from server.findings.spec import NO_DATA_SENTENCE, RUN_LINE_FOUND, SLOT_OPEN
 from server.findings.tables import check_table_rows, data_table
 from server.findings.wording import (
     check_citation,
@@ -114,7 +124,16 @@ def validate_findings_text(
         raise ValueError(f"comparison_scope={comparison_scope!r} is invalid: expected one of {', '.join(SCOPES)}")
     view = view_metrics(metrics) if metrics is not None else None
     out = Collector()
-    lines = text.splitlines()
+    written = text.splitlines()
+    refs: References | None = None
+    lines = blank_reference_list(written)
+    if view is not None and metrics is not None and view.status == "OK":
+        table = reference_table(metrics, view, quotable)
+        resolution = resolve(lines, table)
+        refs = References(table, resolution, RESOLVED_LINE in text)
+        lines = resolution.resolved
+        for problem in resolution.problems:
+            out.error(problem.rule, problem.line, problem.message, problem.fix, edit=(problem.old, problem.new))
     _check_slots(lines, out)
     scope = _resolve_scope(comparison_scope, view, lines, out)
     blocks = read_blocks(lines)
@@ -130,7 +149,7 @@ def validate_findings_text(
     else:
         doc = parse_document(lines, blocks, out)
         p_items = len(doc.p_items)
-        kind = _check_findings(doc, metrics, view, tier, scope, out, quotable)
+        kind = _check_findings(doc, metrics, view, tier, scope, out, quotable, refs)
     if out.dropped:
         out.warn("R-truncated", None, f"{out.dropped} more error(s) not listed.", "Fix the errors above and re-run.")
     return ValidationReport(
@@ -143,7 +162,45 @@ def validate_findings_text(
         tier=tier,
         kind=kind,
         metrics_checked=view is not None,
+        references=refs.resolution.count if refs is not None else 0,
+        resolved_text=resolved_file_text(written, refs) if refs is not None and refs.resolution.count else None,
     )
+
+
+@dataclass(frozen=True)
+class References:
+    """The file's references: their table, the file resolved and masked, and whether validate_findings wrote it."""
+
+    table: RefTable
+    resolution: Resolution
+    resolved: bool
+
+
+def blank_reference_list(lines: list[str]) -> list[str]:
+    """The template's reference list (an HTML comment) as blank lines: line numbers stay those of the file."""
+    kept = strip_reference_list(lines)
+    if len(kept) == len(lines):
+        return lines
+    out, k = [], 0
+    for line in lines:
+        if k < len(kept) and line == kept[k]:
+            out.append(line)
+            k += 1
+        else:
+            out.append("")
+    return out
+
+
+def resolved_file_text(written: list[str], refs: References) -> str:
+    """What validate_findings writes once the file passes: references written out, the reference list gone, and
+    RESOLVED_LINE after the title (the orchestrator reads plain markdown; a re-validation knows its numbers)."""
+    lines = strip_reference_list(resolve(written, refs.table).resolved)
+    if RESOLVED_LINE not in lines:
+        at = next((i + 1 for i, line in enumerate(lines) if line.startswith("# ")), 0)
+        while at < len(lines) and RUN_LINE_FOUND.match(lines[at]):
+            at += 1
+        lines.insert(at, RESOLVED_LINE)
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _check_slots(lines: list[str], out: Collector) -> None:
@@ -259,6 +316,7 @@ def _check_findings(
     scope: str,
     out: Collector,
     quotable: dict[str, Any] | None = None,
+    refs: References | None = None,
 ) -> FileKind:
     if view is not None and view.status == "ERROR":
         out.error(
@@ -320,7 +378,7 @@ def _check_findings(
     check_stray_detail_markers(doc, out)
     if grounding is not None and metrics is not None and view is not None:
         check_block_titles(doc, item_owners, block_owners, runs, findings, out)
-        _check_prose(doc, metrics, view, scope, runs, (item_owners, block_owners), grounding, out)
+        _check_prose(doc, metrics, view, scope, runs, (item_owners, block_owners), grounding, out, refs)
     out.errors = [error for error in out.errors if not hidden.hides(error.rule, error.line)]
     return "empty" if empty else "findings"
 
@@ -334,6 +392,7 @@ def _check_prose(
     owners: tuple[list[Owner], list[Owner]],
     grounding: Grounding,
     out: Collector,
+    refs: References | None = None,
 ) -> None:
     """Rules 13-18 on every run of prose, each against the rank whose content its region holds."""
     item_owners, block_owners = owners
@@ -361,7 +420,8 @@ def _check_prose(
     for run, rank in zip(runs, run_ranks, strict=True):
         if rank is not None and rank not in ranks:
             continue  # an invented P-item or block: R2 / R3 / R11 report it
-        check_run(run, rank, grounding, ranks, examples.get(rank, any_op) if rank is not None else any_op, out)
+        example = examples.get(rank, any_op) if rank is not None else any_op
+        check_run(run, rank, grounding, ranks, example, out, numbers=refs is None)
         allowed = facts[rank].names if rank is not None else everything_names
         check_language(run, allowed, out)
         if _GPU_HINT.search(run.text):
@@ -374,6 +434,16 @@ def _check_prose(
             compares[rank] = True
         if run.region == "candidate" and run.raw.lstrip().startswith("**Identification:**"):
             check_citation(run, grounding.citations.get(rank) if rank is not None else None, out)
+    if refs is not None:
+        masked = refs.resolution.masked
+        masked_doc = parse_document(masked, read_blocks(masked), Collector())
+        masked_runs = []
+        for run in read_runs(masked_doc):  # the same blocks as the resolved file's: the same owners
+            owners_of = item_owners if run.region == "p_item" else block_owners if run.region == "candidate" else None
+            rank = owners_of[run.index].prose_rank if owners_of is not None and run.index < len(owners_of) else None
+            if rank is None or rank in ranks:
+                masked_runs.append((run, rank))
+        check_bare(masked_runs, refs.table, refs.resolved, out)
     if scope == "comparative":
         for item, owner in zip(doc.p_items, item_owners, strict=True):
             rank = owner.prose_rank
