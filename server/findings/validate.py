@@ -21,6 +21,7 @@ from server.findings.candidates import (
     detail_marker,
     sub_section_lines,
 )
+from server.findings.claims import check_claims, check_form_factor, claims_for
 from server.findings.document import Collector, Document, parse_document
 from server.findings.grounding import Grounding, build_grounding, skeleton_for
 from server.findings.items import (
@@ -399,6 +400,9 @@ def _check_prose(
     ranks = set(grounding.ranks)
     gpu_text = gpu_words(metrics)
     facts = {f.rank: facts_for(f, view, gpu_text) for f in view.findings}
+    ours = metrics.get("sdpa_analyzer") if isinstance(metrics.get("sdpa_analyzer"), dict) else {}
+    category_facts = ours.get("facts") if isinstance(ours.get("facts"), dict) else {}
+    claims = {f.rank: claims_for(f, view, category_facts) for f in view.findings}
     examples = {f.rank: str(f.members[0].get("operation")) for f in view.findings if f.members}
     any_op = str(view.operations[0].get("name")) if view.operations else "aten::_scaled_dot_product_flash_attention"
     everything_names = " ".join([gpu_text, *(f.names for f in facts.values())]).lower()
@@ -430,6 +434,8 @@ def _check_prose(
             check_gpu(run, gpu_allowed[rank], gpu_name, out)
         if rank is not None:
             check_verdicts(run, facts[rank], grounding, out)
+            check_claims(run, claims[rank], out)
+        check_form_factor(run, gpu_name, out)
         if check_scope_words(run, scope, out) and rank is not None:
             compares[rank] = True
         if run.region == "candidate" and run.raw.lstrip().startswith("**Identification:**"):
