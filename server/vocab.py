@@ -115,6 +115,13 @@ NUMBER_WORDS = (
     r"|\b(?:\w+|\d+)-fold\b|\borders?\s+of\s+magnitude\b"
     r"|\b(?:percent|per cent|percentage points?)\b"
 )
+# The quantity a phrase asks for, right before a reference (`takes {{P1.op1.share}}` gives a share where a time
+# belongs): phrase -> the reference kinds (server.findings.quantities) that can follow it
+REFERENCE_CONTEXT: dict[str, tuple[str, ...]] = {
+    r"\b(?:takes?|took|spends?|spent|costs?|lasts?|saves?|saved|runs? for|adds?|wastes?)\s+(?:about\s+)?$":
+        ("ms", "us"),
+    r"\bat\s+$": ("pct", "tflops", "tbs"),
+}
 # A unit typed right after a reference (the reference writes its own unit)
 UNIT_AFTER_REFERENCE = r"ms|µs|us|%|percent|TFLOPS|TB/s|×|x\b"
 
@@ -126,10 +133,12 @@ _ROOF_C = r"(?:compute|math|tensor|matrix|FLOPs?|arithmetic|MMA)"
 _ROOF_M = r"(?:memory|bandwidth|HBM|DRAM|data[- ]movement|I/O|IO|load/store)"
 _LIMITED = r"(?:bound|limited|constrained|capped|starved|throttled)"
 BOUND_PHRASES: dict[str, tuple[str, ...]] = {
-    "compute": (rf"\b{_ROOF_C}[- ]{_LIMITED}\b", rf"\b{_LIMITED} by (?:the |its )?{_ROOF_C}(?: roof| peak| throughput"
+    "compute": (rf"\b{_ROOF_C}[- ]{_LIMITED}\b", rf"\b{_LIMITED} (?:by|for|on) (?:the |its )?(?:\w+ )?{_ROOF_C}\b",
+                rf"\b{_LIMITED} by (?:the |its )?{_ROOF_C}(?: roof| peak| throughput"
                 r"| units| ceiling)?\b", rf"\bat (?:the |its )?{_ROOF_C} roof\b",
                 rf"\bhits? (?:the )?{_ROOF_C} roof\b"),
-    "memory": (rf"\b{_ROOF_M}[- ]{_LIMITED}\b", rf"\b{_LIMITED} by (?:the |its )?(?:HBM |memory |DRAM )?{_ROOF_M}"
+    "memory": (rf"\b{_ROOF_M}[- ]{_LIMITED}\b", rf"\b{_LIMITED} (?:by|for|on) (?:the |its )?(?:\w+ )?{_ROOF_M}\b",
+               rf"\b{_LIMITED} by (?:the |its )?(?:HBM |memory |DRAM )?{_ROOF_M}"
                r"(?: roof| peak| bandwidth| ceiling)?\b", rf"\bat (?:the |its )?{_ROOF_M} roof\b",
                rf"\bhits? (?:the )?{_ROOF_M} roof\b"),
     "balanced": (r"\bbalanced\b", r"\bneither roof\b", r"\bnear the ridge(?: point)?\b"),
@@ -257,6 +266,7 @@ __all__ = [
     "MIN_HIGH",
     "NUMBER_WORDS",
     "PREFILL_HEAVY_RATIO",
+    "REFERENCE_CONTEXT",
     "SCOPES",
     "SCOPE_HELP",
     "SDPA_BWD",

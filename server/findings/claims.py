@@ -43,6 +43,7 @@ _UNOBSERVABLE = re.compile("|".join(UNOBSERVABLE), _I)
 _UNOBSERVABLE_OK = re.compile("|".join(UNOBSERVABLE_OK), _I)
 _FORM = re.compile(FORM_FACTORS, _I)
 _SENTENCE = re.compile(r"(?:[^.;!?]|[.;!?](?=\S))+(?:[.;!?]+|$)")  # a decimal point ends no sentence
+_LABEL = re.compile(r"\b(Insight|Action|Identification|Reasoning for Slowdown|Resolution)\**\s*:")
 _TRACE = re.compile(r"\b(?:trace[ -]?([12])|T([12]))\b", _I)
 _HEAVY = {"prefill_heavy", "decode_heavy", "mixed"}
 
@@ -103,8 +104,11 @@ def _negated(text: str, start: int) -> bool:
 def check_claims(run: Run, claims: Claims, out: Collector) -> None:
     """The claims of one run of P-item `claims.rank` (see the module docstring)."""
     who = f"P{claims.rank}"
+    labels = [(m.start(), m.group(1)) for m in _LABEL.finditer(run.text)]
     for sentence in _SENTENCE.finditer(run.text):
         text, base = sentence.group(), sentence.start()
+        label = next((name for at, name in reversed(labels) if at <= base + len(text) - 1), "")
+        advice = label in ("Action", "Resolution")  # where the prose advises
 
         def line(offset: int, base: int = base) -> int:
             return run.line_at(base + offset)
@@ -125,7 +129,7 @@ def check_claims(run: Run, claims: Claims, out: Collector) -> None:
                           f"`{match.group()}`, but {who}'s ops are within their expected band: not a bottleneck.",
                           f"Delete `{match.group()}`: an op within its band is as good as the best published kernels.",
                           edit=(match.group(), ""))  # fmt: skip
-        for kind, pattern, gate in _GATED:
+        for kind, pattern, gate in _GATED if advice else ():
             for match in pattern.finditer(text):
                 if _negated(text, match.start()) or _allowed(kind, claims):
                     continue

@@ -20,7 +20,7 @@ from typing import Any
 from server.findings.levers import lever_id_of
 from server.findings.metrics_view import MetricsView, finding_operation_indices, view_metrics
 from server.findings.quantities import UNITS, is_number, render
-from server.vocab import DECODE_HEAVY_RATIO, KV_WRITE_SHARE_PCT, PREFILL_HEAVY_RATIO
+from server.vocab import DECODE_HEAVY_RATIO, KV_WRITE_SHARE_PCT, PREFILL_HEAVY_RATIO, REFERENCE_CONTEXT
 
 REFERENCE = re.compile(r"\{\{\s*([A-Za-z][\w-]*(?:\.[\w-]+)+)\s*\}\}")
 ANY_BRACES = re.compile(r"\{\{(?!\s*FILL\s*:)([^{}\n]{0,80})\}\}")  # a reference or a misspelt one
@@ -321,13 +321,19 @@ def resolve(lines: list[str], table: RefTable) -> Resolution:
             masked.append(line)
             continue
 
-        def one(match: re.Match[str], index: int = index, rank: int | None = rank) -> str:
+        def one(match: re.Match[str], index: int = index, rank: int | None = rank, line: str = line) -> str:
             nonlocal count
             written = match.group(0)
             name_match = REFERENCE.fullmatch(written)
             name = name_match.group(1) if name_match else match.group(1).strip()
             ref = table.by_name.get(name)
             if ref is not None and (rank is None or ref.rank in (rank, None)):
+                wrong = _wrong_kind(line[: match.start()], ref)
+                if wrong is not None:
+                    problems.append(RefProblem(index, "R19-kind", f"`{written}` is {ref.label} ({ref.kind}), where "
+                                               f"the sentence asks for {wrong}.", f"Delete `{written}`, or write the "
+                                               f"reference of the {wrong} you mean.", written, ""))  # fmt: skip
+                    return written
                 count += 1
                 return ref.text
             problems.append(_problem(index, written, name, ref, rank, table))
@@ -338,22 +344,32 @@ def resolve(lines: list[str], table: RefTable) -> Resolution:
     return Resolution(resolved, masked, problems, count, regions)
 
 
+_CONTEXT = [(re.compile(phrase, re.IGNORECASE), kinds) for phrase, kinds in REFERENCE_CONTEXT.items()]
+_KIND_WORDS = {("ms", "us"): "a time", ("pct", "tflops", "tbs"): "an efficiency or a rate"}
+
+
+def _wrong_kind(before: str, ref: Ref) -> str | None:
+    """What the words before a reference ask for, when the reference is of another kind (None: it fits)."""
+    if ref.kind == "word":
+        return None
+    for pattern, kinds in _CONTEXT:
+        if pattern.search(before[-40:]) and ref.kind not in kinds:
+            return _KIND_WORDS[kinds]
+    return None
+
+
 def _problem(index: int, written: str, name: str, ref: Ref | None, rank: int | None, table: RefTable) -> RefProblem:
     better = _suggest(table, rank, name)
     who = f"P{rank}" if rank is not None else "the category"
+    # the edit deletes (a deletion never makes a file untrue); the message names the reference meant, if any
+    meant = f"; if you meant `{{{{{better}}}}}`, write that" if better is not None else ""
     if ref is not None:  # another P-item's value
         message = f"`{written}` is P{ref.rank}'s value ({ref.label}), not {who}'s."
-        if better is not None:
-            return RefProblem(index, "R19-other-item", message, f"Write `{{{{{better}}}}}` instead of `{written}`.",
-                              written, f"{{{{{better}}}}}")  # fmt: skip
-        return RefProblem(index, "R19-other-item", message, f"Delete `{written}`: write about {who}'s own values here.",
-                          written, "")  # fmt: skip
+        return RefProblem(index, "R19-other-item", message,
+                          f"Delete `{written}`: write about {who}'s own values here{meant}.", written, "")  # fmt: skip
     message = f"`{written}` is not a reference the tools wrote for {who}."
-    if better is not None:
-        return RefProblem(index, "R19-unknown", message, f"Write `{{{{{better}}}}}` instead of `{written}` (the "
-                          "template lists every reference with its value).", written, f"{{{{{better}}}}}")  # fmt: skip
-    return RefProblem(index, "R19-unknown", message, f"Delete `{written}` (the template lists {who}'s references).",
-                      written, "")  # fmt: skip
+    return RefProblem(index, "R19-unknown", message,
+                      f"Delete `{written}` (the template lists {who}'s references){meant}.", written, "")  # fmt: skip
 
 
 def reference_list(table: RefTable) -> list[str]:

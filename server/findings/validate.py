@@ -64,7 +64,6 @@ from server.findings.wording import (
     check_verdicts,
     comparison_fix,
     facts_for,
-    gpu_words,
 )
 from server.folder import layout
 from server.roots import UNRESTRICTED, DataRoots
@@ -398,14 +397,18 @@ def _check_prose(
     """Rules 13-18 on every run of prose, each against the rank whose content its region holds."""
     item_owners, block_owners = owners
     ranks = set(grounding.ranks)
-    gpu_text = gpu_words(metrics)
-    facts = {f.rank: facts_for(f, view, gpu_text) for f in view.findings}
+    gpu_block = metrics.get("sdpa_analyzer") if isinstance(metrics.get("sdpa_analyzer"), dict) else {}
+    gpu_named = gpu_block.get("gpu") if isinstance(gpu_block.get("gpu"), dict) else {}
+    # vendor words allowed: the GPU's own name and the finding's library and implementation, never the words of a
+    # source citation or a note (a peak's source names its vendor's tools)
+    own_gpu = " ".join(str(gpu_named.get(k) or "") for k in ("name", "key"))
+    facts = {f.rank: facts_for(f, view, own_gpu) for f in view.findings}
     ours = metrics.get("sdpa_analyzer") if isinstance(metrics.get("sdpa_analyzer"), dict) else {}
     category_facts = ours.get("facts") if isinstance(ours.get("facts"), dict) else {}
     claims = {f.rank: claims_for(f, view, category_facts) for f in view.findings}
     examples = {f.rank: str(f.members[0].get("operation")) for f in view.findings if f.members}
     any_op = str(view.operations[0].get("name")) if view.operations else "aten::_scaled_dot_product_flash_attention"
-    everything_names = " ".join([gpu_text, *(f.names for f in facts.values())]).lower()
+    everything_names = " ".join([own_gpu, *(f.names for f in facts.values())]).lower()
     gpu = metrics.get("sdpa_analyzer") if isinstance(metrics.get("sdpa_analyzer"), dict) else {}
     gpu_info = gpu.get("gpu") if isinstance(gpu.get("gpu"), dict) else {}
     gpu_name = str(gpu_info.get("name") or "")
