@@ -185,7 +185,7 @@ def _check_number(run: Run, number: Number, rank: int | None, who: str, groundin
     pools = _pools(rank, grounding)
     same_value = [s for pool in pools for s in pool.sources(number.value)]
     rounded = [s for pool in pools for s in pool.rounding_of(number) if compatible(number.unit, number.e2e, s.unit)]
-    if rounded and (number.unit is not None or not same_value):
+    if rounded and (number.unit is not None or not same_value) and str(rounded[0].value) != number.text:
         source = rounded[0]
         out.error(
             "R13-rounded",
@@ -194,11 +194,13 @@ def _check_number(run: Run, number: Number, rank: int | None, who: str, groundin
             f"Write `{source.value}` instead of `{number.text}`.",
         )
         return
+    right = ""
     if same_value:
         source = same_value[0]
         unit = _UNIT_TEXT.get(source.unit or "", "")
         right = f"{number.text} {unit}".strip()
         what = f"in {unit}" if unit else "without a unit"
+    if same_value and right != written and right != written.replace("\u00a0", " "):  # a fix never repeats the input
         out.error(
             "R13-unit",
             line,

@@ -70,6 +70,7 @@ from server.roots import UNRESTRICTED, DataRoots
 from server.vocab import SCOPES, TIERS
 
 _SLOT = re.compile(r"\{\{\s*FILL\s*:", re.I)
+OURS_BLOCK = "sdpa_analyzer"  # the metrics JSON's block rank_findings writes (server.scoring.ranking.OURS)
 _SPEC_PLACEHOLDER = re.compile(
     r"<(short title|title|Library|one sentence[^<>]*|one or two sentences[^<>]*|why [^<>]*)>"
 )
@@ -130,7 +131,9 @@ def validate_findings_text(
     if view is not None and metrics is not None and view.status == "OK":
         table = reference_table(metrics, view, quotable)
         resolution = resolve(lines, table)
-        refs = References(table, resolution, RESOLVED_LINE in text)
+        # strict (every quantity a reference) for a metrics JSON of ours; an orchestrator's (no block of ours) had no
+        # template to list references: its prose is checked against its own fields, as numbers
+        refs = References(table, resolution, RESOLVED_LINE in text, isinstance(metrics.get(OURS_BLOCK), dict))
         lines = resolution.resolved
         for problem in resolution.problems:
             out.error(problem.rule, problem.line, problem.message, problem.fix, edit=(problem.old, problem.new))
@@ -174,6 +177,7 @@ class References:
     table: RefTable
     resolution: Resolution
     resolved: bool
+    strict: bool = True
 
 
 def blank_reference_list(lines: list[str]) -> list[str]:
@@ -428,7 +432,7 @@ def _check_prose(
         if rank is not None and rank not in ranks:
             continue  # an invented P-item or block: R2 / R3 / R11 report it
         example = examples.get(rank, any_op) if rank is not None else any_op
-        check_run(run, rank, grounding, ranks, example, out, numbers=refs is None)
+        check_run(run, rank, grounding, ranks, example, out, numbers=refs is None or not refs.strict)
         allowed = facts[rank].names if rank is not None else everything_names
         check_language(run, allowed, out)
         if _GPU_HINT.search(run.text):
@@ -443,7 +447,7 @@ def _check_prose(
             compares[rank] = True
         if run.region == "candidate" and run.raw.lstrip().startswith("**Identification:**"):
             check_citation(run, grounding.citations.get(rank) if rank is not None else None, out)
-    if refs is not None:
+    if refs is not None and refs.strict:
         masked = refs.resolution.masked
         masked_doc = parse_document(masked, read_blocks(masked), Collector())
         masked_runs = []

@@ -476,7 +476,9 @@ def test_the_mistakes_are_caught_by_their_rule(cases: list[Case]) -> None:
                 continue
             found = {e.rule for e in _validate(text, case)}
             applied += 1
-            hit = rule in found
+            # a number typed against our metrics JSON is R13-bare; against an orchestrator's (no block of ours, no
+            # references listed to its writer) it is checked as a number: any R13 rule
+            hit = rule in found or (rule == "R13-bare" and any(r.startswith("R13-") for r in found))
             caught += hit
             table.setdefault(kind, []).append("✓" if hit else f"✗ {case.name}: {sorted(found) or 'PASS'}")
     print(f"\n{'kind of mistake':<48} {'rule':<20} caught")
