@@ -171,3 +171,27 @@ def test_the_template_refuses_another_tools_metrics(tmp_path: Path) -> None:
         {"category": "sdpa_fwd", "status": "OK", "operations": [], "category_findings": []}))
     with pytest.raises(ToolFailure, match="not written by sdpa-analyzer"):
         call("render_findings_template", DataRoots([tmp_path]), output_dir=str(folder), category="sdpa_fwd")
+
+
+def test_an_orchestrators_no_data_metrics_renders_the_one_line_file(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path, [FLASH_ROW])
+    (folder / "category_data" / "sdpa_fwd_metrics.json").write_text(json.dumps(
+        {"category": "sdpa_fwd", "status": "NO_DATA", "operations": [], "category_findings": []}))
+    tpl = call("render_findings_template", DataRoots([tmp_path]), output_dir=str(folder), category="sdpa_fwd")
+    assert Path(tpl.findings_file).read_text() == "# SDPA findings: sdpa_fwd\n\nNo SDPA operations found in trace\n"
+
+
+def test_the_lever_table_declares_every_lever_once_and_orders_them_by_ms_saved(tmp_path: Path) -> None:
+    from server.scoring.advice import LEVERS
+
+    ids = [lever.id for lever in LEVERS]
+    assert len(ids) == len(set(ids)) and all(lever.label and lever.gate and lever.compared_with for lever in LEVERS)
+    header = OPS_HEADER + ",copy_overhead_us_sum,kv_cache_write_us_sum"
+    folder = make_folder(tmp_path, [FLASH_ROW + ",1016.0,125.0"], header=header)
+    levers = _rank(tmp_path, folder)["category_findings"][0]["advice"]["levers"]
+    saved = [x["saved_ms"] for x in levers]
+    assert saved == sorted(saved, reverse=True) and len(levers) >= 3
+    copies = next(x for x in levers if x["id"] == "drop_copies")
+    assert copies["saved_ms"] == 1.016 and copies["upper_bound"] is True  # every copy gone: the most it can give
+    roof = next(x for x in levers if x["id"] == "reach_roofline")
+    assert roof["upper_bound"] is True
