@@ -328,7 +328,7 @@ def resolve(lines: list[str], table: RefTable) -> Resolution:
             name = name_match.group(1) if name_match else match.group(1).strip()
             ref = table.by_name.get(name)
             if ref is not None and (rank is None or ref.rank in (rank, None)):
-                wrong = _wrong_kind(line[: match.start()], ref)
+                wrong = _wrong_kind(line[: match.start()], line[match.end() :], ref)
                 if wrong is not None:
                     problems.append(RefProblem(index, "R19-kind", f"`{written}` is {ref.label} ({ref.kind}), where "
                                                f"the sentence asks for {wrong}.", f"Delete `{written}`, or write the "
@@ -348,9 +348,10 @@ _CONTEXT = [(re.compile(phrase, re.IGNORECASE), kinds) for phrase, kinds in REFE
 _KIND_WORDS = {("ms", "us"): "a time", ("pct", "tflops", "tbs"): "an efficiency or a rate"}
 
 
-def _wrong_kind(before: str, ref: Ref) -> str | None:
-    """What the words before a reference ask for, when the reference is of another kind (None: it fits)."""
-    if ref.kind == "word":
+def _wrong_kind(before: str, after: str, ref: Ref) -> str | None:
+    """What the words before a reference ask for, when the reference is of another kind (None: it fits; a share
+    followed by `of …` says what it is a share of: `takes 11.11 % of the op`)."""
+    if ref.kind == "word" or (ref.kind == "pct" and re.match(r"\s*of\b", after)):
         return None
     for pattern, kinds in _CONTEXT:
         if pattern.search(before[-40:]) and ref.kind not in kinds:

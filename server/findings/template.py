@@ -82,7 +82,11 @@ def render_findings_template(metrics: dict[str, Any], category: str, tier: str =
     parts = [f"# SDPA findings: {category}", *([RUN_LINE.format(run_id=run_id)] if run_id else []), "",
              _overview(view, category, scope), ""]  # fmt: skip
     parts += [*reference_list(reference_table(metrics, view)), ""]
-    parts += [*in_band_section(ours), *facts_section(ours), "## Recommendations", ""]
+    facts = facts_section(ours)
+    if facts:  # the category's facts get their own slot, findings or not (a KV-write share over the rule, copies)
+        facts += [slot("Category facts — one or two sentences on what these facts mean for the category, each "
+                       "number by reference (cat.…); say nothing they do not show"), ""]  # fmt: skip
+    parts += [*in_band_section(ours), *facts, "## Recommendations", ""]
     for finding in view.findings:
         parts.extend(_p_item(finding))
     parts.extend(["## Detailed Analysis", ""])

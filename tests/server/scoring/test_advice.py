@@ -5,6 +5,7 @@ their shares, attention kernels outside every op, backward vs forward, and a wro
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,22 @@ def test_the_lever_table_declares_every_lever_once_and_orders_them_by_ms_saved(t
     assert copies["saved_ms"] == 1.016 and copies["upper_bound"] is True  # every copy gone: the most it can give
     roof = next(x for x in levers if x["id"] == "reach_roofline")
     assert roof["upper_bound"] is True
+
+
+def test_the_category_facts_have_a_slot_written_by_reference(tmp_path: Path) -> None:
+    from server.findings import load_metrics, validate_findings_text
+    from tests.support import fill_findings
+
+    header = OPS_HEADER + ",copy_overhead_us_sum,kv_cache_write_us_sum"
+    folder = make_folder(tmp_path, [FLASH_ROW + ",1016.0,125.0"], header=header)
+    _rank(tmp_path, folder)
+    tpl = call("render_findings_template", DataRoots([tmp_path]), output_dir=str(folder), category="sdpa_fwd")
+    text = Path(tpl.findings_file).read_text()
+    assert "{{FILL: Category facts" in text
+    text = re.sub(r"\{\{FILL: Category facts[^}]*\}\}",
+                  "The KV-cache writes take {{cat.kv_write.share}} of the op, {{cat.kv_write.rule}}.", text)
+    metrics = load_metrics(folder / "category_data" / "sdpa_fwd_metrics.json")
+    report = validate_findings_text(fill_findings(text, metrics), metrics)
+    assert report.passed, [str(e) for e in report.errors]
+    # 125 µs of writes beside 1000 µs of attention: 100 × 0.125 / 1.125 = 11.11 % of the op, over the 10 % rule
+    assert "The KV-cache writes take 11.11 % of the op, above the KV-write rule." in (report.resolved_text or "")
