@@ -201,14 +201,23 @@ def _finding_refs(table: RefTable, finding: Any, ops: list[dict[str, Any]], scop
 
 
 QUOTABLE = "ranks"
+
+
+def _kind_of_key(key: str) -> str:
+    """The quantity kind of another tool result's number, from its field name (`median_ms`, `share_pct`)."""
+    k = key.lower()
+    if k.endswith("_ms") or k == "ms":
+        return "ms"
+    if k.endswith("_us") or k == "us":
+        return "us"
+    if "pct" in k or "percent" in k or "share" in k:
+        return "pct_e2e" if "e2e" in k else "pct"
+    return "number"
 MAX_QUOTABLE_REFS = 400
 
 
 def _quotable_refs(table: RefTable, quotable: dict[str, Any]) -> None:
     """Another tool result's numbers (a distributed job's ranks summary), as `ranks.<path>` references."""
-    from server.findings.grounding import unit_of
-
-    kinds = {"ms": "ms", "us": "us", "%": "pct", "%E2E": "pct_e2e", "TFLOPS": "tflops", "TB/s": "tbs", None: "number"}
     stack: list[tuple[str, str, Any]] = [(QUOTABLE, "", quotable)]
     while stack and len(table.by_name) < MAX_QUOTABLE_REFS * 4:
         path, key, value = stack.pop()
@@ -217,7 +226,7 @@ def _quotable_refs(table: RefTable, quotable: dict[str, Any]) -> None:
         elif isinstance(value, list):
             stack += [(f"{path}.{i + 1}", key, v) for i, v in reversed(list(enumerate(value[:64])))]
         elif is_number(value) and not isinstance(value, bool):
-            table.add(path, None, kinds.get(unit_of(key), "number"), value, f"{key} of the ranks summary")
+            table.add(path, None, _kind_of_key(key), value, f"{key} of the ranks summary")
 
 
 def reference_table(
