@@ -119,6 +119,11 @@ def _prose(
             "this prose was written before the category was last ranked: its numbers may be out of date "
             "(render_findings_template, fill it again, validate_findings)"
         )
+    if "{{" in text and "{{FILL" not in text:
+        notes.append(
+            "this prose has not passed validate_findings yet: its references ({{P1.…}}) are not written out "
+            "(run validate_findings on it)"
+        )
     return text, str(path), notes
 
 
