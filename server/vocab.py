@@ -114,6 +114,9 @@ NUMBER_WORDS = (
     r"(?![- ]buffer)"
     r"|\b(?:\w+|\d+)-fold\b|\borders?\s+of\s+magnitude\b"
     r"|\b(?:percent|per cent|percentage points?)\b"
+    rf"|\b(?:a couple|a few|a handful|dozens|hundreds|thousands|tens|scores)\s+of\s+{_QUANTITY_UNIT}(?![\w/])"
+    r"|\b(?:most|the bulk|the majority|nearly all|almost all|all but a sliver)\s+of\s+(?:the\s+|its\s+)?"
+    r"(?:E2E|step|time|GPU time|runtime|window|profiled window)\b"
 )
 # The quantity a phrase asks for, right before a reference (`takes {{P1.op1.share}}` gives a share where a time
 # belongs): phrase -> the reference kinds (server.findings.quantities) that can follow it
@@ -129,15 +132,17 @@ UNIT_AFTER_REFERENCE = r"ms|µs|us|%|percent|TFLOPS|TB/s|×|x\b"
 # Each maps the value the tools computed to the phrasings that state it (regular expressions, matched case-blind on
 # whole words). A phrase preceded by a negation states nothing. Written from the mechanism: what is limited (compute
 # or bandwidth), by what word (bound, limited, constrained, starved, dominated), and the roof's names.
-_ROOF_C = r"(?:compute|math|tensor|matrix|FLOPs?|arithmetic|MMA)"
+_ROOF_C = r"(?:compute|math|tensor(?:[- ]cores?)?|matrix(?:[- ]cores?)?|FLOPs?|arithmetic|MMA)"
 _ROOF_M = r"(?:memory|bandwidth|HBM|DRAM|data[- ]movement|I/O|IO|load/store)"
-_LIMITED = r"(?:bound|limited|constrained|capped|starved|throttled)"
+_LIMITED = r"(?:bound|limited|constrained|capped|starved|throttled|bottlenecked)"
 BOUND_PHRASES: dict[str, tuple[str, ...]] = {
-    "compute": (rf"\b{_ROOF_C}[- ]{_LIMITED}\b", rf"\b{_LIMITED} (?:by|for|on) (?:the |its )?(?:\w+ )?{_ROOF_C}\b",
+    "compute": (rf"\b{_ROOF_C}(?:[- ]\w+)?[- ]{_LIMITED}\b", rf"\bsaturat\w* (?:the |its )?{_ROOF_C}\b",
+                rf"\b{_LIMITED} (?:by|for|on) (?:the |its )?(?:\w+ )?{_ROOF_C}\b",
                 rf"\b{_LIMITED} by (?:the |its )?{_ROOF_C}(?: roof| peak| throughput"
                 r"| units| ceiling)?\b", rf"\bat (?:the |its )?{_ROOF_C} roof\b",
                 rf"\bhits? (?:the )?{_ROOF_C} roof\b"),
-    "memory": (rf"\b{_ROOF_M}[- ]{_LIMITED}\b", rf"\b{_LIMITED} (?:by|for|on) (?:the |its )?(?:\w+ )?{_ROOF_M}\b",
+    "memory": (rf"\b{_ROOF_M}(?:[- ]\w+)?[- ]{_LIMITED}\b", rf"\bsaturat\w* (?:the |its )?{_ROOF_M}\b",
+                rf"\b{_LIMITED} (?:by|for|on) (?:the |its )?(?:\w+ )?{_ROOF_M}\b",
                rf"\b{_LIMITED} by (?:the |its )?(?:HBM |memory |DRAM )?{_ROOF_M}"
                r"(?: roof| peak| bandwidth| ceiling)?\b", rf"\bat (?:the |its )?{_ROOF_M} roof\b",
                rf"\bhits? (?:the )?{_ROOF_M} roof\b"),
@@ -177,6 +182,14 @@ GATED_ADVICE: dict[str, tuple[tuple[str, ...], str]] = {
 # what a trace cannot show (the seed's CANNOT-infer rows and their kin): a claim of one is an error, a sentence that
 # says it is not visible, or asks to measure it, is not
 UNOBSERVABLE = (
+    r"\b(?:L1|L2|L3|LLC|caches?|SMEM|LDS|shared memory)\b[^.;]{0,30}\b(?:hits?|miss(?:es)?|thrash\w*|reuse|locality"
+    r"|pollut\w*|evict\w*)\b",
+    r"\b(?:thrash\w*|evict\w*|pollut\w*)\b[^.;]{0,20}\b(?:L1|L2|L3|LLC|caches?)\b",
+    r"\bspill\w*\b[^.;]{0,20}\bregisters?\b|\bregisters?\b[^.;]{0,20}\bspill\w*",
+    r"\b(?:warps?|blocks?|CTAs?|wavefronts?)\b[^.;]{0,20}\b(?:resident|in flight|per SM|per CU)\b",
+    r"\b(?:SMs?|CUs?|tensor (?:pipes?|cores?|units)|matrix (?:pipes?|cores?|units)|ALUs?)\b[^.;]{0,25}"
+    r"\b(?:idle|underused|underutili[sz]ed|stall\w*|starved)\b",
+    r"\b(?:not|un|non-|poorly )\s*coalesc\w*",
     r"\b(?:L1|L2|LLC|last[- ]level|shared[- ]memory|SMEM|LDS|texture|constant|KV|prefix|instruction)?[- ]?cache "
     r"(?:hit|miss)(?:es| rates?| ratios?)?\b",
     r"\bcache (?:thrashing|pollution|locality|reuse|efficiency)\b",
@@ -212,6 +225,14 @@ VENDOR_FAMILIES: dict[str, dict[str, str]] = {
                                   r"NCCL|RCCL": "the collective library", r"aiter|AITER": "the attention library",
                                   r"xformers|xFormers|FlashInfer|Transformer Engine|TransformerEngine":
                                       "an attention library", r"TensorRT(?:-LLM)?": "an inference engine"},
+    "vendor-prefixed libraries and tools": {r"cu[A-Z][A-Za-z]+|nv(?:cc|prof|rtc|-?smi|link|switch|tx)|nvidia-smi"
+                                            r"|NVLink|NVSwitch": "a GPU library or tool",
+                                            r"roc[A-Z][A-Za-z]+|rocm-smi|roc-?smi|hip(?:cc|ify|BLAS\w*|FFT|SPARSE|RAND"
+                                            r"|CUB|SOLVER)|xGMI|Infinity Fabric": "a GPU library or tool"},
+    "vendor hardware terms": {r"Tensor Cores?|Matrix Cores?|Tensor Memory Accelerator|TMA|WGMMA|wgmma|MFMA|mfma"
+                              r"|PTX|SASS|AMDGCN": "the matrix units"},
+    "serving engines and frameworks": {r"vLLM|SGLang|TGI|DeepSpeed|Megatron(?:-LM)?|Apex|TensorFlow|JAX":
+                                       "the framework"},
     "kernel compilers": {r"Triton": "a kernel compiler", r"TVM|XLA|Inductor": "a compiler"},
     "profiling tools": {r"Nsight(?: Compute| Systems)?|ncu|nsys|CUPTI|Kineto": "a kernel profiler",
                         r"rocprof(?:v2|v3|iler)?|Omniperf|Omnitrace|roctracer|rocprofiler-compute":
@@ -219,7 +240,13 @@ VENDOR_FAMILIES: dict[str, dict[str, str]] = {
     "GPU generations": {r"Hopper|Ampere|Volta|Turing|Pascal|Ada(?: Lovelace)?|Lovelace|Blackwell|Rubin|Grace":
                             "the GPU", r"CDNA ?\d?|RDNA ?\d?|gfx\d{3,4}[a-z]?|sm_?\d{2,3}a?": "the GPU"},
 }
-CASE_SENSITIVE_VENDOR = frozenset({r"HIP", r"CUTLASS|CuTe(?:DSL)?|CK|Composable Kernels?|rocWMMA|ThunderKittens",
+CASE_SENSITIVE_VENDOR = frozenset({r"cu[A-Z][A-Za-z]+|nv(?:cc|prof|rtc|-?smi|link|switch|tx)|nvidia-smi"
+                                   r"|NVLink|NVSwitch", r"roc[A-Z][A-Za-z]+|rocm-smi|roc-?smi|hip(?:cc|ify|BLAS\w*|FFT"
+                                   r"|SPARSE|RAND|CUB|SOLVER)|xGMI|Infinity Fabric",
+                                   r"Tensor Cores?|Matrix Cores?|Tensor Memory Accelerator|TMA|WGMMA|wgmma|MFMA|mfma"
+                                   r"|PTX|SASS|AMDGCN",
+                                   r"vLLM|SGLang|TGI|DeepSpeed|Megatron(?:-LM)?|Apex|TensorFlow|JAX",
+                                   r"HIP", r"CUTLASS|CuTe(?:DSL)?|CK|Composable Kernels?|rocWMMA|ThunderKittens",
                                    r"AMD", r"Intel", r"TVM|XLA|Inductor", r"Ada(?: Lovelace)?|Lovelace",
                                    r"oneAPI|SYCL|OpenCL|Metal|Vulkan", r"Hopper|Ampere|Volta|Turing|Pascal|Ada(?: "
                                    r"Lovelace)?|Lovelace|Blackwell|Rubin|Grace"})

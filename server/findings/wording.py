@@ -67,8 +67,10 @@ def _gpu_tokens() -> frozenset[str]:
 
 
 _GPU_NAMES = _gpu_tokens()
-_GPU_IN_PROSE = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, _GPU_NAMES), key=len, reverse=True)) + r")\b",
-                           re.IGNORECASE)  # fmt: skip
+# the known parts' model tokens, and any token of a GPU model's shape (a part not in perf_models' tables yet)
+_GPU_SHAPE = r"[ABHV]\d{3}[A-Z]?|L\d{2}S?|MI\d{3}[A-Z]?|RTX ?\d{4}\w?|G[BH]\d{3}"
+_GPU_IN_PROSE = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, _GPU_NAMES), key=len, reverse=True)) + "|"
+                           + _GPU_SHAPE + r")\b", re.IGNORECASE)  # fmt: skip
 
 
 @dataclass
