@@ -238,7 +238,7 @@ VENDOR_FAMILIES: dict[str, dict[str, str]] = {
                         r"rocprof(?:v2|v3|iler)?|Omniperf|Omnitrace|roctracer|rocprofiler-compute":
                             "a kernel profiler"},
     "GPU generations": {r"Hopper|Ampere|Volta|Turing|Pascal|Ada(?: Lovelace)?|Lovelace|Blackwell|Rubin|Grace":
-                            "the GPU", r"CDNA ?\d?|RDNA ?\d?|gfx\d{3,4}[a-z]?|sm_?\d{2,3}a?": "the GPU"},
+                            "the GPU", r"CDNA ?\d?|RDNA ?\d?|gfx\d{2,4}[a-z]?|sm_?\d{2,3}a?": "the GPU"},
 }
 CASE_SENSITIVE_VENDOR = frozenset({r"cu[A-Z][A-Za-z]+|nv(?:cc|prof|rtc|-?smi|link|switch|tx)|nvidia-smi"
                                    r"|NVLink|NVSwitch", r"roc[A-Z][A-Za-z]+|rocm-smi|roc-?smi|hip(?:cc|ify|BLAS\w*|FFT"
