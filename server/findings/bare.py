@@ -40,7 +40,8 @@ def check_bare(runs: list[tuple[Run, int | None]], table: RefTable, resolved: bo
         for number in run.numbers:
             if (number.text, number.unit) in _CONSTANTS and not number.e2e:
                 continue
-            if number.unit is None and "." not in number.text and _NAMED_BY.search(run.text, 0, number.start):
+            before = run.text[max(0, number.start - 16) : number.start]  # a window: linear however many numbers
+            if number.unit is None and "." not in number.text and _NAMED_BY.search(before):
                 continue
             if resolved and table.matching(rank, number.text, number.unit, number.e2e):
                 continue

@@ -337,7 +337,8 @@ def resolve(lines: list[str], table: RefTable) -> Resolution:
             name = name_match.group(1) if name_match else match.group(1).strip()
             ref = table.by_name.get(name)
             if ref is not None and (rank is None or ref.rank in (rank, None)):
-                wrong = _wrong_kind(line[: match.start()], line[match.end() :], ref)
+                start, end = match.span()  # a window each side: linear in the line, however many references
+                wrong = _wrong_kind(line[max(0, start - 40) : start], line[end : end + 8], ref)
                 if wrong is not None:
                     problems.append(RefProblem(index, "R19-kind", f"`{written}` is {ref.label} ({ref.kind}), where "
                                                f"the sentence asks for {wrong}.", f"Delete `{written}`, or write the "
@@ -363,7 +364,7 @@ def _wrong_kind(before: str, after: str, ref: Ref) -> str | None:
     if ref.kind == "word" or (ref.kind == "pct" and re.match(r"\s*of\b", after)):
         return None
     for pattern, kinds in _CONTEXT:
-        if pattern.search(before[-40:]) and ref.kind not in kinds:
+        if pattern.search(before) and ref.kind not in kinds:
             return _KIND_WORDS[kinds]
     return None
 
