@@ -21,14 +21,17 @@ __all__ = [
     "KernelClass",
     "KernelInfo",
     "KernelRole",
+    "KernelStage",
     "classify_kernel",
     "classify_kernels",
     "helper_kind",
     "is_auxiliary_kernel",
     "is_decode_kernel",
     "is_inductor_fused",
+    "kernel_direction",
     "kernel_group_role",
     "kernel_kv_cache_dtype",
+    "kernel_stage",
     "kernel_vendor",
     "kernel_window_hint",
     "tile_sizes",
@@ -61,6 +64,7 @@ class HelperKind(StrEnum):
 HELPERS_BEFORE_MAIN = frozenset({HelperKind.QUANT, HelperKind.PREPARE, HelperKind.KV_WRITE})
 
 LIB_FA_PYTORCH = "FlashAttention (PyTorch)"
+LIB_FA1 = "FlashAttention-1"
 LIB_FA2 = "FlashAttention-2"
 LIB_FA3 = "FlashAttention-3"
 LIB_FA4 = "FlashAttention-4 (CuTe DSL)"
@@ -130,7 +134,7 @@ _RULES: tuple[_Rule, ...] = (
     # ... and before it: the backward's dO·O preprocess and accumulator clears, page-index and varlen metadata
     _r(
         r"dot_do_o|bwd_preprocess|BwdPreprocess|clear_dkvaccum|prepare_varlen|compute_dot_do_o|_copy_page_indices|"
-        r"kv_indices",
+        r"kv_indices|transformer_engine::fused_attn::\w+",
         X,
         None,
         helper=HelperKind.PREPARE,
@@ -144,17 +148,40 @@ _RULES: tuple[_Rule, ...] = (
     # FlashMLA (DeepSeek's MLA decode: one latent KV head of 576, V its first 512 columns): before FA2's
     # `flash_fwd…kernel` rule, which its `flash_fwd_splitkv_mla_kernel` would match
     _r(r"flash_fwd_splitkv_mla\w*kernel|flash_fwd_\w*mla\w*kernel|\bflashmla\w*kernel", A, PAGED, LIB_FLASHMLA),
-    _r(r"^_?sage_fwd|^_?sage_attn|qk_int8_sv_f(?:8|16)|qk_int\w*_attn", A, FLASH, LIB_SAGE),
+    # SageAttention's kernels: the Triton/CUDA v1-v2 names; v3 (Blackwell, FP4) reuses FA3's warp-specialized
+    # `flash::compute_attn_ws` in namespace flash but passes the whole Flash_fwd_params first (thu-ml/SageAttention
+    # sageattention3_blackwell/sageattn3/blackwell/kernel_ws.h; FA3's takes the mainloop params first) and FP4
+    # operands (float_e2m1); v4 names its namespace flash::generated::SAGEATTN4_…: before the FA3 rule
+    _r(
+        r"^_?sage_fwd|^_?sage_attn|qk_int8_sv_f(?:8|16)|qk_int\w*_attn|[Ss]age[Aa]ttn\w*::|SAGEATTN|"
+        r"compute_attn_ws\b.*\(\s*(?:flash::)?Flash_fwd_params\b|compute_attn_ws\b.*float_e2m1",
+        A,
+        FLASH,
+        LIB_SAGE,
+    ),
     # aiter / CK paged batch prefill (SGLang prefill): before FlashInfer's `Batch(Prefill|Decode)With…` rule
     _r(r"FmhaBatchPrefill", A, PAGED, LIB_CK),
     # aiter's ROCm paged attention (SGLang decode): the template of aiter's instantiation starts with an integer and
     # ends with ck_tile::ComposedAttention; vLLM's own copy (below) starts with the scalar type
     _r(r"paged_attention_ll4mi\w*<\s*\d|paged_attention_ll4mi\w*<.*ck_tile::ComposedAttention", A, PAGED, LIB_CK),
-    # FlashAttention-3 (hopper): cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<…
-    _r(r"FlashAttn(?:Fwd|Bwd)Sm\d+|flash::enable_sm\d+", A, FLASH, LIB_FA3),
+    # FlashAttention-3 (hopper/), by its structure rather than one release's spelling: a CUTLASS-3 kernel object
+    # (`cutlass::device_kernel<flash::FlashAttn{Fwd,Bwd}[Sm90]<…>>`, the Sm90 suffix only from 2025 on), or the
+    # warp-specialized entry point of the first releases (`flash::compute_attn_ws<Flash_fwd_kernel_traits<…>>`,
+    # 2024: it carries FA2's traits name, so this rule comes before FA2's), or its CollectiveMainloop{Fwd,Bwd}
+    _r(
+        r"\bflash::(?:FlashAttn(?:Fwd|Bwd)\w*|compute_attn\w*_ws\b)|FlashAttn(?:Fwd|Bwd)Sm\d+|flash::enable_sm\d+|"
+        r"\bflash::CollectiveMainloop(?:Fwd|Bwd)",
+        A,
+        FLASH,
+        LIB_FA3,
+    ),
     _r(r"FlashAttention(?:Forward|Backward)Sm\d+|flash_attn\w*cute", A, FLASH, LIB_FA4),
     # PyTorch's vendored FA2: void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<…
     _r(r"pytorch_flash::", A, FLASH, LIB_FA_PYTORCH),
+    # FlashAttention-1 (flash-attn 0.x / 1.x, csrc/flash_attn/src/fmha_*): fmha_fwd_loop_kernel<FMHA_kernel_traits<…>>,
+    # fmha_bwd_dq_dk_dv_loop_kernel<…>: before the CK `fmha_(fwd|bwd)` rule, which their names would match
+    _r(r"FMHA_kernel_traits|\bfmha_(?:fwd|bwd|dgrad|fprop)\w*loop\w*kernel", A, FLASH,
+       LIB_FA1),
     # Dao-AILab FA2: flash_fwd_kernel<Flash_fwd_kernel_traits<…>>, flash_bwd_dq_dk_dv_loop_seqk_parallel_…
     _r(
         r"\bflash_(?:fwd|bwd)\w*kernel|Flash_(?:fwd|bwd)_kernel_traits|\bflash_(?:fwd|bwd)_hdim\d+",
@@ -325,6 +352,65 @@ def helper_kind(name: str) -> HelperKind | None:
     (the main attention kernels, fills and copies, GEMMs, Inductor's fused kernels)."""
     rule = _rule_of(name)
     return rule.helper if rule is not None else None
+
+
+class KernelStage(StrEnum):
+    """Which part of an attention call a kernel is, from the stable parts of its name (whatever the release): the
+    forward or backward main kernel, a split-KV forward, its combine, the backward's preprocess (dO·O, accumulator
+    clears) or postprocess (dQ conversion), metadata preparation, the input quantization, the KV-cache write, or a
+    paged decode kernel."""
+
+    FORWARD = "forward"
+    BACKWARD = "backward"
+    SPLIT_KV = "split_kv"
+    DECODE = "decode"
+    COMBINE = "combine"
+    PREPROCESS = "preprocess"
+    POSTPROCESS = "postprocess"
+    PREPARE = "prepare"
+    QUANT = "quant"
+    KV_WRITE = "kv_write"
+
+
+# A backward kernel says so in its name or template arguments, whatever the library: bwd / Bwd / backward / bprop
+# (cuDNN), the gradients it computes (dq_dk_dv, dk_dv, dkdv), xFormers' `cutlassB` (F is the forward)
+_BACKWARD = re.compile(r"(?i:bwd|backward|bprop|dgrad)|d[qQ]_?d[kK]_?d[vV]|d[kK]_?d[vV]|cutlassB")
+_SPLIT_KV = re.compile(r"(?i:split_?kv)|SplitKV|Split(?:Kv|KV)")
+_POSTPROCESS = re.compile(r"(?i:convert_?dq|postprocess|dq_?accum)")
+_PREPROCESS = re.compile(r"(?i:dot_?do_?o|preprocess|clear_dkvaccum)")
+
+
+def kernel_stage(name: str) -> KernelStage | None:
+    """The stage of an attention call one kernel runs (KernelStage), None for a kernel that is no part of attention
+    (GEMMs, fills, softmax, Inductor's fused kernels)."""
+    rule = _rule_of(name)
+    if rule is None:
+        return None
+    if rule.role is KernelRole.KV_CACHE_WRITE:
+        return KernelStage.KV_WRITE
+    if rule.role is KernelRole.ATTENTION:
+        if _BACKWARD.search(name):
+            return KernelStage.BACKWARD
+        if _DECODE.search(name):
+            return KernelStage.DECODE
+        return KernelStage.SPLIT_KV if _SPLIT_KV.search(name) else KernelStage.FORWARD
+    if rule.helper is HelperKind.QUANT:
+        return KernelStage.QUANT
+    if rule.helper is HelperKind.REDUCE:
+        return KernelStage.POSTPROCESS if _POSTPROCESS.search(name) else KernelStage.COMBINE
+    if rule.helper is HelperKind.PREPARE:
+        return KernelStage.PREPROCESS if _PREPROCESS.search(name) else KernelStage.PREPARE
+    return None
+
+
+def kernel_direction(name: str) -> str | None:
+    """'bwd' for the kernels of an attention backward (main kernel, dO·O preprocess, dQ postprocess), 'fwd' for
+    those of a forward (split-KV and decode kernels, combines, quantization, KV writes), None for a kernel that is
+    no part of attention."""
+    stage = kernel_stage(name)
+    if stage is None:
+        return None
+    return "bwd" if stage in (KernelStage.BACKWARD, KernelStage.PREPROCESS, KernelStage.POSTPROCESS) else "fwd"
 
 
 _DECODE = re.compile(r"paged_attention|[Dd]ecode|ll4mi|pa_ragged|pa_fwd|xqa_kernel|\bmmha|masked_multihead")
