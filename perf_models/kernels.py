@@ -31,6 +31,7 @@ __all__ = [
     "kernel_direction",
     "kernel_group_role",
     "kernel_kv_cache_dtype",
+    "kernel_shape_hints",
     "kernel_stage",
     "kernel_vendor",
     "kernel_window_hint",
@@ -501,6 +502,45 @@ def tile_sizes(name: str) -> tuple[int | None, int | None, int | None]:
             int(head.group(1)) if head else None,
         )
     return None, None, None
+
+
+# --- what a kernel name says of its call's shape ----------------------------------------------------------
+# element types as the templates spell them (CUTLASS, CUDA, CK, cuDNN/TRT name fragments), checked in this order
+_DTYPES = (
+    ("fp8_e4m3", re.compile(r"float_e4m3|__nv_fp8_e4m3|[Ee]4[Mm]3|fp8e4m3|_fp8_")),
+    ("fp8_e5m2", re.compile(r"float_e5m2|__nv_fp8_e5m2|[Ee]5[Mm]2")),
+    ("bf16", re.compile(r"bfloat16|__nv_bfloat16|\bbf16|_bf16|Bfloat16|BFloat16")),
+    ("fp16", re.compile(r"half_t|__half\b|\bhalf\b|_f16_|_fp16|fp16_|Fp16|\bf16")),
+)
+_FA_TRAITS_DV = re.compile(r"Flash_fwd_kernel_traits<\s*(\d+)\s*,(?:[^<>,]*,){7}\s*(\d+)\s*>")  # FA3 2024: kHeadDimV
+_CAUSAL = re.compile(r"(?<![Nn]on)(?<![Nn]o_)(?<![Nn]o)[Cc]ausal")
+
+
+def kernel_shape_hints(name: str) -> dict[str, object]:
+    """What an attention kernel's own name says of its call: head_dim (and head_dim_v where it differs), dtype,
+    block_q / block_kv tiles, causal (only where the name states a causal mask). Batch, heads and sequence lengths
+    are never in a name: a call made from its kernels alone leaves them unknown."""
+    out: dict[str, object] = {}
+    if classify_kernel(name)[0] is not KernelRole.ATTENTION:
+        return out
+    block_q, block_kv, head = tile_sizes(name)
+    if head is not None:
+        out["head_dim"] = head
+    if (m := _FA_TRAITS_DV.search(name)) and int(m.group(2)) != int(m.group(1)):
+        out["head_dim_v"] = int(m.group(2))
+    elif (m := _CK_NAME_D.search(name)) and m.group(2):
+        out["head_dim_v"] = int(m.group(2))
+    for dtype, pattern in _DTYPES:
+        if pattern.search(name):
+            out["dtype"] = dtype
+            break
+    if block_q is not None:
+        out["block_q"] = block_q
+    if block_kv is not None:
+        out["block_kv"] = block_kv
+    if _CAUSAL.search(name):
+        out["causal"] = True
+    return out
 
 
 # --- the op-level verdict ------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from server.ingest.compare import add_comparison
 from server.ingest.context import TraceContext
 from server.ingest.copies import add_copy_overhead
 from server.ingest.errors import TraceError
+from server.ingest.kernel_calls import attention_kernel_mask, find_kernel_calls
 from server.ingest.layers import apply_model_hints, check_shapes
 from server.ingest.load import load_trace
 from server.ingest.model_config import ModelHints, load_model_config
@@ -201,6 +202,7 @@ def find_calls(ctx: TraceContext, capture: CaptureSet | None = None, hints: Mode
     if capture is not None:
         ctx.warnings.extend(capture.apply(ctx, replays))
     calls = fused + unfused + unfused_bwd + graph
+    calls += find_kernel_calls(ctx, calls)  # attention kernels under ops no list knows: calls from their kernels
     split_kv_kernels(ctx, calls)
     add_copy_overhead(ctx, fused + unfused)
     add_workload(ctx, calls)
@@ -302,7 +304,7 @@ def _unlinked(ctx: TraceContext, calls: list[Call], warnings: list[str]) -> Unli
 
     c = ctx.baseline.counts
     gpu, links = ctx.ev.gpu, ctx.links
-    no_launch = np.flatnonzero((links.launch < 0) & (links.ext_op < 0) & _attention_kernels(ctx))
+    no_launch = np.flatnonzero((links.launch < 0) & (links.ext_op < 0) & attention_kernel_mask(ctx))
     att = no_launch.tolist()
     att_time = float(np.maximum(gpu["dur"][att], 0.0).sum()) if att else 0.0
     outside = _outside_rows(ctx, calls)
@@ -338,26 +340,13 @@ def _unlinked(ctx: TraceContext, calls: list[Call], warnings: list[str]) -> Unli
 OUTSIDE_NAMES_LISTED = 5
 
 
-def _attention_kernels(ctx: TraceContext) -> Any:
-    """A mask over the trace's GPU events: the kernels whose own name is an attention kernel's."""
-    import numpy as np
-
-    from perf_models.kernels import KernelRole, classify_kernel
-
-    gpu = ctx.ev.gpu
-    roles = np.zeros(len(ctx.ev.names), dtype=bool)
-    for code in (np.unique(gpu["name"]).tolist() if len(gpu) else []):  # once per distinct GPU event name
-        roles[code] = classify_kernel(ctx.ev.names[code])[0] is KernelRole.ATTENTION
-    return (gpu["kind"] == 0) & roles[gpu["name"]] if len(gpu) else np.zeros(0, dtype=bool)
-
-
 def _outside_rows(ctx: TraceContext, calls: list[Call]) -> Any:
     import numpy as np
 
     in_rows = np.zeros(len(ctx.ev.gpu), dtype=bool)
     for call in calls:
         in_rows[call.kernels] = True
-    return np.flatnonzero(_attention_kernels(ctx) & ~in_rows)
+    return np.flatnonzero(attention_kernel_mask(ctx) & ~in_rows)
 
 
 def outside_rows_summary(ctx: TraceContext, calls: list[Call]) -> dict[str, Any]:
@@ -445,7 +434,9 @@ def _row_warnings(rows: dict[str, list[Row]], limit: int = 20) -> list[str]:
             for c in r.calls:
                 out.extend(w for w in c.warnings if w not in out)
             if r.parsed is not None and r.parsed.config is None:
-                out.append(f"{cat}: {r.first.name} has no perf model ({r.parsed.reason})")
+                advice = r.values.get("shape_advice")
+                said = f"; {advice}" if isinstance(advice, str) else ""
+                out.append(f"{cat}: {r.first.name} has no perf model ({r.parsed.reason}){said}")
     if len(out) > limit:
         out = [*out[:limit], f"... and {len(out) - limit} more (see the warnings column of the ops CSVs)"]
     return out
