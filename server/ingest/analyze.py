@@ -119,7 +119,10 @@ def analyze_trace(
             "steps": baseline.steps,
             "start_us": baseline.window_start_us,
             "end_us": baseline.window_end_us,
+            # the time base side by side: E2E (the window), GPU busy time within it, and the idle rest
+            "e2e_time_ms": baseline.total_time_ms,
             "busy_time_ms": baseline.busy_time_ms,
+            "idle_time_ms": max(baseline.total_time_ms - baseline.busy_time_ms, 0.0),
             **baseline.counts,
         },
         "trace_loading_policy": "DO_NOT_LOAD_TRACE_use_precomputed_tree_data",
@@ -143,7 +146,7 @@ def analyze_trace(
     written = write_folder(output_dir, tables, totals, common_meta, manifest_extra, roots=roots)
     report(2, 1.0, "done")
 
-    e2e_ms = baseline.total_time_ms
+    e2e_ms, busy_ms = baseline.total_time_ms, baseline.busy_time_ms
     cats = []
     for cat in CATEGORIES:
         if cat not in rows:
@@ -157,6 +160,7 @@ def analyze_trace(
                 instances=int(t["instances"]),
                 kernel_time_ms=float(t["gpu_kernel_time_ms"]),
                 percent_of_e2e=100.0 * float(t["gpu_kernel_time_ms"]) / e2e_ms if e2e_ms > 0 else None,
+                percent_of_busy=100.0 * float(t["gpu_kernel_time_ms"]) / busy_ms if busy_ms > 0 else None,
                 unfused_instances=sum(len(r.calls) for r in rows[cat] if r.first.kind == "unfused"),
                 files=[layout.ops_csv(cat), layout.metadata_json(cat)],
             )
@@ -296,6 +300,8 @@ def _e2e(ctx: TraceContext | None) -> E2EResult:
         exposed_comm_time_percent=b.exposed_comm_time_percent,
         exposed_memcpy_time_percent=b.exposed_memcpy_time_percent,
         idle_time_percent=b.idle_time_percent,
+        busy_time_ms=b.busy_time_ms,
+        idle_time_ms=max(b.total_time_ms - b.busy_time_ms, 0.0),
     )
 
 
@@ -309,6 +315,8 @@ def _unlinked(ctx: TraceContext, calls: list[Call], warnings: list[str]) -> Unli
     att_time = float(np.maximum(gpu["dur"][att], 0.0).sum()) if att else 0.0
     outside = _outside_rows(ctx, calls)
     outside_us = float(np.maximum(gpu["dur"][outside], 0.0).sum())
+    late = outside[~ctx.baseline.in_window[outside]] if len(outside) else outside
+    late_us = float(np.maximum(gpu["dur"][late], 0.0).sum())
     res = UnlinkedResult(
         kernels_without_cpu_launch=int(c.get("without_cpu_launch", 0)),
         time_without_cpu_launch_us=float(c.get("without_cpu_launch_time_us", 0.0)),
@@ -320,9 +328,17 @@ def _unlinked(ctx: TraceContext, calls: list[Call], warnings: list[str]) -> Unli
         attention_time_without_cpu_launch_us=att_time,
         attention_kernels_outside_rows=len(outside),
         attention_time_outside_rows_us=outside_us,
+        attention_kernels_outside_window=len(late),
+        attention_time_outside_window_us=late_us,
     )
-    if len(outside):
-        warnings.append(_outside_warning(res, ctx, outside))
+    if len(outside) > len(late):
+        warnings.append(_outside_warning(res, ctx, outside[ctx.baseline.in_window[outside]]))
+    if len(late):
+        warnings.append(
+            f"{len(late)} attention kernels ({late_us:.1f} µs) ran outside the profiled window ({ctx.baseline.source}) "
+            "with no CPU launch in the trace — another step's kernels: named here, not counted as a share of the "
+            "window nor as calls"
+        )
     if res.kernels_without_cpu_launch:
         warnings.append(
             f"{res.kernels_without_cpu_launch} GPU events ({res.time_without_cpu_launch_us:.1f} µs) have no CPU launch "
@@ -350,11 +366,24 @@ def _outside_rows(ctx: TraceContext, calls: list[Call]) -> Any:
 
 
 def outside_rows_summary(ctx: TraceContext, calls: list[Call]) -> dict[str, Any]:
-    """The attention kernels no row accounts for (an op the registry does not know, or no CPU launch), as the
-    category metadata records them for the findings: count, time, share of E2E and the longest kernels by name."""
+    """The attention kernels no row accounts for, as the category metadata records them for the findings: those
+    inside the profiled window (count, time, share of E2E, the longest by name) and, apart, those that ran outside
+    it (another step's kernels with no CPU launch in the trace: named as such, never a share of the window)."""
     import numpy as np
 
     rows = _outside_rows(ctx, calls)
+    inside = ctx.baseline.in_window[rows] if len(rows) else np.zeros(0, dtype=bool)
+    e2e_us = ctx.baseline.total_time_ms * 1000.0
+    entry = _kernel_list(ctx, rows[inside])
+    entry["percent_of_e2e"] = round(100.0 * entry["time_us"] / e2e_us, 2) if e2e_us > 0 else None
+    entry["outside_window"] = _kernel_list(ctx, rows[~inside])
+    return entry
+
+
+def _kernel_list(ctx: TraceContext, rows: Any) -> dict[str, Any]:
+    """count, time, distinct names and the longest kernels by name of some GPU rows."""
+    import numpy as np
+
     gpu = ctx.ev.gpu
     dur = np.maximum(gpu["dur"][rows], 0.0) if len(rows) else np.zeros(0)
     names = gpu["name"][rows] if len(rows) else np.zeros(0, dtype=np.int64)
@@ -364,32 +393,27 @@ def outside_rows_summary(ctx: TraceContext, calls: list[Call]) -> dict[str, Any]
         entry[0] += 1
         entry[1] += us
     top = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:OUTSIDE_NAMES_LISTED]
-    e2e_us = ctx.baseline.total_time_ms * 1000.0
-    total = float(dur.sum())
     return {
         "kernels": len(rows),
-        "time_us": round(total, 3),
-        "percent_of_e2e": round(100.0 * total / e2e_us, 2) if e2e_us > 0 else None,
+        "time_us": round(float(dur.sum()), 3),
         "kernel_names": len(by_name),
         "longest": [{"name": n, "count": int(c), "time_us": round(t, 3)} for n, (c, t) in top],
     }
 
 
 def _outside_warning(res: UnlinkedResult, ctx: TraceContext, rows: Any) -> str:
+    """The attention kernels inside the profiled window that no call holds (find_kernel_calls makes a call of every
+    kernel it can place, so what stays here is what the analysis could not cut into calls)."""
+    import numpy as np
+
     names = sorted({ctx.ev.names[int(k)] for k in ctx.ev.gpu["name"][rows].tolist()}, key=len)
     shown = ", ".join(short_kernel_name(n) for n in names[:3])
     if len(names) > 3:
         shown += f" and {len(names) - 3} more"
-    total, unlaunched = res.attention_kernels_outside_rows, res.attention_kernels_without_cpu_launch
-    if unlaunched == total:
-        why = "none of them has a CPU launch in the trace"
-    elif unlaunched == 0:
-        why = "they were launched by ops the registry does not know"
-    else:
-        why = f"{unlaunched} of them have no CPU launch; the others were launched by ops the registry does not know"
+    us = float(np.maximum(ctx.ev.gpu["dur"][rows], 0.0).sum())
     return (
-        f"{total} attention kernels ({res.attention_time_outside_rows_us:.1f} µs) lie outside every row ({shown}): "
-        f"their time is in no category — {why}"
+        f"{len(rows)} attention kernels ({us:.1f} µs) inside the profiled window lie outside every row ({shown}): "
+        "their time is in no category"
     )
 
 
