@@ -102,6 +102,11 @@ def analyze_trace(
         build_rows(ctx2, calls2)  # fills each trace-2 call's kernel time
         warnings += add_comparison(ctx, rows, ctx2, calls2)
     unlinked = _unlinked(ctx, calls, warnings)
+    unlinked2: UnlinkedResult | None = None
+    if ctx2 is not None:  # trace 2's kernels outside every op (or outside its window) are said too, as trace 2's
+        said2: list[str] = []
+        unlinked2 = _unlinked(ctx2, calls2, said2)
+        warnings += [f"trace 2: {w}" for w in said2]
     warnings += _row_warnings(rows)
     outside = {"trace1": outside_rows_summary(ctx, calls)}
     if ctx2 is not None:
@@ -179,6 +184,7 @@ def analyze_trace(
         comparison_scope=manifest_extra["comparison_scope"],
         trace2_path=str(trace2_path) if trace2_path is not None else None,
         trace2_e2e=_e2e(ctx2) if ctx2 is not None else None,
+        trace2_unlinked=unlinked2,
         config_json=hints.source if hints is not None else None,
         warnings=_dedupe(warnings),
         files_written=[str(p) for p in written],

@@ -69,6 +69,10 @@ class AnalyzeResult(ResultModel):
     comparison_scope: str = "standalone"
     trace2_path: str | None = None
     trace2_e2e: E2EResult | None = None
+    trace2_unlinked: UnlinkedResult | None = Field(
+        None, description="comparative mode: trace 2's GPU events without a launch and attention kernels outside its "
+        "rows or its window, as `unlinked` says them for trace 1"
+    )
     config_json: str | None = Field(None, description="the model config.json whose layer hints were used")
     warnings: list[str] = Field(default_factory=list)
     files_written: list[str] = Field(default_factory=list)

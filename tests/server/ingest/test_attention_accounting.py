@@ -227,3 +227,20 @@ def test_model_owned_cuda_graph_replay(tmp_path: Path) -> None:
     # the advice fits a graph the model captured itself (no serving capture folder exists for it)
     assert "captures itself" in row["shape_advice"] and "record_shapes=True" in row["shape_advice"]
     assert rows_attention_us(tmp_path / "out") == pytest.approx(raw_attention_us(tmp_path / "g.json"))
+
+
+def test_missing_input_dims_warning_names_the_recording(tmp_path: Path) -> None:
+    """A known op recorded without record_shapes: the warning says what the kernel gave, what is missing, and names
+    the recording recipe."""
+    t = T()
+    t.op("aten::scaled_dot_product_attention", 5, 100)
+    t.op("aten::_scaled_dot_product_flash_attention", 10, 80)
+    t.launch(20, "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, "
+             "false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >,"
+             " false, true, false, false, true, true, false>(pytorch_flash::Flash_fwd_params)", 100, 50)
+    res = analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    (warning,) = [w for w in res.warnings if "has no perf model" in w]
+    assert "missing Input Dims" in warning and "record_shapes=True" in warning and "docs/recording.md" in warning
+    row = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
+    assert row["shape_source"] == "kernel names"
+    assert ast.literal_eval(row["shape_unknown"]) == ["B", "H_Q", "H_KV", "N_Q", "N_KV", "causal"]

@@ -89,3 +89,20 @@ def test_launches_without_kernel_records_are_named(tmp_path: Path) -> None:
         analyze_trace(path, tmp_path / "out")
     msg = str(err.value)
     assert "1 kernel launch runtime event(s) but no kernel records" in msg and "CPU-only" not in msg
+
+
+def test_compare_reports_trace2_kernels_outside(tmp_path: Path) -> None:
+    """--compare: trace 2's attention kernel from another step (50 µs, outside its window) is said as trace 2's."""
+    one = _window_trace(tmp_path / "one.json")
+    ev = json.loads(one.read_text())
+    ev["traceEvents"] = [e for e in ev["traceEvents"] if e["ts"] >= 0]  # trace 1 without the other step's kernel
+    one.write_text(json.dumps(ev))
+    res = analyze_trace(one, tmp_path / "out", trace2_path=_window_trace(tmp_path / "two.json"))
+    assert res.unlinked.attention_kernels_outside_rows == 0
+    assert res.trace2_unlinked is not None
+    assert res.trace2_unlinked.attention_kernels_outside_window == 1
+    assert res.trace2_unlinked.attention_time_outside_window_us == pytest.approx(50.0)
+    assert any(w.startswith("trace 2: 1 attention kernels (50.0 µs) ran outside the profiled window")
+               for w in res.warnings)
+    md = json.loads((tmp_path / "out/metadata/sdpa_fwd_metadata.json").read_text())
+    assert md["attention_outside_rows"]["trace2"]["outside_window"]["time_us"] == 50.0
