@@ -578,6 +578,11 @@ def classify_kernels(kernel_names: Sequence[str], durations: Sequence[float] | N
     if attention:
         dominant = max(attention, key=weight)  # max keeps the first of equal weights
         atype, library = dominant.attention_type, dominant.library or "Unknown"
+        if library == LIB_TRITON and any(helper_kind(k.name) is HelperKind.QUANT for k in infos):
+            # a generic Triton attention kernel (`_attn_fwd`) fed by int8 quantization kernels is SageAttention's
+            # Triton path (thu-ml/SageAttention sageattention/triton: quant_per_block_int8 then _attn_fwd)
+            library = LIB_SAGE
+            notes.append("Triton attention kernel fed by int8 quantization kernels: SageAttention's Triton path")
         libs = {k.library for k in attention}
         if len(libs) > 1:
             notes.append(

@@ -76,7 +76,8 @@ def find_kernel_calls(ctx: TraceContext, calls: list[Call]) -> list[Call]:
     stream = gpu["thread"][cand]
     order = np.lexsort((gpu["ts"][cand], stream, owner))
     cand, owner, stream = cand[order], owner[order], stream[order]
-    kinds = np.array([_kind(ctx.ev.names[c]) for c in gpu["name"][cand].tolist()], dtype=np.int8)
+    codes, inverse = np.unique(gpu["name"][cand], return_inverse=True)  # decided once per distinct kernel name
+    kinds = np.array([_kind(ctx.ev.names[c]) for c in codes.tolist()], dtype=np.int8)[inverse.reshape(-1)]
     cuts = np.flatnonzero((np.diff(owner) != 0) | (np.diff(stream) != 0)) + 1
     out: list[Call] = []
     for a, b in zip(np.concatenate([[0], cuts]).tolist(), np.concatenate([cuts, [len(cand)]]).tolist(), strict=True):

@@ -207,3 +207,14 @@ def test_early_fa3_forward_is_not_fa2_and_keeps_its_tiles() -> None:
 ])
 def test_not_attention_has_no_stage(name: str) -> None:
     assert kernel_stage(name) is None and kernel_direction(name) is None
+
+
+def test_triton_attention_fed_by_int8_quantization_is_sage() -> None:
+    # thu-ml/SageAttention sageattention/triton/quant_per_block.py (quant_per_block_int8_kernel) feeding
+    # attn_qk_int8_per_block.py's `_attn_fwd`: the structure, not the kernel's generic name, says SageAttention
+    from perf_models.kernels import classify_kernels
+
+    kc = classify_kernels(["quant_per_block_int8_kernel", "quant_per_block_int8_kernel", "_attn_fwd"],
+                          [3.0, 3.0, 90.0])
+    assert kc.library == SAGE and kc.dominant_kernel == "_attn_fwd"
+    assert classify_kernels(["_attn_fwd"], [90.0]).library == "Triton"  # alone it stays Triton
