@@ -86,7 +86,7 @@ def find_kernel_calls(ctx: TraceContext, calls: list[Call]) -> list[Call]:
             continue
         for members, main in segment_calls(k, gpu["name"][idx]):
             out.append(_kernel_call(ctx, int(owner[a]), idx[members], int(idx[main])))
-    _pair_backward(ctx, out)
+    _pair_backward(out, calls + out)
     return out
 
 
@@ -162,13 +162,24 @@ def _kernel_call(ctx: TraceContext, caller: int, rows: np.ndarray, main_row: int
     )
 
 
-def _pair_backward(ctx: TraceContext, calls: list[Call]) -> None:
-    """A backward kernel call -> the forward kernel call whose caller has its autograd Sequence number."""
+def _pair_backward(new: list[Call], every: list[Call]) -> None:
+    """A backward kernel call -> the forward call (a known op's or one made from kernels) whose ops carry its
+    autograd Sequence number: a backward made from its kernels then takes that forward's shapes."""
     by_seq: dict[int, list[tuple[float, object, Call]]] = {}
-    for c in calls:
+    for c in every:
         if c.direction == "fwd":
             for tid, seq in c.seq_keys:
                 by_seq.setdefault(seq, []).append((c.ts, tid, c))
-    for c in calls:
+    for c in new:
         if c.direction == "bwd" and c.fwd_key is not None:
             c.forward = match_forward(by_seq, c.fwd_key, c.ts)
+
+
+# the autograd node of each attention type whose spec reads a backward's config from its forward's perf_params: a
+# backward made from its kernels, under an op the registry does not know, is modeled through it (the config is the
+# forward's, whole; the node only says "backward of this attention type")
+BACKWARD_PROXY = {
+    "flash": "FlashAttnFuncBackward",
+    "memory_efficient": "ScaledDotProductEfficientAttentionBackward0",
+    "cudnn": "ScaledDotProductCudnnAttentionBackward0",
+}

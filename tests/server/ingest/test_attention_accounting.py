@@ -244,3 +244,34 @@ def test_missing_input_dims_warning_names_the_recording(tmp_path: Path) -> None:
     row = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
     assert row["shape_source"] == "kernel names"
     assert ast.literal_eval(row["shape_unknown"]) == ["B", "H_Q", "H_KV", "N_Q", "N_KV", "causal"]
+
+
+def test_backward_under_unknown_node_takes_the_linked_forwards_shapes(tmp_path: Path) -> None:
+    """Forward through a known op with shapes (Sequence number 41); the backward launched by a model's own autograd
+    node the registry does not know: the backward row is made from its kernels, paired through Sequence number 41,
+    and modeled from the forward's config."""
+    t = T()
+    t.op("aten::_scaled_dot_product_flash_attention", 10, 80, **{"Sequence number": 41}, **{
+        "Input Dims": [[2, 8, 128, 64], [2, 8, 128, 64], [2, 8, 128, 64], [], [], [], []],
+        "Input type": ["c10::BFloat16"] * 3 + ["Scalar"] * 4,
+        "Input Strides": [[65536, 8192, 64, 1]] * 3 + [[]] * 4,
+        "Concrete Inputs": ["", "", "", "0.", "True", "False", "0.125"]})
+    t.launch(20, "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, "
+             "cutlass::bfloat16_t, Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, true, false, "
+             "false, true, true, false, false>(flash::Flash_fwd_params)", 200, 50)
+    t.op("MyAttnBackward", 500, 100, tid=2, **{"Sequence number": 41, "Fwd thread id": 1})
+    t.launch(510, "void flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits<64, 128, 128, 8, "
+             "4, 4, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<64, 128, 128, 8, cutlass::bfloat16_t> >,"
+             " true, false, false, false, false, true, false, false>(flash::Flash_bwd_params)", 600, 120, tid=2)
+    res = analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    assert res.unlinked.attention_kernels_outside_rows == 0
+    fwd = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
+    bwd = pd.read_csv(tmp_path / "out/category_data/sdpa_bwd_ops.csv").iloc[0]
+    assert (bwd["name"], bwd["call_kind"], bwd["linked_forward"]) == (
+        "MyAttnBackward", "kernel", "aten::_scaled_dot_product_flash_attention")
+    assert bool(bwd["has_perf_model"]) and bwd["shape_source"] == "linked forward"
+    fp, bp = ast.literal_eval(fwd["perf_params"]), ast.literal_eval(bwd["perf_params"])
+    for k in ("B", "N_Q", "H_Q", "N_KV", "H_KV", "d_h_qk", "d_h_v", "causal"):
+        assert bp[k] == fp[k]
+    assert (bp["B"], bp["H_Q"], bp["N_Q"], bp["d_h_qk"]) == (2, 8, 128, 64)
+    assert bwd["Kernel Time (µs)_sum"] == pytest.approx(120.0)
