@@ -85,9 +85,29 @@ def find_kernel_calls(ctx: TraceContext, calls: list[Call]) -> list[Call]:
         if not (k == MAIN).any():
             continue
         for members, main in segment_calls(k, gpu["name"][idx]):
-            out.append(_kernel_call(ctx, int(owner[a]), idx[members], int(idx[main])))
+            for part, first in _split_by_direction(ctx, idx, k, members, main):
+                out.append(_kernel_call(ctx, int(owner[a]), idx[part], int(idx[first])))
     _pair_backward(out, calls + out)
     return out
+
+
+def _split_by_direction(ctx: TraceContext, idx: np.ndarray, kinds: np.ndarray, members: list[int],
+                        main: int) -> list[tuple[list[int], int]]:  # fmt: skip
+    """A segment whose back-to-back main kernels run a forward then a backward (under one caller, nothing between)
+    is two calls: cut before each main kernel whose direction differs from the one before it; the helpers stay
+    with the main kernel they follow (the first part keeps the helpers before its main kernel)."""
+    names = ctx.ev.names
+    mains = [i for i in members if kinds[i] == MAIN]
+    dirs = [kernel_direction(names[int(ctx.ev.gpu["name"][idx[i]])]) for i in mains]
+    if len(set(dirs)) < 2:
+        return [(members, main)]
+    cuts = {m for m, d, prev in zip(mains[1:], dirs[1:], dirs[:-1], strict=True) if d != prev}
+    parts: list[tuple[list[int], int]] = [([], main)]
+    for i in members:
+        if i in cuts:
+            parts.append(([], i))
+        parts[-1][0].append(i)
+    return parts
 
 
 def _kind(name: str) -> int:

@@ -275,3 +275,19 @@ def test_backward_under_unknown_node_takes_the_linked_forwards_shapes(tmp_path: 
         assert bp[k] == fp[k]
     assert (bp["B"], bp["H_Q"], bp["N_Q"], bp["d_h_qk"]) == (2, 8, 128, 64)
     assert bwd["Kernel Time (µs)_sum"] == pytest.approx(120.0)
+
+
+def test_forward_and_backward_back_to_back_under_one_caller_are_two_calls(tmp_path: Path) -> None:
+    """A compiled region (one unknown op) runs FA3's forward then its backward with nothing between: two calls, one
+    per direction, each with its own time (4900 and 17000 µs)."""
+    t = T()
+    t.op("CompiledFunction", 10, 200)
+    t.launch(20, FA3_FWD_2024, 200, 4900)
+    t.launch(30, FA3_BWD_2024, 5100, 17000)
+    res = analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    fwd = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
+    bwd = pd.read_csv(tmp_path / "out/category_data/sdpa_bwd_ops.csv").iloc[0]
+    assert (fwd["name"], bwd["name"]) == ("CompiledFunction", "CompiledFunction")
+    assert fwd["Kernel Time (µs)_sum"] == pytest.approx(4900.0)
+    assert bwd["Kernel Time (µs)_sum"] == pytest.approx(17000.0)
+    assert res.unlinked.attention_kernels_outside_rows == 0
