@@ -24,6 +24,7 @@ __all__ = [
     "KernelStage",
     "classify_kernel",
     "classify_kernels",
+    "grid_shape_hints",
     "helper_kind",
     "is_auxiliary_kernel",
     "is_decode_kernel",
@@ -541,6 +542,32 @@ def kernel_shape_hints(name: str) -> dict[str, object]:
     if _CAUSAL.search(name):
         out["causal"] = True
     return out
+
+
+def grid_shape_hints(name: str, grid: tuple[int, int, int]) -> dict[str, object]:
+    """What an attention kernel's launch grid says of its call, where the library's launch code fixes the grid's
+    meaning. FlashAttention-2 (Dao-AILab csrc/flash_attn/src/flash_{fwd,bwd}_launch_template.h, and PyTorch's
+    vendored copy): the forward launches grid(num_m_blocks, b, h), the seqk-parallel backward grid(num_n_blocks, b,
+    h), so batch and query heads are exact and a sequence length is bounded by its tile count × the tile (block_q /
+    block_kv from the traits). Other kernels (persistent FA3 schedulers, split-KV grids that fold splits into b·h,
+    CK, cuDNN) give nothing here."""
+    role, _atype, library = classify_kernel(name)
+    if role is not KernelRole.ATTENTION or library not in (LIB_FA2, LIB_FA_PYTORCH):
+        return {}
+    x, y, z = grid
+    block_q, block_kv, _head = tile_sizes(name)
+    stage = kernel_stage(name)
+    if stage is KernelStage.FORWARD:
+        out: dict[str, object] = {"batch": y, "heads_q": z}
+        if block_q:
+            out["seq_q_range"] = ((x - 1) * block_q + 1, x * block_q)
+        return out
+    if stage is KernelStage.BACKWARD and "seqk_parallel" in name:
+        out = {"batch": y, "heads_q": z}
+        if block_kv:
+            out["seq_kv_range"] = ((x - 1) * block_kv + 1, x * block_kv)
+        return out
+    return {}
 
 
 # --- the op-level verdict ------------------------------------------------------------------------------

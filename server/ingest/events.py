@@ -176,7 +176,7 @@ _COLS = {
     "rt": ("name", "thread", "ts", "dur", "corr", "ext", "ordinal", "kernel"),
     "py": ("name", "thread", "ts", "dur", "ordinal"),
     "ann": ("name", "thread", "ts", "dur", "ordinal"),
-    "gpu": ("kind", "name", "thread", "ts", "dur", "corr", "ext", "stream", "device", "ordinal"),
+    "gpu": ("kind", "name", "thread", "ts", "dur", "corr", "ext", "stream", "device", "ordinal", "grid"),
     "flow": ("is_start", "id", "thread", "ts"),
 }
 _EMPTY: dict[str, Any] = {}
@@ -368,6 +368,7 @@ class EventTablesBuilder:
                                 args.get("stream", -1),
                                 args.get("device", -1),
                                 o,
+                                pack_grid(args.get("grid")),
                             )
                         )
                 elif ph == "s" or ph == "f":
@@ -438,6 +439,7 @@ class EventTablesBuilder:
                     cols["kind"] = x_code[sel] - _GPU_BASE
                     cols["stream"] = [a.stream for a in args]
                     cols["device"] = [a.device for a in args]
+                    cols["grid"] = [pack_grid(a.grid) for a in args]
             self._parts[family].append(_columns({k: cols[k] for k in _COLS[family]}, *_SPECS[family], self.bad_ids))
         if len(flow_at):
             cols = {"is_start": [e.ph == "s" for e in fs], "id": [e.id for e in fs], "thread": flow_threads,
@@ -619,7 +621,7 @@ _SPECS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     "rt": (("name", "thread", "ordinal", "kernel"), ("corr", "ext"), ()),
     "py": (("name", "thread", "ordinal"), (), ()),
     "ann": (("name", "thread", "ordinal"), (), ()),
-    "gpu": (("kind", "name", "thread", "ordinal"), ("corr", "ext", "stream", "device"), ()),
+    "gpu": (("kind", "name", "thread", "ordinal", "grid"), ("corr", "ext", "stream", "device"), ()),
     "flow": (("thread",), ("id",), ("is_start",)),
 }
 
@@ -661,6 +663,27 @@ def _as_tuple(x: Any) -> Any:
     if type(x) is list:
         return tuple([_as_tuple(v) if type(v) is list else v for v in x])
     return (x,)
+
+
+# A kernel's launch grid (args.grid = [x, y, z]) packed in one int64: x in bits 32-62, y in 16-31, z in 0-15 (CUDA
+# caps y and z at 65535, x at 2**31 - 1); -1 when the trace has none or it is not three such integers
+_GRID_LIMITS = (2**31 - 1, 65535, 65535)
+
+
+def pack_grid(raw: Any) -> int:
+    if not isinstance(raw, list | tuple) or len(raw) != 3:
+        return -1
+    if not all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= hi
+               for v, hi in zip(raw, _GRID_LIMITS, strict=True)):  # fmt: skip
+        return -1
+    return (raw[0] << 32) | (raw[1] << 16) | raw[2]
+
+
+def unpack_grid(packed: int) -> tuple[int, int, int] | None:
+    """The (x, y, z) launch grid of a packed `grid` cell, None for -1."""
+    if packed < 0:
+        return None
+    return (packed >> 32) & 0x7FFFFFFF, (packed >> 16) & 0xFFFF, packed & 0xFFFF
 
 
 def _columns(

@@ -291,3 +291,32 @@ def test_forward_and_backward_back_to_back_under_one_caller_are_two_calls(tmp_pa
     assert fwd["Kernel Time (µs)_sum"] == pytest.approx(4900.0)
     assert bwd["Kernel Time (µs)_sum"] == pytest.approx(17000.0)
     assert res.unlinked.attention_kernels_outside_rows == 0
+
+
+@pytest.mark.parametrize("rel", ["h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+                                 "h100/Falconsai_nsfw_image_detection__1016002.json.gz"])
+def test_shapes_from_kernel_and_grid_agree_with_the_recorded_ones(rel: str, tmp_path: Path) -> None:
+    """A real trace recorded with shapes, analyzed once as is and once with every op's arguments removed (as
+    record_shapes=False would write it): what the kernel name and launch grid give must agree with the recorded
+    shapes of the first analysis (Qwen (16, 16, 559, 64), ViT (4, 12, 197, 64) per ../shared/traces/README.md)."""
+    path = need(TRACES / rel)
+    with gzip.open(path, "rt") as fh:
+        doc = json.load(fh)
+    for e in doc["traceEvents"]:
+        for key in ("Input Dims", "Input type", "Input Strides", "Concrete Inputs"):
+            (e.get("args") or {}).pop(key, None)
+    bare = tmp_path / "bare.json"
+    bare.write_text(json.dumps(doc))
+    analyze_trace(path, tmp_path / "full")
+    analyze_trace(bare, tmp_path / "bare")
+    full = pd.read_csv(tmp_path / "full/category_data/sdpa_fwd_ops.csv").iloc[0]
+    row = pd.read_csv(tmp_path / "bare/category_data/sdpa_fwd_ops.csv").iloc[0]
+    truth = ast.literal_eval(full["perf_params"])
+    hints = ast.literal_eval(row["kernel_shape_hints"])
+    assert row["shape_source"] == "kernel names" and not bool(row["has_perf_model"])
+    assert (hints["batch"], hints["heads_q"], hints["head_dim"]) == (truth["B"], truth["H_Q"], truth["d_h_qk"])
+    lo, hi = hints["seq_q_range"]
+    assert lo <= truth["N_Q"] <= hi
+    assert hints["dtype"] == "bf16"
+    unknown = ast.literal_eval(row["shape_unknown"])
+    assert "B" not in unknown and "H_Q" not in unknown and "N_Q" in unknown
