@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from perf_models.kernels import HelperKind, KernelRole, classify_kernel, kernel_direction
+from perf_models.ops.types import AttentionType
 from server.ingest import names as N
 from server.ingest.attention import BEFORE, MAIN, OTHER, match_forward, segment_calls, segment_kind
 from server.ingest.calls import Call, has_tensor_shapes
@@ -136,8 +137,12 @@ def _kernel_call(ctx: TraceContext, caller: int, rows: np.ndarray, main_row: int
     ev, f = ctx.ev, ctx.forest
     main_name = ev.names[int(ev.gpu["name"][main_row])]
     kernel_names = [ev.names[int(c)] for c in ev.gpu["name"][rows].tolist()]
+    # KV-cache writes feeding the call are accounted beside it, never in its kernel time (as for a known op's call)
+    is_kv = np.array([N.kernel_role(k) == "kv_cache" for k in kernel_names], dtype=bool)
     direction = kernel_direction(main_name) or "fwd"
-    paged = any(N.is_decode_kernel(k) or N.kernel_role(k) == "kv_cache" for k in kernel_names)
+    paged = classify_kernel(main_name)[1] is AttentionType.PAGED or any(
+        N.is_decode_kernel(k) or N.kernel_role(k) == "kv_cache" for k in kernel_names
+    )
     category = SDPA_BWD if direction == "bwd" else (INFERENCE if paged else SDPA_FWD)
     launch = int(ctx.gpu_node[main_row])
     if caller >= 0:
@@ -173,7 +178,8 @@ def _kernel_call(ctx: TraceContext, caller: int, rows: np.ndarray, main_row: int
         types=types,
         strides=strides,
         concrete=concrete,
-        kernels=rows,
+        kernels=rows[~is_kv],
+        kv_kernels=rows[is_kv],
         direction=direction,
         chain=[name],
         seq_keys=seq_keys,
