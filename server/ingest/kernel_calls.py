@@ -58,9 +58,11 @@ def find_kernel_calls(ctx: TraceContext, calls: list[Call]) -> list[Call]:
     if not len(gpu):
         return []
     node = ctx.gpu_node
-    # launched from the CPU, or without a launch record but inside the profiled window (lost runtime records); the
-    # kernels of another step, outside the window and without a launch, stay outside every call
-    reach = (node >= 0) | ctx.baseline.in_window
+    # launched from the CPU, or without a launch record but inside the profiled window (lost runtime records) — unless
+    # a known op's call lost its kernels' links too: such kernels may be its own, so they stay in the outside-every-op
+    # list rather than count as calls twice. The kernels of another step (outside the window, no launch) stay outside.
+    lost = any(c.kind == "fused" and not c.captured and len(c.kernels) == 0 for c in calls)
+    reach = (node >= 0) | (ctx.baseline.in_window & (not lost))
     free = reach & ~ctx.links.graph & (gpu["kind"] != GPU_ANN) & ~held_by_calls(ctx, calls)
     loose = np.flatnonzero(free & attention_kernel_mask(ctx))
     if len(loose) == 0:

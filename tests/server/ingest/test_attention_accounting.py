@@ -362,3 +362,21 @@ def test_renamed_serving_trace_keeps_its_category_and_time(tmp_path: Path) -> No
     known = pd.read_csv(tmp_path / "known/category_data/inferenceattention_ops.csv")
     made = pd.read_csv(tmp_path / "out/category_data/inferenceattention_ops.csv")
     assert made["Kernel Time (µs)_sum"].sum() == pytest.approx(known["Kernel Time (µs)_sum"].sum())
+
+
+def test_attention_kernel_without_a_launch_record_inside_the_window_is_a_call(tmp_path: Path) -> None:
+    """The runtime record of one attention launch was lost (the kernel's correlation matches no launch) and no known
+    op's call lost its kernels: the kernel is a call of its own, so the trace is not NO_DATA."""
+    t = T()
+    t.op("ProfilerStep#1", 0, 1000)
+    t.op("aten::mm", 50, 20)
+    t.launch(55, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_kernel", 100, 100)
+    t.kernel("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, "
+             "cutlass::bfloat16_t, Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, true, false, "
+             "false, true, true, false, false>(flash::Flash_fwd_params)", 300, 50, corr=9999)
+    t.op("aten::mm", 500, 20)
+    t.launch(505, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize64x64x64_kernel", 600, 100)
+    res = analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    assert res.status == "OK" and res.unlinked.attention_kernels_outside_rows == 0
+    row = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
+    assert row["name"] == "(no CPU launch)::flash_fwd_kernel" and row["Kernel Time (µs)_sum"] == pytest.approx(50.0)
