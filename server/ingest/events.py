@@ -439,7 +439,7 @@ class EventTablesBuilder:
                     cols["kind"] = x_code[sel] - _GPU_BASE
                     cols["stream"] = [a.stream for a in args]
                     cols["device"] = [a.device for a in args]
-                    cols["grid"] = [pack_grid(a.grid) for a in args]
+                    cols["grid"] = pack_grids([a.grid for a in args])
             self._parts[family].append(_columns({k: cols[k] for k in _COLS[family]}, *_SPECS[family], self.bad_ids))
         if len(flow_at):
             cols = {"is_start": [e.ph == "s" for e in fs], "id": [e.id for e in fs], "thread": flow_threads,
@@ -677,6 +677,19 @@ def pack_grid(raw: Any) -> int:
                for v, hi in zip(raw, _GRID_LIMITS, strict=True)):  # fmt: skip
         return -1
     return (raw[0] << 32) | (raw[1] << 16) | raw[2]
+
+
+_NO_GRID = (0, 0, 0)
+
+
+def pack_grids(grids: list[tuple[int, int, int] | None]) -> np.ndarray:
+    """pack_grid over the typed decoder's (x, y, z) tuples at once (None: no grid)."""
+    try:
+        arr = np.array([_NO_GRID if g is None else g for g in grids], dtype=np.int64).reshape(-1, 3)
+    except OverflowError:  # a value beyond int64 (the typed decoder takes uint64): one at a time
+        return np.array([pack_grid(g) for g in grids], dtype=np.int64)
+    ok = (arr >= 1).all(axis=1) & (arr <= np.array(_GRID_LIMITS, dtype=np.int64)).all(axis=1)
+    return np.where(ok, (arr[:, 0] << 32) | (arr[:, 1] << 16) | arr[:, 2], -1)
 
 
 def unpack_grid(packed: int) -> tuple[int, int, int] | None:

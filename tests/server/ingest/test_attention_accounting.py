@@ -380,3 +380,14 @@ def test_attention_kernel_without_a_launch_record_inside_the_window_is_a_call(tm
     assert res.status == "OK" and res.unlinked.attention_kernels_outside_rows == 0
     row = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
     assert row["name"] == "(no CPU launch)::flash_fwd_kernel" and row["Kernel Time (µs)_sum"] == pytest.approx(50.0)
+
+
+def test_launch_grids_are_read_strictly() -> None:
+    # packed by hand: (5 << 32) | (16 << 16) | 16 = 21475885072; a zero, a y above CUDA's 65535 cap, a value beyond
+    # int64 and a missing grid read as "no grid" (-1)
+    from server.ingest.events import pack_grid, pack_grids, unpack_grid
+
+    grids = [(5, 16, 16), None, (0, 1, 1), (1, 65536, 1), (2**63 + 5, 1, 1)]
+    assert pack_grids(grids).tolist() == [21475885072, -1, -1, -1, -1] == [pack_grid(g) for g in grids]
+    assert unpack_grid(21475885072) == (5, 16, 16) and unpack_grid(-1) is None
+    assert pack_grid([5, 16, True]) == -1 and pack_grid("5,16,16") == -1
