@@ -11,7 +11,8 @@ Families:
          a launch names (`args.kernel`, ROCm: graph captures launch no kernel event, only this name; -1 absent)
 - py   : `python_function` (Python frames)         name, thread, ts, dur
 - ann  : `user_annotation` (ProfilerStep#, vLLM)  name, thread, ts, dur
-- gpu  : `kernel`, `gpu_memcpy`, `gpu_memset`, `gpu_user_annotation`
+- gpu  : `kernel`, `gpu_memcpy`, `gpu_memset`, `gpu_user_annotation` kind, name, stream, ts, dur, correlation,
+         External id, device, the launch grid (packed: server.ingest.grids; -1 absent)
 - flow : `ac2g` flow start/finish events (launch -> kernel arrows)
 """
 
@@ -28,6 +29,7 @@ import orjson
 from perf_models.literals import MAX_NESTING
 from server.ingest.errors import TraceError
 from server.ingest.fast_decode import NO_ARGS, Event, FastPiece, PieceDecoder, PreparedSignature, Signature
+from server.ingest.grids import pack_grid, pack_grids
 
 # event families (host side)
 CPU, RT, PY, ANN = 0, 1, 2, 3
@@ -663,40 +665,6 @@ def _as_tuple(x: Any) -> Any:
     if type(x) is list:
         return tuple([_as_tuple(v) if type(v) is list else v for v in x])
     return (x,)
-
-
-# A kernel's launch grid (args.grid = [x, y, z]) packed in one int64: x in bits 32-62, y in 16-31, z in 0-15 (CUDA
-# caps y and z at 65535, x at 2**31 - 1); -1 when the trace has none or it is not three such integers
-_GRID_LIMITS = (2**31 - 1, 65535, 65535)
-
-
-def pack_grid(raw: Any) -> int:
-    if not isinstance(raw, list | tuple) or len(raw) != 3:
-        return -1
-    if not all(isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= hi
-               for v, hi in zip(raw, _GRID_LIMITS, strict=True)):  # fmt: skip
-        return -1
-    return (raw[0] << 32) | (raw[1] << 16) | raw[2]
-
-
-_NO_GRID = (0, 0, 0)
-
-
-def pack_grids(grids: list[tuple[int, int, int] | None]) -> np.ndarray:
-    """pack_grid over the typed decoder's (x, y, z) tuples at once (None: no grid)."""
-    try:
-        arr = np.array([_NO_GRID if g is None else g for g in grids], dtype=np.int64).reshape(-1, 3)
-    except OverflowError:  # a value beyond int64 (the typed decoder takes uint64): one at a time
-        return np.array([pack_grid(g) for g in grids], dtype=np.int64)
-    ok = (arr >= 1).all(axis=1) & (arr <= np.array(_GRID_LIMITS, dtype=np.int64)).all(axis=1)
-    return np.where(ok, (arr[:, 0] << 32) | (arr[:, 1] << 16) | arr[:, 2], -1)
-
-
-def unpack_grid(packed: int) -> tuple[int, int, int] | None:
-    """The (x, y, z) launch grid of a packed `grid` cell, None for -1."""
-    if packed < 0:
-        return None
-    return (packed >> 32) & 0x7FFFFFFF, (packed >> 16) & 0xFFFF, packed & 0xFFFF
 
 
 def _columns(

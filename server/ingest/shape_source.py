@@ -16,7 +16,7 @@ import numpy as np
 from perf_models.kernels import grid_shape_hints, kernel_shape_hints
 from server.ingest.calls import Call
 from server.ingest.context import TraceContext
-from server.ingest.events import unpack_grid
+from server.ingest.grids import unpack_grid
 
 RECORDED = "recorded inputs"
 LINKED_FORWARD = "linked forward"

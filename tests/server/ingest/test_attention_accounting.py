@@ -385,7 +385,7 @@ def test_attention_kernel_without_a_launch_record_inside_the_window_is_a_call(tm
 def test_launch_grids_are_read_strictly() -> None:
     # packed by hand: (5 << 32) | (16 << 16) | 16 = 21475885072; a zero, a y above CUDA's 65535 cap, a value beyond
     # int64 and a missing grid read as "no grid" (-1)
-    from server.ingest.events import pack_grid, pack_grids, unpack_grid
+    from server.ingest.grids import pack_grid, pack_grids, unpack_grid
 
     grids = [(5, 16, 16), None, (0, 1, 1), (1, 65536, 1), (2**63 + 5, 1, 1)]
     assert pack_grids(grids).tolist() == [21475885072, -1, -1, -1, -1] == [pack_grid(g) for g in grids]
