@@ -92,5 +92,4 @@ def advice(c: Call, source: str, hints: dict[str, Any], unknown: list[str]) -> s
     shapes = "no Input Dims" if c.dims is None else "Input Dims the registry cannot read"
     where = (f"launched under {c.name!r}, an op the registry does not know ({shapes})" if c.kind == "kernel"
              else f"{c.name} has no Input Dims")
-    return (f"{where}: the kernels give {said}; {missing} stay unknown — {RECORDING_HINT}, or pass the model's "
-            "config.json")
+    return f"{where}: the kernels give {said}; {missing} stay unknown — {RECORDING_HINT}"
