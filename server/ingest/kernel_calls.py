@@ -201,13 +201,3 @@ def _pair_backward(new: list[Call], every: list[Call]) -> None:
     for c in new:
         if c.direction == "bwd" and c.fwd_key is not None:
             c.forward = match_forward(by_seq, c.fwd_key, c.ts)
-
-
-# the autograd node of each attention type whose spec reads a backward's config from its forward's perf_params: a
-# backward made from its kernels, under an op the registry does not know, is modeled through it (the config is the
-# forward's, whole; the node only says "backward of this attention type")
-BACKWARD_PROXY = {
-    "flash": "FlashAttnFuncBackward",
-    "memory_efficient": "ScaledDotProductEfficientAttentionBackward0",
-    "cudnn": "ScaledDotProductCudnnAttentionBackward0",
-}

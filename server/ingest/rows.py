@@ -27,7 +27,7 @@ from server.ingest import shape_source as S
 from server.ingest.calls import Call
 from server.ingest.context import TraceContext
 from server.ingest.events import CPU, PY
-from server.ingest.kernel_calls import BACKWARD_PROXY, KERNEL_CALL
+from server.ingest.kernel_calls import KERNEL_CALL
 from server.ingest.paged import kernel_breakdown
 from server.ingest.serving import attention_kernel_names
 from server.ingest.unfused import is_user_frame
@@ -137,15 +137,10 @@ def _parse_row(ctx: TraceContext, row: Row, fwd_params: dict[int, dict[str, Any]
             given = {**base, **(given or {})}
     # graph replays: a call whose capture was found has its captured op's name and shapes; the others are named
     # cuda_graph::<kernel>, for which the registry gives the one graph-replay reason (the roofline says the same)
-    proxy = None
-    if c.kind == KERNEL_CALL and c.direction == "bwd" and not c.has_shapes and c.forward is not None and given:
-        proxy = BACKWARD_PROXY.get(c.attention_type or _type_from_kernels(ctx, row) or "")
-    parsed = op_config.parse(proxy or name, c.dims, c.types, c.concrete, given)
-    if proxy is not None and parsed.config is not None:
-        parsed.warnings.append(
-            f"{c.name} is not in the registry: its backward kernels are modeled from the linked forward's shapes "
-            f"({c.forward.name}), as a {proxy} would be"  # type: ignore[union-attr]
-        )
+    # a backward made from its kernels under an op the registry does not know keeps its linked forward's config as
+    # its perf_params (shape_source "linked forward"); the registry, which scores rows by their op name, leaves it
+    # unmodeled: the ingest models no row the scoring would not
+    parsed = op_config.parse(name, c.dims, c.types, c.concrete, given)
     if parsed.attention_type is None:
         parsed.attention_type = c.attention_type
     if parsed.direction is None:
