@@ -108,6 +108,8 @@ def _group_key(ctx: TraceContext, c: Call) -> tuple[Any, ...]:
     # inference calls and calls made from their kernels: the attention kernels' names too (layers of two kinds, two
     # kernels under one unknown op are separate rows)
     kernels = attention_kernel_names(ctx, c) if c.category == INFERENCE or c.kind == KERNEL_CALL else ()
+    if c.kind == KERNEL_CALL and not c.has_shapes:  # no shapes: calls of other launch grids are other shapes
+        kernels = (*kernels, tuple(sorted(set(ctx.ev.gpu["grid"][c.kernels].tolist()))))
     return (
         c.category,
         c.name,

@@ -393,3 +393,21 @@ def test_launch_grids_are_read_strictly() -> None:
     assert pack_grids(grids).tolist() == [21475885072, -1, -1, -1, -1] == [pack_grid(g) for g in grids]
     assert unpack_grid(21475885072) == (5, 16, 16) and unpack_grid(-1) is None
     assert pack_grid([5, 16, True]) == -1 and pack_grid("5,16,16") == -1
+
+
+def test_kernel_calls_of_other_launch_grids_are_other_rows(tmp_path: Path) -> None:
+    """Two shapes through one custom op with no Input Dims: the FA2 grids (5, 16, 16) and (2, 4, 12) differ, so the
+    calls are two rows, each with its own batch and heads."""
+    t = T()
+    kernel = ("void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, "
+              "cutlass::bfloat16_t, Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, true, false, "
+              "false, true, true, false, false>(flash::Flash_fwd_params)")
+    for i, grid in enumerate([[5, 16, 16], [2, 4, 12], [5, 16, 16]]):
+        t.op("model::custom_op", 10 + 100 * i, 50)
+        t.launch(20 + 100 * i, kernel, 1000 + 100 * i, 40)
+        t.events[-1]["args"]["grid"] = grid
+    analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    df = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv")
+    got = sorted((int(r["operation_count"]), ast.literal_eval(r["kernel_shape_hints"])["batch"],
+                  ast.literal_eval(r["kernel_shape_hints"])["heads_q"]) for _, r in df.iterrows())
+    assert got == [(1, 4, 12), (2, 16, 16)]
