@@ -21,14 +21,19 @@ __all__ = [
     "KernelClass",
     "KernelInfo",
     "KernelRole",
+    "KernelStage",
     "classify_kernel",
     "classify_kernels",
+    "grid_shape_hints",
     "helper_kind",
     "is_auxiliary_kernel",
     "is_decode_kernel",
     "is_inductor_fused",
+    "kernel_direction",
     "kernel_group_role",
     "kernel_kv_cache_dtype",
+    "kernel_shape_hints",
+    "kernel_stage",
     "kernel_vendor",
     "kernel_window_hint",
     "tile_sizes",
@@ -61,6 +66,7 @@ class HelperKind(StrEnum):
 HELPERS_BEFORE_MAIN = frozenset({HelperKind.QUANT, HelperKind.PREPARE, HelperKind.KV_WRITE})
 
 LIB_FA_PYTORCH = "FlashAttention (PyTorch)"
+LIB_FA1 = "FlashAttention-1"
 LIB_FA2 = "FlashAttention-2"
 LIB_FA3 = "FlashAttention-3"
 LIB_FA4 = "FlashAttention-4 (CuTe DSL)"
@@ -130,7 +136,7 @@ _RULES: tuple[_Rule, ...] = (
     # ... and before it: the backward's dO·O preprocess and accumulator clears, page-index and varlen metadata
     _r(
         r"dot_do_o|bwd_preprocess|BwdPreprocess|clear_dkvaccum|prepare_varlen|compute_dot_do_o|_copy_page_indices|"
-        r"kv_indices",
+        r"kv_indices|transformer_engine::fused_attn::\w+",
         X,
         None,
         helper=HelperKind.PREPARE,
@@ -144,17 +150,40 @@ _RULES: tuple[_Rule, ...] = (
     # FlashMLA (DeepSeek's MLA decode: one latent KV head of 576, V its first 512 columns): before FA2's
     # `flash_fwd…kernel` rule, which its `flash_fwd_splitkv_mla_kernel` would match
     _r(r"flash_fwd_splitkv_mla\w*kernel|flash_fwd_\w*mla\w*kernel|\bflashmla\w*kernel", A, PAGED, LIB_FLASHMLA),
-    _r(r"^_?sage_fwd|^_?sage_attn|qk_int8_sv_f(?:8|16)|qk_int\w*_attn", A, FLASH, LIB_SAGE),
+    # SageAttention's kernels: the Triton/CUDA v1-v2 names; v3 (Blackwell, FP4) reuses FA3's warp-specialized
+    # `flash::compute_attn_ws` in namespace flash but passes the whole Flash_fwd_params first (thu-ml/SageAttention
+    # sageattention3_blackwell/sageattn3/blackwell/kernel_ws.h; FA3's takes the mainloop params first) and FP4
+    # operands (float_e2m1); v4 names its namespace flash::generated::SAGEATTN4_…: before the FA3 rule
+    _r(
+        r"^_?sage_fwd|^_?sage_attn|qk_int8_sv_f(?:8|16)|qk_int\w*_attn|[Ss]age[Aa]ttn\w*::|SAGEATTN|"
+        r"compute_attn_ws\b.*\(\s*(?:flash::)?Flash_fwd_params\b|compute_attn_ws\b.*float_e2m1",
+        A,
+        FLASH,
+        LIB_SAGE,
+    ),
     # aiter / CK paged batch prefill (SGLang prefill): before FlashInfer's `Batch(Prefill|Decode)With…` rule
     _r(r"FmhaBatchPrefill", A, PAGED, LIB_CK),
     # aiter's ROCm paged attention (SGLang decode): the template of aiter's instantiation starts with an integer and
     # ends with ck_tile::ComposedAttention; vLLM's own copy (below) starts with the scalar type
     _r(r"paged_attention_ll4mi\w*<\s*\d|paged_attention_ll4mi\w*<.*ck_tile::ComposedAttention", A, PAGED, LIB_CK),
-    # FlashAttention-3 (hopper): cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<…
-    _r(r"FlashAttn(?:Fwd|Bwd)Sm\d+|flash::enable_sm\d+", A, FLASH, LIB_FA3),
+    # FlashAttention-3 (hopper/), by its structure rather than one release's spelling: a CUTLASS-3 kernel object
+    # (`cutlass::device_kernel<flash::FlashAttn{Fwd,Bwd}[Sm90]<…>>`, the Sm90 suffix only from 2025 on), or the
+    # warp-specialized entry point of the first releases (`flash::compute_attn_ws<Flash_fwd_kernel_traits<…>>`,
+    # 2024: it carries FA2's traits name, so this rule comes before FA2's), or its CollectiveMainloop{Fwd,Bwd}
+    _r(
+        r"\bflash::(?:FlashAttn(?:Fwd|Bwd)\w*|compute_attn\w*_ws\b)|FlashAttn(?:Fwd|Bwd)Sm\d+|flash::enable_sm\d+|"
+        r"\bflash::CollectiveMainloop(?:Fwd|Bwd)",
+        A,
+        FLASH,
+        LIB_FA3,
+    ),
     _r(r"FlashAttention(?:Forward|Backward)Sm\d+|flash_attn\w*cute", A, FLASH, LIB_FA4),
     # PyTorch's vendored FA2: void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<…
     _r(r"pytorch_flash::", A, FLASH, LIB_FA_PYTORCH),
+    # FlashAttention-1 (flash-attn 0.x / 1.x, csrc/flash_attn/src/fmha_*): fmha_fwd_loop_kernel<FMHA_kernel_traits<…>>,
+    # fmha_bwd_dq_dk_dv_loop_kernel<…>: before the CK `fmha_(fwd|bwd)` rule, which their names would match
+    _r(r"FMHA_kernel_traits|\bfmha_(?:fwd|bwd|dgrad|fprop)\w*loop\w*kernel", A, FLASH,
+       LIB_FA1),
     # Dao-AILab FA2: flash_fwd_kernel<Flash_fwd_kernel_traits<…>>, flash_bwd_dq_dk_dv_loop_seqk_parallel_…
     _r(
         r"\bflash_(?:fwd|bwd)\w*kernel|Flash_(?:fwd|bwd)_kernel_traits|\bflash_(?:fwd|bwd)_hdim\d+",
@@ -327,6 +356,65 @@ def helper_kind(name: str) -> HelperKind | None:
     return rule.helper if rule is not None else None
 
 
+class KernelStage(StrEnum):
+    """Which part of an attention call a kernel is, from the stable parts of its name (whatever the release): the
+    forward or backward main kernel, a split-KV forward, its combine, the backward's preprocess (dO·O, accumulator
+    clears) or postprocess (dQ conversion), metadata preparation, the input quantization, the KV-cache write, or a
+    paged decode kernel."""
+
+    FORWARD = "forward"
+    BACKWARD = "backward"
+    SPLIT_KV = "split_kv"
+    DECODE = "decode"
+    COMBINE = "combine"
+    PREPROCESS = "preprocess"
+    POSTPROCESS = "postprocess"
+    PREPARE = "prepare"
+    QUANT = "quant"
+    KV_WRITE = "kv_write"
+
+
+# A backward kernel says so in its name or template arguments, whatever the library: bwd / Bwd / backward / bprop
+# (cuDNN), the gradients it computes (dq_dk_dv, dk_dv, dkdv), xFormers' `cutlassB` (F is the forward)
+_BACKWARD = re.compile(r"(?i:bwd|backward|bprop|dgrad)|d[qQ]_?d[kK]_?d[vV]|d[kK]_?d[vV]|cutlassB")
+_SPLIT_KV = re.compile(r"(?i:split_?kv)|SplitKV|Split(?:Kv|KV)")
+_POSTPROCESS = re.compile(r"(?i:convert_?dq|postprocess|dq_?accum)")
+_PREPROCESS = re.compile(r"(?i:dot_?do_?o|preprocess|clear_dkvaccum)")
+
+
+def kernel_stage(name: str) -> KernelStage | None:
+    """The stage of an attention call one kernel runs (KernelStage), None for a kernel that is no part of attention
+    (GEMMs, fills, softmax, Inductor's fused kernels)."""
+    rule = _rule_of(name)
+    if rule is None:
+        return None
+    if rule.role is KernelRole.KV_CACHE_WRITE:
+        return KernelStage.KV_WRITE
+    if rule.role is KernelRole.ATTENTION:
+        if _BACKWARD.search(name):
+            return KernelStage.BACKWARD
+        if _DECODE.search(name):
+            return KernelStage.DECODE
+        return KernelStage.SPLIT_KV if _SPLIT_KV.search(name) else KernelStage.FORWARD
+    if rule.helper is HelperKind.QUANT:
+        return KernelStage.QUANT
+    if rule.helper is HelperKind.REDUCE:
+        return KernelStage.POSTPROCESS if _POSTPROCESS.search(name) else KernelStage.COMBINE
+    if rule.helper is HelperKind.PREPARE:
+        return KernelStage.PREPROCESS if _PREPROCESS.search(name) else KernelStage.PREPARE
+    return None
+
+
+def kernel_direction(name: str) -> str | None:
+    """'bwd' for the kernels of an attention backward (main kernel, dO·O preprocess, dQ postprocess), 'fwd' for
+    those of a forward (split-KV and decode kernels, combines, quantization, KV writes), None for a kernel that is
+    no part of attention."""
+    stage = kernel_stage(name)
+    if stage is None:
+        return None
+    return "bwd" if stage in (KernelStage.BACKWARD, KernelStage.PREPROCESS, KernelStage.POSTPROCESS) else "fwd"
+
+
 _DECODE = re.compile(r"paged_attention|[Dd]ecode|ll4mi|pa_ragged|pa_fwd|xqa_kernel|\bmmha|masked_multihead")
 
 
@@ -417,6 +505,71 @@ def tile_sizes(name: str) -> tuple[int | None, int | None, int | None]:
     return None, None, None
 
 
+# --- what a kernel name says of its call's shape ----------------------------------------------------------
+# element types as the templates spell them (CUTLASS, CUDA, CK, cuDNN/TRT name fragments), checked in this order
+_DTYPES = (
+    ("fp8_e4m3", re.compile(r"float_e4m3|__nv_fp8_e4m3|[Ee]4[Mm]3|fp8e4m3|_fp8_")),
+    ("fp8_e5m2", re.compile(r"float_e5m2|__nv_fp8_e5m2|[Ee]5[Mm]2")),
+    ("bf16", re.compile(r"bfloat16|__nv_bfloat16|\bbf16|_bf16|Bfloat16|BFloat16")),
+    ("fp16", re.compile(r"half_t|__half\b|\bhalf\b|_f16_|_fp16|fp16_|Fp16|\bf16")),
+)
+_FA_TRAITS_DV = re.compile(r"Flash_fwd_kernel_traits<\s*(\d+)\s*,(?:[^<>,]*,){7}\s*(\d+)\s*>")  # FA3 2024: kHeadDimV
+_CAUSAL = re.compile(r"(?<![Nn]on)(?<![Nn]o_)(?<![Nn]o)[Cc]ausal")
+
+
+def kernel_shape_hints(name: str) -> dict[str, object]:
+    """What an attention kernel's own name says of its call: head_dim (and head_dim_v where it differs), dtype,
+    block_q / block_kv tiles, causal (only where the name states a causal mask). Batch, heads and sequence lengths
+    are never in a name: a call made from its kernels alone leaves them unknown."""
+    out: dict[str, object] = {}
+    if classify_kernel(name)[0] is not KernelRole.ATTENTION:
+        return out
+    block_q, block_kv, head = tile_sizes(name)
+    if head is not None:
+        out["head_dim"] = head
+    if (m := _FA_TRAITS_DV.search(name)) and int(m.group(2)) != int(m.group(1)):
+        out["head_dim_v"] = int(m.group(2))
+    elif (m := _CK_NAME_D.search(name)) and m.group(2):
+        out["head_dim_v"] = int(m.group(2))
+    for dtype, pattern in _DTYPES:
+        if pattern.search(name):
+            out["dtype"] = dtype
+            break
+    if block_q is not None:
+        out["block_q"] = block_q
+    if block_kv is not None:
+        out["block_kv"] = block_kv
+    if _CAUSAL.search(name):
+        out["causal"] = True
+    return out
+
+
+def grid_shape_hints(name: str, grid: tuple[int, int, int]) -> dict[str, object]:
+    """What an attention kernel's launch grid says of its call, where the library's launch code fixes the grid's
+    meaning. FlashAttention-2 (Dao-AILab csrc/flash_attn/src/flash_{fwd,bwd}_launch_template.h, and PyTorch's
+    vendored copy): the forward launches grid(num_m_blocks, b, h), the seqk-parallel backward grid(num_n_blocks, b,
+    h), so batch and query heads are exact and a sequence length is bounded by its tile count × the tile (block_q /
+    block_kv from the traits). Other kernels (persistent FA3 schedulers, split-KV grids that fold splits into b·h,
+    CK, cuDNN) give nothing here."""
+    role, _atype, library = classify_kernel(name)
+    if role is not KernelRole.ATTENTION or library not in (LIB_FA2, LIB_FA_PYTORCH):
+        return {}
+    x, y, z = grid
+    block_q, block_kv, _head = tile_sizes(name)
+    stage = kernel_stage(name)
+    if stage is KernelStage.FORWARD:
+        out: dict[str, object] = {"batch": y, "heads_q": z}
+        if block_q:
+            out["seq_q_range"] = ((x - 1) * block_q + 1, x * block_q)
+        return out
+    if stage is KernelStage.BACKWARD and "seqk_parallel" in name:
+        out = {"batch": y, "heads_q": z}
+        if block_kv:
+            out["seq_kv_range"] = ((x - 1) * block_kv + 1, x * block_kv)
+        return out
+    return {}
+
+
 # --- the op-level verdict ------------------------------------------------------------------------------
 
 
@@ -452,6 +605,11 @@ def classify_kernels(kernel_names: Sequence[str], durations: Sequence[float] | N
     if attention:
         dominant = max(attention, key=weight)  # max keeps the first of equal weights
         atype, library = dominant.attention_type, dominant.library or "Unknown"
+        if library == LIB_TRITON and any(helper_kind(k.name) is HelperKind.QUANT for k in infos):
+            # a generic Triton attention kernel (`_attn_fwd`) fed by int8 quantization kernels is SageAttention's
+            # Triton path (thu-ml/SageAttention sageattention/triton: quant_per_block_int8 then _attn_fwd)
+            library = LIB_SAGE
+            notes.append("Triton attention kernel fed by int8 quantization kernels: SageAttention's Triton path")
         libs = {k.library for k in attention}
         if len(libs) > 1:
             notes.append(

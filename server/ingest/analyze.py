@@ -28,6 +28,7 @@ from server.ingest.compare import add_comparison
 from server.ingest.context import TraceContext
 from server.ingest.copies import add_copy_overhead
 from server.ingest.errors import TraceError
+from server.ingest.kernel_calls import attention_kernel_mask, find_kernel_calls
 from server.ingest.layers import apply_model_hints, check_shapes
 from server.ingest.load import load_trace
 from server.ingest.model_config import ModelHints, load_model_config
@@ -101,6 +102,11 @@ def analyze_trace(
         build_rows(ctx2, calls2)  # fills each trace-2 call's kernel time
         warnings += add_comparison(ctx, rows, ctx2, calls2)
     unlinked = _unlinked(ctx, calls, warnings)
+    unlinked2: UnlinkedResult | None = None
+    if ctx2 is not None:  # trace 2's kernels outside every op (or outside its window) are said too, as trace 2's
+        said2: list[str] = []
+        unlinked2 = _unlinked(ctx2, calls2, said2)
+        warnings += [f"trace 2: {w}" for w in said2]
     warnings += _row_warnings(rows)
     outside = {"trace1": outside_rows_summary(ctx, calls)}
     if ctx2 is not None:
@@ -118,7 +124,10 @@ def analyze_trace(
             "steps": baseline.steps,
             "start_us": baseline.window_start_us,
             "end_us": baseline.window_end_us,
+            # the time base side by side: E2E (the window), GPU busy time within it, and the idle rest
+            "e2e_time_ms": baseline.total_time_ms,
             "busy_time_ms": baseline.busy_time_ms,
+            "idle_time_ms": max(baseline.total_time_ms - baseline.busy_time_ms, 0.0),
             **baseline.counts,
         },
         "trace_loading_policy": "DO_NOT_LOAD_TRACE_use_precomputed_tree_data",
@@ -142,7 +151,7 @@ def analyze_trace(
     written = write_folder(output_dir, tables, totals, common_meta, manifest_extra, roots=roots)
     report(2, 1.0, "done")
 
-    e2e_ms = baseline.total_time_ms
+    e2e_ms, busy_ms = baseline.total_time_ms, baseline.busy_time_ms
     cats = []
     for cat in CATEGORIES:
         if cat not in rows:
@@ -156,6 +165,7 @@ def analyze_trace(
                 instances=int(t["instances"]),
                 kernel_time_ms=float(t["gpu_kernel_time_ms"]),
                 percent_of_e2e=100.0 * float(t["gpu_kernel_time_ms"]) / e2e_ms if e2e_ms > 0 else None,
+                percent_of_busy=100.0 * float(t["gpu_kernel_time_ms"]) / busy_ms if busy_ms > 0 else None,
                 unfused_instances=sum(len(r.calls) for r in rows[cat] if r.first.kind == "unfused"),
                 files=[layout.ops_csv(cat), layout.metadata_json(cat)],
             )
@@ -174,6 +184,7 @@ def analyze_trace(
         comparison_scope=manifest_extra["comparison_scope"],
         trace2_path=str(trace2_path) if trace2_path is not None else None,
         trace2_e2e=_e2e(ctx2) if ctx2 is not None else None,
+        trace2_unlinked=unlinked2,
         config_json=hints.source if hints is not None else None,
         warnings=_dedupe(warnings),
         files_written=[str(p) for p in written],
@@ -201,6 +212,7 @@ def find_calls(ctx: TraceContext, capture: CaptureSet | None = None, hints: Mode
     if capture is not None:
         ctx.warnings.extend(capture.apply(ctx, replays))
     calls = fused + unfused + unfused_bwd + graph
+    calls += find_kernel_calls(ctx, calls)  # attention kernels under ops no list knows: calls from their kernels
     split_kv_kernels(ctx, calls)
     add_copy_overhead(ctx, fused + unfused)
     add_workload(ctx, calls)
@@ -294,6 +306,8 @@ def _e2e(ctx: TraceContext | None) -> E2EResult:
         exposed_comm_time_percent=b.exposed_comm_time_percent,
         exposed_memcpy_time_percent=b.exposed_memcpy_time_percent,
         idle_time_percent=b.idle_time_percent,
+        busy_time_ms=b.busy_time_ms,
+        idle_time_ms=max(b.total_time_ms - b.busy_time_ms, 0.0),
     )
 
 
@@ -302,11 +316,13 @@ def _unlinked(ctx: TraceContext, calls: list[Call], warnings: list[str]) -> Unli
 
     c = ctx.baseline.counts
     gpu, links = ctx.ev.gpu, ctx.links
-    no_launch = np.flatnonzero((links.launch < 0) & (links.ext_op < 0) & _attention_kernels(ctx))
+    no_launch = np.flatnonzero((links.launch < 0) & (links.ext_op < 0) & attention_kernel_mask(ctx))
     att = no_launch.tolist()
     att_time = float(np.maximum(gpu["dur"][att], 0.0).sum()) if att else 0.0
     outside = _outside_rows(ctx, calls)
     outside_us = float(np.maximum(gpu["dur"][outside], 0.0).sum())
+    late = outside[~ctx.baseline.in_window[outside]] if len(outside) else outside
+    late_us = float(np.maximum(gpu["dur"][late], 0.0).sum())
     res = UnlinkedResult(
         kernels_without_cpu_launch=int(c.get("without_cpu_launch", 0)),
         time_without_cpu_launch_us=float(c.get("without_cpu_launch_time_us", 0.0)),
@@ -318,9 +334,17 @@ def _unlinked(ctx: TraceContext, calls: list[Call], warnings: list[str]) -> Unli
         attention_time_without_cpu_launch_us=att_time,
         attention_kernels_outside_rows=len(outside),
         attention_time_outside_rows_us=outside_us,
+        attention_kernels_outside_window=len(late),
+        attention_time_outside_window_us=late_us,
     )
-    if len(outside):
-        warnings.append(_outside_warning(res, ctx, outside))
+    if len(outside) > len(late):
+        warnings.append(_outside_warning(res, ctx, outside[ctx.baseline.in_window[outside]]))
+    if len(late):
+        warnings.append(
+            f"{len(late)} attention kernels ({late_us:.1f} µs) ran outside the profiled window ({ctx.baseline.source}) "
+            "with no CPU launch in the trace — another step's kernels: named here, not counted as a share of the "
+            "window nor as calls"
+        )
     if res.kernels_without_cpu_launch:
         warnings.append(
             f"{res.kernels_without_cpu_launch} GPU events ({res.time_without_cpu_launch_us:.1f} µs) have no CPU launch "
@@ -338,34 +362,34 @@ def _unlinked(ctx: TraceContext, calls: list[Call], warnings: list[str]) -> Unli
 OUTSIDE_NAMES_LISTED = 5
 
 
-def _attention_kernels(ctx: TraceContext) -> Any:
-    """A mask over the trace's GPU events: the kernels whose own name is an attention kernel's."""
-    import numpy as np
-
-    from perf_models.kernels import KernelRole, classify_kernel
-
-    gpu = ctx.ev.gpu
-    roles = np.zeros(len(ctx.ev.names), dtype=bool)
-    for code in (np.unique(gpu["name"]).tolist() if len(gpu) else []):  # once per distinct GPU event name
-        roles[code] = classify_kernel(ctx.ev.names[code])[0] is KernelRole.ATTENTION
-    return (gpu["kind"] == 0) & roles[gpu["name"]] if len(gpu) else np.zeros(0, dtype=bool)
-
-
 def _outside_rows(ctx: TraceContext, calls: list[Call]) -> Any:
     import numpy as np
 
     in_rows = np.zeros(len(ctx.ev.gpu), dtype=bool)
     for call in calls:
         in_rows[call.kernels] = True
-    return np.flatnonzero(_attention_kernels(ctx) & ~in_rows)
+    return np.flatnonzero(attention_kernel_mask(ctx) & ~in_rows)
 
 
 def outside_rows_summary(ctx: TraceContext, calls: list[Call]) -> dict[str, Any]:
-    """The attention kernels no row accounts for (an op the registry does not know, or no CPU launch), as the
-    category metadata records them for the findings: count, time, share of E2E and the longest kernels by name."""
+    """The attention kernels no row accounts for, as the category metadata records them for the findings: those
+    inside the profiled window (count, time, share of E2E, the longest by name) and, apart, those that ran outside
+    it (another step's kernels with no CPU launch in the trace: named as such, never a share of the window)."""
     import numpy as np
 
     rows = _outside_rows(ctx, calls)
+    inside = ctx.baseline.in_window[rows] if len(rows) else np.zeros(0, dtype=bool)
+    e2e_us = ctx.baseline.total_time_ms * 1000.0
+    entry = _kernel_list(ctx, rows[inside])
+    entry["percent_of_e2e"] = round(100.0 * entry["time_us"] / e2e_us, 2) if e2e_us > 0 else None
+    entry["outside_window"] = _kernel_list(ctx, rows[~inside])
+    return entry
+
+
+def _kernel_list(ctx: TraceContext, rows: Any) -> dict[str, Any]:
+    """count, time, distinct names and the longest kernels by name of some GPU rows."""
+    import numpy as np
+
     gpu = ctx.ev.gpu
     dur = np.maximum(gpu["dur"][rows], 0.0) if len(rows) else np.zeros(0)
     names = gpu["name"][rows] if len(rows) else np.zeros(0, dtype=np.int64)
@@ -375,32 +399,27 @@ def outside_rows_summary(ctx: TraceContext, calls: list[Call]) -> dict[str, Any]
         entry[0] += 1
         entry[1] += us
     top = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:OUTSIDE_NAMES_LISTED]
-    e2e_us = ctx.baseline.total_time_ms * 1000.0
-    total = float(dur.sum())
     return {
         "kernels": len(rows),
-        "time_us": round(total, 3),
-        "percent_of_e2e": round(100.0 * total / e2e_us, 2) if e2e_us > 0 else None,
+        "time_us": round(float(dur.sum()), 3),
         "kernel_names": len(by_name),
         "longest": [{"name": n, "count": int(c), "time_us": round(t, 3)} for n, (c, t) in top],
     }
 
 
 def _outside_warning(res: UnlinkedResult, ctx: TraceContext, rows: Any) -> str:
+    """The attention kernels inside the profiled window that no call holds (find_kernel_calls makes a call of every
+    kernel it can place, so what stays here is what the analysis could not cut into calls)."""
+    import numpy as np
+
     names = sorted({ctx.ev.names[int(k)] for k in ctx.ev.gpu["name"][rows].tolist()}, key=len)
     shown = ", ".join(short_kernel_name(n) for n in names[:3])
     if len(names) > 3:
         shown += f" and {len(names) - 3} more"
-    total, unlaunched = res.attention_kernels_outside_rows, res.attention_kernels_without_cpu_launch
-    if unlaunched == total:
-        why = "none of them has a CPU launch in the trace"
-    elif unlaunched == 0:
-        why = "they were launched by ops the registry does not know"
-    else:
-        why = f"{unlaunched} of them have no CPU launch; the others were launched by ops the registry does not know"
+    us = float(np.maximum(ctx.ev.gpu["dur"][rows], 0.0).sum())
     return (
-        f"{total} attention kernels ({res.attention_time_outside_rows_us:.1f} µs) lie outside every row ({shown}): "
-        f"their time is in no category — {why}"
+        f"{len(rows)} attention kernels ({us:.1f} µs) inside the profiled window lie outside every row ({shown}): "
+        "their time is in no category"
     )
 
 
@@ -445,7 +464,9 @@ def _row_warnings(rows: dict[str, list[Row]], limit: int = 20) -> list[str]:
             for c in r.calls:
                 out.extend(w for w in c.warnings if w not in out)
             if r.parsed is not None and r.parsed.config is None:
-                out.append(f"{cat}: {r.first.name} has no perf model ({r.parsed.reason})")
+                advice = r.values.get("shape_advice")
+                said = f"; {advice}" if isinstance(advice, str) else ""
+                out.append(f"{cat}: {r.first.name} has no perf model ({r.parsed.reason}){said}")
     if len(out) > limit:
         out = [*out[:limit], f"... and {len(out) - limit} more (see the warnings column of the ops CSVs)"]
     return out

@@ -188,7 +188,7 @@ def find_graph_calls(ctx: TraceContext) -> list[Call]:
     sel = np.flatnonzero(links.graph & (gpu["kind"] == KERNEL))
     if len(sel) == 0:
         return []
-    kinds = np.array([_segment_kind(ev.names[c]) for c in gpu["name"][sel].tolist()], dtype=np.int8)
+    kinds = np.array([segment_kind(ev.names[c]) for c in gpu["name"][sel].tolist()], dtype=np.int8)
     if not (kinds == MAIN).any():
         return []
     calls: list[Call] = []
@@ -207,7 +207,7 @@ def find_graph_calls(ctx: TraceContext) -> list[Call]:
 OTHER, MAIN, BEFORE, AFTER = 0, 1, 2, 3
 
 
-def _segment_kind(name: str) -> int:
+def segment_kind(name: str) -> int:
     role = N.kernel_role(name)
     if role == "attention":
         return MAIN

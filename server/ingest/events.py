@@ -11,7 +11,8 @@ Families:
          a launch names (`args.kernel`, ROCm: graph captures launch no kernel event, only this name; -1 absent)
 - py   : `python_function` (Python frames)         name, thread, ts, dur
 - ann  : `user_annotation` (ProfilerStep#, vLLM)  name, thread, ts, dur
-- gpu  : `kernel`, `gpu_memcpy`, `gpu_memset`, `gpu_user_annotation`
+- gpu  : `kernel`, `gpu_memcpy`, `gpu_memset`, `gpu_user_annotation` kind, name, stream, ts, dur, correlation,
+         External id, device, the launch grid (packed: server.ingest.grids; -1 absent)
 - flow : `ac2g` flow start/finish events (launch -> kernel arrows)
 """
 
@@ -28,6 +29,7 @@ import orjson
 from perf_models.literals import MAX_NESTING
 from server.ingest.errors import TraceError
 from server.ingest.fast_decode import NO_ARGS, Event, FastPiece, PieceDecoder, PreparedSignature, Signature
+from server.ingest.grids import pack_grid, pack_grids
 
 # event families (host side)
 CPU, RT, PY, ANN = 0, 1, 2, 3
@@ -176,7 +178,7 @@ _COLS = {
     "rt": ("name", "thread", "ts", "dur", "corr", "ext", "ordinal", "kernel"),
     "py": ("name", "thread", "ts", "dur", "ordinal"),
     "ann": ("name", "thread", "ts", "dur", "ordinal"),
-    "gpu": ("kind", "name", "thread", "ts", "dur", "corr", "ext", "stream", "device", "ordinal"),
+    "gpu": ("kind", "name", "thread", "ts", "dur", "corr", "ext", "stream", "device", "ordinal", "grid"),
     "flow": ("is_start", "id", "thread", "ts"),
 }
 _EMPTY: dict[str, Any] = {}
@@ -368,6 +370,7 @@ class EventTablesBuilder:
                                 args.get("stream", -1),
                                 args.get("device", -1),
                                 o,
+                                pack_grid(args.get("grid")),
                             )
                         )
                 elif ph == "s" or ph == "f":
@@ -438,6 +441,7 @@ class EventTablesBuilder:
                     cols["kind"] = x_code[sel] - _GPU_BASE
                     cols["stream"] = [a.stream for a in args]
                     cols["device"] = [a.device for a in args]
+                    cols["grid"] = pack_grids([a.grid for a in args])
             self._parts[family].append(_columns({k: cols[k] for k in _COLS[family]}, *_SPECS[family], self.bad_ids))
         if len(flow_at):
             cols = {"is_start": [e.ph == "s" for e in fs], "id": [e.id for e in fs], "thread": flow_threads,
@@ -619,7 +623,7 @@ _SPECS: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     "rt": (("name", "thread", "ordinal", "kernel"), ("corr", "ext"), ()),
     "py": (("name", "thread", "ordinal"), (), ()),
     "ann": (("name", "thread", "ordinal"), (), ()),
-    "gpu": (("kind", "name", "thread", "ordinal"), ("corr", "ext", "stream", "device"), ()),
+    "gpu": (("kind", "name", "thread", "ordinal", "grid"), ("corr", "ext", "stream", "device"), ()),
     "flow": (("thread",), ("id",), ("is_start",)),
 }
 

@@ -36,6 +36,7 @@ class EventArgs(msgspec.Struct, gc=False):
     corr: int | None = msgspec.field(default=-1, name="correlation")
     stream: int | None = -1
     device: int | None = -1
+    grid: tuple[int, int, int] | None = None  # a kernel's launch grid (events.pack_grids)
     kernel: str | None = None  # the kernel a runtime launch names (ROCm graph captures)
     name: str | None = ""  # process_name / thread_name metadata
     labels: str | None = ""  # process_labels metadata

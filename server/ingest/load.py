@@ -5,13 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from perf_models.literals import MAX_NESTING
 from server.gc_pause import gc_paused
 from server.ingest import names as N
 from server.ingest.context import TraceContext
 from server.ingest.e2e import compute_baseline
 from server.ingest.errors import TraceError
-from server.ingest.events import ANN, CPU, KERNEL, PY, RT, EventTablesBuilder
+from server.ingest.events import ANN, CPU, KERNEL, PY, RT, EventTablesBuilder, TraceEvents
 from server.ingest.linking import link_gpu_events
 from server.ingest.reader import TraceReader
 from server.ingest.tree import HostForest
@@ -52,9 +54,17 @@ def load_trace(
             "export the trace again"
         )
     if require_gpu and (len(ev.gpu) == 0 or not (ev.gpu["kind"] == KERNEL).any()):
+        launches = _kernel_launches(ev)
+        if launches:  # CUDA profiling was on: the runtime launched kernels, their records are missing
+            raise TraceError(
+                f"{path}: {launches} kernel launch runtime event(s) but no kernel records — GPU profiling was on, the "
+                "kernel records were lost (CUPTI/roctracer buffer overflow in a long window, a profiler stopped "
+                "before the GPU finished, a truncated export): profile a shorter window, one active step "
+                "(docs/recording.md)"
+            )
         raise TraceError(
             f"{path}: CPU-only trace (no GPU kernels among {reader.n_events} events) — profile with "
-            "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] so kernels are recorded"
+            "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] so kernels are recorded (docs/recording.md)"
         )
     report(1.0, "tree")
     forest = HostForest.over_tables([(CPU, ev.cpu.cols), (RT, ev.rt.cols), (PY, ev.py.cols), (ANN, ev.ann.cols)])
@@ -83,3 +93,12 @@ def load_trace(
             "those events are not linked by them"
         )
     return ctx
+
+
+def _kernel_launches(ev: TraceEvents) -> int:
+    """How many runtime events launch kernels (cudaLaunchKernel, hipModuleLaunchKernel, cuLaunchKernelEx,
+    *GraphLaunch, ...)."""
+    if not len(ev.rt):
+        return 0
+    codes, counts = np.unique(ev.rt["name"], return_counts=True)
+    return int(sum(n for c, n in zip(codes.tolist(), counts.tolist(), strict=True) if "Launch" in ev.names[c]))

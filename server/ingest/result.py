@@ -14,6 +14,7 @@ class CategoryResult(ResultModel):
     instances: int
     kernel_time_ms: float
     percent_of_e2e: float | None = None
+    percent_of_busy: float | None = Field(None, description="kernel time as a % of the GPU busy time of the window")
     unfused_instances: int = 0
     files: list[str] = Field(default_factory=list)
 
@@ -33,6 +34,8 @@ class E2EResult(ResultModel):
     exposed_comm_time_percent: float
     exposed_memcpy_time_percent: float
     idle_time_percent: float
+    busy_time_ms: float = Field(0.0, description="GPU busy time of the window: union of its kernels, copies, memsets")
+    idle_time_ms: float = Field(0.0, description="E2E minus busy: the window's GPU idle time")
 
 
 class UnlinkedResult(ResultModel):
@@ -48,6 +51,10 @@ class UnlinkedResult(ResultModel):
         0, description="attention kernels (by their own names) that no row accounts for, CPU launch or not"
     )
     attention_time_outside_rows_us: float = 0.0
+    attention_kernels_outside_window: int = Field(
+        0, description="of those, the kernels that ran outside the profiled window (another step's, no CPU launch)"
+    )
+    attention_time_outside_window_us: float = 0.0
 
 
 class AnalyzeResult(ResultModel):
@@ -62,6 +69,10 @@ class AnalyzeResult(ResultModel):
     comparison_scope: str = "standalone"
     trace2_path: str | None = None
     trace2_e2e: E2EResult | None = None
+    trace2_unlinked: UnlinkedResult | None = Field(
+        None, description="comparative mode: trace 2's GPU events without a launch and attention kernels outside its "
+        "rows or its window, as `unlinked` says them for trace 1"
+    )
     config_json: str | None = Field(None, description="the model config.json whose layer hints were used")
     warnings: list[str] = Field(default_factory=list)
     files_written: list[str] = Field(default_factory=list)

@@ -23,9 +23,11 @@ import pandas as pd
 from perf_models.kernels import HelperKind, classify_kernels, is_auxiliary_kernel
 from server.ingest import names as N
 from server.ingest import op_config
+from server.ingest import shape_source as S
 from server.ingest.calls import Call
 from server.ingest.context import TraceContext
 from server.ingest.events import CPU, PY
+from server.ingest.kernel_calls import KERNEL_CALL
 from server.ingest.paged import kernel_breakdown
 from server.ingest.serving import attention_kernel_names
 from server.ingest.unfused import is_user_frame
@@ -103,7 +105,11 @@ def _group_key(ctx: TraceContext, c: Call) -> tuple[Any, ...]:
     if c.direction == "bwd" and not c.has_shapes and c.forward is not None:
         f = c.forward
         fwd = (f.name, repr(f.dims), repr(f.types), repr(f.concrete))
-    kernels = attention_kernel_names(ctx, c) if c.category == INFERENCE else ()
+    # inference calls and calls made from their kernels: the attention kernels' names too (layers of two kinds, two
+    # kernels under one unknown op are separate rows)
+    kernels = attention_kernel_names(ctx, c) if c.category == INFERENCE or c.kind == KERNEL_CALL else ()
+    if c.kind == KERNEL_CALL and not c.has_shapes:  # no shapes: calls of other launch grids are other shapes
+        kernels = (*kernels, tuple(sorted(set(ctx.ev.gpu["grid"][c.kernels].tolist()))))
     return (
         c.category,
         c.name,
@@ -133,6 +139,9 @@ def _parse_row(ctx: TraceContext, row: Row, fwd_params: dict[int, dict[str, Any]
             given = {**base, **(given or {})}
     # graph replays: a call whose capture was found has its captured op's name and shapes; the others are named
     # cuda_graph::<kernel>, for which the registry gives the one graph-replay reason (the roofline says the same)
+    # a backward made from its kernels under an op the registry does not know keeps its linked forward's config as
+    # its perf_params (shape_source "linked forward"); the registry, which scores rows by their op name, leaves it
+    # unmodeled: the ingest models no row the scoring would not
     parsed = op_config.parse(name, c.dims, c.types, c.concrete, given)
     if parsed.attention_type is None:
         parsed.attention_type = c.attention_type
@@ -269,6 +278,8 @@ def _row_values(ctx: TraceContext, row: Row) -> dict[str, Any]:
     details = _kernel_details(ctx, calls)
     stack, entry, modules = _call_stack(ctx, c0)
     parsed = row.parsed
+    hints = S.main_kernel_hints(ctx, calls)
+    source, unknown = S.describe(c0, bool(parsed is not None and parsed.config is not None), row.perf_params, hints)
     v: dict[str, Any] = {
         "name": c0.name,
         "op category": DISPLAY_NAMES[row.category],
@@ -318,6 +329,11 @@ def _row_values(ctx: TraceContext, row: Row) -> dict[str, Any]:
         "copy_overhead_us_mean": float(copy_us.mean()) if len(copy_us) else 0.0,
         "copy_overhead_count": int(sum(c.copy_count for c in calls)),
         "perf_model_reason": (parsed.reason if parsed is not None and parsed.config is None else math.nan) or math.nan,
+        # where the shapes came from (recorded inputs, linked forward, kernel names, none) and what stays unknown
+        "shape_source": source,
+        "shape_unknown": repr(unknown) if unknown else math.nan,
+        "kernel_shape_hints": repr(hints) if hints else math.nan,
+        "shape_advice": S.advice(c0, source, hints, unknown) or math.nan,
         "warnings": repr(_row_warnings(row)) if _row_warnings(row) else math.nan,
     }
     if c0.forward is not None:

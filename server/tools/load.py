@@ -44,6 +44,14 @@ class LoadResult(ResultModel):
     total_kernel_time_ms: float = 0.0
     e2e_baseline_ms: float | None = Field(None, description="first-to-last GPU activity of the profiled window")
     percent_of_e2e: float | None = None
+    # the time base side by side (analyze_trace's e2e_window; None for folders written without it)
+    gpu_busy_ms: float | None = Field(None, description="GPU busy time of the window: union of its kernels, copies "
+                                      "and memsets, ms")
+    gpu_idle_ms: float | None = Field(None, description="E2E baseline minus the busy time, ms")
+    percent_of_busy: float | None = Field(None, description="the category's kernel time as a % of the GPU busy time")
+    attention_outside_window_us: float | None = Field(
+        None, description="attention kernels that ran outside the profiled window (another step's): named, never a "
+        "share of it")
     comparison_scope: str = "standalone"
     platform: str | None = None
     metadata_peaks: dict[str, Any] | None = None
@@ -91,6 +99,7 @@ def load_category_data(ctx: ToolContext, args: LoadInput) -> LoadResult:
     res.total_kernel_time_ms = round(float(ksum.sum()), 4)
     res.e2e_baseline_ms = finite(data.e2e_ms, 4)
     res.percent_of_e2e = finite(100.0 * ksum.sum() / data.e2e_ms, 4) if data.e2e_ms else None
+    _time_base(res, md, float(ksum.sum()))
 
     impl: dict[str, int] = {}
     for name, cnt in zip(df["name"].astype(str), df["operation_count"].astype(int), strict=True):
@@ -110,6 +119,24 @@ def load_category_data(ctx: ToolContext, args: LoadInput) -> LoadResult:
             )
         )
     return res
+
+
+def _time_base(res: LoadResult, md: dict[str, Any] | None, kernel_ms: float) -> None:
+    """Busy and idle time of the window and the attention kernels outside it, from the metadata analyze_trace
+    writes (numbers only; anything else is left None)."""
+    window = md.get("e2e_window") if isinstance(md, dict) else None
+    if isinstance(window, dict):
+        busy, idle = window.get("busy_time_ms"), window.get("idle_time_ms")
+        if _number(busy) and busy >= 0:
+            res.gpu_busy_ms = finite(float(busy), 4)
+            res.percent_of_busy = finite(100.0 * kernel_ms / busy, 4) if busy > 0 else None
+        if _number(idle) and idle >= 0:
+            res.gpu_idle_ms = finite(float(idle), 4)
+    outside = md.get("attention_outside_rows") if isinstance(md, dict) else None
+    trace1 = outside.get("trace1") if isinstance(outside, dict) else None
+    late = trace1.get("outside_window") if isinstance(trace1, dict) else None
+    if isinstance(late, dict) and _number(late.get("time_us")):
+        res.attention_outside_window_us = finite(float(late["time_us"]), 3)
 
 
 def _number(v: Any) -> bool:
