@@ -103,9 +103,18 @@ def resolve_output_dir(roots: DataRoots, output_dir: str) -> Path:
     return roots.resolve(output_dir, what="output_dir")
 
 
+ROOF_KIND_HELP = (
+    "datasheet (dense peak) | sustained (datasheet rate at the clock the part holds above its rated boost) | "
+    "achievable (a user's peaks with no built-in match)"
+)
+ACHIEVABLE_HELP = "a measured achievable figure (method and source in list_architectures), shown beside the roof, " \
+    "never used in a ratio"
+
+
 class PeaksUsed(ResultModel):
     """The roofs a result was scored against, what they are and where they come from, and where the GPU came
-    from. A roof is the datasheet dense peak, or an achievable peak measured with a stated method (AMD MAF)."""
+    from. A roof is the datasheet dense peak of the dtype (at the sustained clock for a part that runs above its
+    rated boost); a measured achievable figure (AMD MAF) is shown beside it, never used in a ratio."""
 
     gpu_key: str
     gpu_name: str
@@ -118,13 +127,15 @@ class PeaksUsed(ResultModel):
         None, description="why there is no compute roof (no modeled row has a dtype), and the one the chart draws"
     )
     peak_tflops: float | None = Field(None, description="compute roof of that spec, TFLOP/s")
-    peak_tflops_kind: str | None = Field(None, description="achievable (measured, with a method) | datasheet")
+    peak_tflops_kind: str | None = Field(None, description=ROOF_KIND_HELP)
     peak_tflops_source: str | None = Field(None, description="where the compute roof comes from")
     peak_tflops_datasheet: float | None = Field(None, description="the datasheet dense peak of that spec, TFLOP/s")
+    peak_tflops_achievable: float | None = Field(None, description=f"TFLOP/s, {ACHIEVABLE_HELP}")
     peak_tbs: float = Field(description="HBM bandwidth roof, TB/s")
-    peak_tbs_kind: str = Field(description="achievable (measured, with a method) | datasheet")
+    peak_tbs_kind: str = Field(description=ROOF_KIND_HELP)
     peak_tbs_source: str | None = Field(None, description="where the bandwidth roof comes from")
     peak_tbs_datasheet: float | None = Field(None, description="the datasheet HBM bandwidth, TB/s")
+    peak_tbs_achievable: float | None = Field(None, description=f"TB/s, {ACHIEVABLE_HELP}")
     trace_gpu_name: str | None = Field(None, description="the GPU named in the trace's deviceProperties")
 
 
@@ -155,10 +166,12 @@ def peaks_of(gpu: GpuSpec, source: str, spec: str | None, *, detail: str | None 
         peak_tflops_kind=roof.kind if roof else None,
         peak_tflops_source=shorten_message(roof.source, SOURCE_LIMIT) if roof else None,
         peak_tflops_datasheet=roof.datasheet if roof else None,
+        peak_tflops_achievable=roof.achievable if roof else None,
         peak_tbs=bw.value,
         peak_tbs_kind=bw.kind,
         peak_tbs_source=shorten_message(bw.source, SOURCE_LIMIT),
         peak_tbs_datasheet=bw.datasheet,
+        peak_tbs_achievable=bw.achievable,
         trace_gpu_name=trace_gpu_name,
     )
 
