@@ -38,6 +38,8 @@ DEVICE_NAMES = {
     "NVIDIA H800 PCIe": "h800-pcie",
     "NVIDIA B300": "b300",
     "NVIDIA GeForce RTX 4090": "rtx-4090",
+    "NVIDIA GH200 480GB": "gh200",  # Grace Hopper: the H100 SXM5's rates with 96 GB HBM3, not an H200 or H100 NVL
+    "NVIDIA L40": "l40",  # not the L40S (half its tensor rate)
     # spellings not in the exact lists, resolved by the patterns
     "nvidia h100 80gb hbm3": "h100-sxm",
     "NVIDIA H100 SXM5 80GB": "h100-sxm",
@@ -47,9 +49,9 @@ DEVICE_NAMES = {
 }
 # names that must not be mistaken for a listed GPU
 NOT_LISTED = [
-    "NVIDIA GH200 480GB",  # Grace Hopper: different memory, not the H200
     "AMD Instinct MI300A",  # APU, 228 CUs
-    "NVIDIA L40",
+    "NVIDIA A10G",  # AWS, 80 SMs: another part than the A10
+    "NVIDIA GeForce RTX 3090 Ti",  # 84 SMs
     "NVIDIA GeForce RTX 4090 D",  # 114 SMs: another part than the RTX 4090
     "NVIDIA GeForce RTX 4090 Laptop GPU",
     "AMD Instinct MI250X/MI250",
@@ -227,7 +229,9 @@ def test_a_40gb_a100_with_a_generic_name_is_not_the_80gb_part() -> None:
 def test_a_95_gib_h100_is_not_the_80gb_sxm() -> None:
     found = identify_device(_nv("NVIDIA H100", 95 * GIB, 132, (9, 0)))
     assert found.gpu is None and "95.0 GiB is not 80 GB" in found.reason
-    assert "fit h100-nvl (94 GB, 132 SMs, sm_90)" in found.reason and "h100-nvl" in found.candidates
+    # a 95 GiB, 132-SM Hopper fits the H100 NVL (94 GB) and the GH200 (96 GB HBM3) alike: the name must decide
+    assert "fit gh200 (96 GB, 132 SMs, sm_90) and h100-nvl (94 GB, 132 SMs, sm_90)" in found.reason
+    assert {"gh200", "h100-nvl"} <= set(found.candidates)
 
 
 def test_properties_that_contradict_the_name_are_refused() -> None:
