@@ -32,6 +32,7 @@ this module never reads user files.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import numbers
@@ -314,8 +315,25 @@ def get_gpu(name: str) -> GpuSpec:
     """
     gpu = _lookup(name)
     if gpu is None:
-        raise UnknownArchError(str(name), known_keys())
+        keys = known_keys()
+        if len(", ".join(keys)) <= _KEYS_IN_A_MESSAGE:
+            raise UnknownArchError(str(name), keys)
+        raise UnknownArchError(str(name), nearest_keys(str(name)), total=len(keys))
     return gpu
+
+
+_KEYS_IN_A_MESSAGE = 160  # characters of keys an unknown-GPU message lists (it is one line of at most 300)
+
+
+def nearest_keys(name: str, limit: int = 6) -> list[str]:
+    """The keys whose key, name or aliases are spelled most like `name` (a hint `get_gpu` accepts), best first."""
+    reg = _registry()
+    scored: dict[str, float] = {}
+    target = _compact(name)
+    for label, gpu in reg.by_name.items():
+        ratio = difflib.SequenceMatcher(None, target, label).ratio()
+        scored[gpu.key] = max(scored.get(gpu.key, 0.0), ratio)
+    return [k for k, _ in sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
 
 
 # ---------------------------------------------------------------- built-in tables

@@ -18,7 +18,7 @@ from pydantic import BeforeValidator, Field, StringConstraints
 
 from perf_models.dtypes import try_normalize_dtype
 from perf_models.errors import UnknownArchError
-from perf_models.hardware import GpuSpec, get_gpu, known_keys
+from perf_models.hardware import GpuSpec, get_gpu
 from server.errors import shorten_message
 from server.results import ResultModel
 from server.roots import DataRoots
@@ -56,8 +56,8 @@ def canonical_gpu(value: Any) -> Any:
         return value
     try:
         return get_gpu(value.strip()).key
-    except UnknownArchError:
-        raise ValueError(f"unknown GPU; pass one of {', '.join(known_keys())}") from None
+    except UnknownArchError as exc:
+        raise ValueError(f"unknown GPU; {exc.hint}") from None
 
 
 # The schema is a plain string, not an enum of the table's keys: the server takes every spelling the table knows
