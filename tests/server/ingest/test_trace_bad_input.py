@@ -10,7 +10,6 @@ import pandas as pd
 import pytest
 
 from perf_models.hardware import get_gpu
-
 from server.errors import InputError
 from server.ingest.analyze import analyze_trace
 from server.ingest.errors import TraceError
