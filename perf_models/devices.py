@@ -167,14 +167,14 @@ def identify_device(props: Mapping[str, Any]) -> DeviceMatch:
                 None, label, f"GPU {label} fits {_keys(agree)} equally and their roofs differ: the table cannot "
                 "tell which part it is", candidates=keys,
             )  # fmt: skip
-        return _by_properties_named(props, label, described, [g for g, _ in hits], best)
+        return _by_properties_named(props, label, [g for g, _ in hits], best)
     fits = _by_properties(props)
     keys = tuple(g.key for g in fits)
     if _one_roof_set(fits):
         g = _resolved(fits, [])
         same = f" (with {', '.join(f.key for f in fits if f is not g)}: the same roofs)" if len(fits) > 1 else ""
         if not name:
-            warning = (f"unnamed GPU ({described}) scored as {g.key}{same}" if same else None)
+            warning = f"unnamed GPU ({described}) scored as {g.key}{same}" if same else None
             return DeviceMatch(g, label, warning=warning, candidates=keys)
         return DeviceMatch(
             g, label, warning=(
@@ -196,7 +196,7 @@ def identify_device(props: Mapping[str, Any]) -> DeviceMatch:
 
 
 def _by_properties_named(
-    props: Mapping[str, Any], label: str, described: str, named: list[GpuSpec], best: list[GpuSpec]
+    props: Mapping[str, Any], label: str, named: list[GpuSpec], best: list[GpuSpec]
 ) -> DeviceMatch:
     """A name the properties contradict: resolved to the parts of the name's family the properties fit when they
     all have the same roofs (module docstring), refused otherwise."""
