@@ -14,6 +14,7 @@ BENCHES = [
     "bench_analyze_trace.py",
     "bench_ranks.py",
     "bench_start.py",
+    "bench_run.py",
     "bench_hardening.py",
     "bench_findings.py",
 ]

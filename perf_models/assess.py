@@ -19,14 +19,20 @@ This is the one place a measured kernel time becomes a verdict (the server turns
   an unfused chain is dominated by Nq × Nkv reads and writes, whatever the fused kernel's bound would be. The
   intensity and bytes the regime was judged from are `regime_intensity` / `regime_bytes` (the roofline's own for
   fused rows), so a verdict can show the numbers it was made from next to the fused intensity;
-* band (perf_models.bands): the best published kernel for the row's shape, interpolated between published
-  anchors (no cliff at a bin edge), and a band around it; a forward or backward row is judged on its compute
-  utilization against the datasheet; a decode row on the roof that limits it — memory utilization (against a
-  band that grows with the call's work size, MB of compulsory traffic) when memory-bound, compute utilization
-  when compute-bound (FlashMLA's 660 TFLOPS decode is compute-bound and judged on tensor %); a call with fewer
-  query tiles than compute units gets no band (the published measurements fill the GPU). Each row carries the
-  band's reference — the kernel, its efficiency at this shape, its source and the time this call would take at
-  it — and, when the band was measured on another part of the same architecture, which one (borrowed);
+* three roofs (perf_models.exp_roof): the row's times on the datasheet tensor roof, on the exponential-unit roof
+  (one exp per kept score element) and on HBM, and the binding one among them (`binding_roof`);
+* band: the ceiling of the call on this part (perf_models.ceiling). On the part a published band family was measured
+  on (perf_models.bands), inside its anchors, the band rests on the published point: the best published kernel
+  interpolated at the row's shape, scaled by the row's wave factor over the one of the published sizing
+  (perf_models.waves: a grid with a partial last wave, or fewer tiles than units, reaches only
+  tiles / (waves × units) of a full kernel; no cliff). On another part of the same architecture the published best
+  is carried over by the ceiling model's ratio between the two parts at the row's shape (derived). Where no family
+  applies — a shape outside the anchors, an architecture without published points — the band is the ceiling model's
+  own (derived). Every row says what its band rests on (`band_basis`, `band_rests_on`). A forward or backward
+  row is judged on its compute utilization against the datasheet; a decode row on the roof that limits it —
+  memory utilization when memory-bound, compute utilization when compute-bound. Each row carries the band's
+  reference (the published kernel or the model's class), its efficiency at this shape, its source and the time this
+  call would take at it;
 * bounds: a row whose work is a bound (`WorkEstimate.work_bound`: varlen / paged rows known only by their sums,
   a sliding window of unknown size) has an efficiency that is a bound too ("lower": at least this; "upper": at
   most this). Such a row gets no band verdict (band_status "none", band edges NaN): a bound is not a measurement
@@ -48,20 +54,27 @@ from numpy.typing import ArrayLike, NDArray
 from perf_models.bands import (
     NO_BAND_NOTES,
     NOTE_BOUND,
-    NOTE_UNDERFILLED,
+    NOTE_MIXED,
+    NOTE_NO_FAMILY,
+    NOTE_NO_MODEL,
     BandArrays,
+    band_edges,
     band_status,
+    family_by_id,
     lookup_bands,
 )
+from perf_models.ceiling import ModelCeilings, model_ceilings
 from perf_models.errors import ConfigError, PerfModelError
 from perf_models.estimate import WorkEstimate
-from perf_models.hardware import GpuSpec, Roof
+from perf_models.exp_roof import exponentials, part_exp_roof, three_roofs
+from perf_models.hardware import GpuSpec, Roof, get_gpu
 from perf_models.masks import MASK_NONE, MASK_WINDOW
 from perf_models.objects import as_objects, filled
 from perf_models.roofline import RooflineArrays, roofline
 from perf_models.table import ConfigTable
 from perf_models.terms import BYTES_MODELS
-from perf_models.traffic import decode_rows, token_counts
+from perf_models.traffic import decode_rows
+from perf_models.waves import wave_factor
 
 F64 = NDArray[np.float64]
 OBJ = NDArray[np.object_]
@@ -70,9 +83,6 @@ BALANCED_RATIO = 1.3  # intensity within [ridge / 1.3, ridge × 1.3] is "balance
 REGIMES = ("compute", "memory", "balanced", "unknown")
 KINDS = ("fwd", "bwd", "decode", "mixed")
 _FP32_3XTF32 = "matrix_fp32_3xtf32"
-# Query rows per tile for the "fills the GPU" test of compute bands (FA2/FA3/CK forward tiles are 64-128 rows;
-# 128 is the conservative end: fewer tiles than compute units means the call cannot fill the GPU).
-FILL_TILE_ROWS = 128
 MB = 1e6
 
 
@@ -108,10 +118,23 @@ class Assessment:
     band_reference_pct: F64  # its efficiency at this shape, % of the datasheet peak of band_metric
     band_reference_source: OBJ  # where it is published (the band table's citation)
     band_reference_time_us: F64  # this call's time at the reference efficiency (µs)
-    band_borrowed_from: OBJ  # the part the band was measured on, when it is not this GPU (None: measured here)
+    band_borrowed_from: OBJ  # always None: a band off its measured part is derived (band_basis); kept for readers
     band_note: OBJ  # why there is no band ("" when there is one)
     regime_intensity: F64  # the FLOP/B the regime was judged from (unfused rows: with the score matrices)
     regime_bytes: F64  # the bytes behind regime_intensity
+    # the three roofs on the datasheet (perf_models.exp_roof) and the ceiling (perf_models.ceiling)
+    exponentials: F64  # exponentials of one call (one per kept score element)
+    exp_roof_texps: F64  # the part's exponential roof, T exp/s
+    tensor_time_us: F64  # useful FLOPs / datasheet tensor roof of the row's dtype
+    exp_time_us: F64  # exponentials / exp roof
+    hbm_time_us: F64  # bytes used / datasheet bandwidth
+    binding_roof: OBJ  # tensor | exp | hbm: the roof with the largest time (None: a roof unknown)
+    wave_factor: F64  # tiles / (waves × units): the share of a full kernel's throughput this grid can reach
+    kernel_class: OBJ  # the ceiling model's class of the part's architecture (fa2, fa3, fa4, amd; None: unknown)
+    ceiling_pct: F64  # the model's best efficiency for this call on this part, % of the datasheet roof of its metric
+    ceiling_time_us: F64  # the model's best time for this call on this part
+    band_basis: OBJ  # published (a published point on this part) | derived (the ceiling model) | none
+    band_rests_on: OBJ  # what the band rests on, in words (None: no band)
 
 
 def row_kinds(table: ConfigTable) -> OBJ:
@@ -182,9 +205,24 @@ def _split_roofs(table: ConfigTable, specs: OBJ, gpu: GpuSpec) -> tuple[F64, OBJ
         labels[i] = f"{specs[i]}+{pv[i]}"
     return value, kind, datasheet, labels
 
-def _bands(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, kinds: OBJ, rf: RooflineArrays) -> BandArrays:
-    """The band of every row (see the module docstring): decode rows are judged on the roof that limits them, and
-    compute bands need a call that can fill the GPU."""
+
+@dataclass(frozen=True, eq=False)
+class _Verdicts:
+    """The band of every row (published on this part, else derived from the ceiling model) and the model's
+    physics: see the module docstring."""
+
+    bands: BandArrays  # low/high/reference_pct set from the ceiling (published × waves, or the model)
+    basis: OBJ  # published | derived | none
+    rests_on: OBJ  # what the band rests on, in words (None: no band)
+    ceiling: ModelCeilings
+
+
+def _bands(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, kinds: OBJ, rf: RooflineArrays,
+           specs: OBJ) -> _Verdicts:
+    """The band of every row (see the module docstring): decode rows are judged on the roof that limits them; a
+    published band applies on the part it was measured on, scaled by the row's wave factor; elsewhere the band is
+    derived from the ceiling model of the architecture's kernel class."""
+    n = len(table)
     seq = np.maximum(table.seq_q, table.seq_kv)
     seq = np.where(table.is_varlen, np.maximum(table.max_q, table.max_kv), seq)
     hd = np.maximum(table.head_dim_qk, table.head_dim_v)
@@ -192,20 +230,111 @@ def _bands(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, kinds: OBJ, rf:
     bands = lookup_bands(getattr(gpu, "key", None), getattr(gpu, "arch", None), kinds, _mask_classes(table),
                          _dtype_names(table), table.heads_q > table.heads_kv, on_memory, hd, seq,
                          work.bytes_compulsory / MB)
-    sm_count = getattr(gpu, "sm_count", None)
-    if sm_count:
-        tq, _ = token_counts(table)
-        tiles = np.where(table.is_varlen, np.ceil(tq / FILL_TILE_ROWS) * table.heads_q,
-                         table.batch * np.ceil(np.maximum(table.seq_q, table.seq_kv) / FILL_TILE_ROWS)
-                         * table.heads_q)
-        under = (kinds != "decode") & (tiles < sm_count) & np.isfinite(bands.low)
-        if under.any():
-            for name in ("low", "high", "reference_pct"):
-                getattr(bands, name)[under] = np.nan
-            for name in ("metric", "band_id", "reference_kernel", "reference_source", "borrowed_from"):
-                getattr(bands, name)[under] = None
-            bands.note_code[under] = NOTE_UNDERFILLED
-    return bands
+    ceiling = model_ceilings(table, work, gpu, kinds, on_memory, _datasheet_specs(specs))
+    found = np.isfinite(bands.low)
+    published = found & _is_none(bands.borrowed_from)
+    low_f, high_f = band_edges()
+    waves = np.where(kinds == "decode", 1.0, ceiling.waves / _published_waves(table, work, gpu, bands, seq, hd))
+    # scale: published rows by their waves; a sibling of the measured part by the model's ratio between the parts
+    scale = np.where(published, np.minimum(waves, 1.0), np.nan)
+    transfer = found & ~published & np.isfinite(ceiling.pct)
+    sibling_words = filled(n, None)
+    if transfer.any():
+        ratio, sibling_words = _sibling_ratio(table, work, gpu, kinds, on_memory, specs, bands, seq, hd, ceiling,
+                                              transfer)
+        scale = np.where(transfer, ratio, scale)
+        transfer &= np.isfinite(scale)
+    scaled = published | transfer
+    derived = ~published & np.isfinite(ceiling.pct)
+    best = np.where(scaled, bands.reference_pct * scale, np.where(derived, ceiling.pct, np.nan))
+    bands.reference_pct[:] = best
+    # a published band keeps its own span (an anchor read two ways spans both), scaled
+    bands.low[:] = np.where(scaled, bands.low * scale, low_f * best)
+    bands.high[:] = np.where(scaled, np.minimum(100.0, bands.high * scale), np.minimum(100.0, high_f * best))
+    bands.metric[:] = np.where(published, bands.metric, np.where(derived, ceiling.metric, None))
+    cls = ceiling.kernel_class[0] if n else None  # one part: one class for every row
+    model_id, model_kernel = filled(n, f"model:{cls}"), filled(n, f"{cls} ceiling model")
+    bands.band_id[:] = np.where(scaled, bands.band_id, np.where(derived, model_id, None))
+    bands.reference_kernel[:] = np.where(scaled, bands.reference_kernel, np.where(derived, model_kernel, None))
+    bands.reference_source[:] = np.where(scaled, bands.reference_source, None)
+    bands.borrowed_from[:] = None
+    none = ~published & ~derived
+    mixed = kinds == "mixed"
+    note = np.where(published | derived, 0, np.where(mixed, NOTE_MIXED, np.where(
+        _is_none(ceiling.kernel_class), NOTE_NO_MODEL, bands.note_code)))
+    bands.note_code[:] = np.where(none & (note == 0), NOTE_NO_FAMILY, note)
+    basis = as_objects(np.where(published, "published", np.where(derived | transfer, "derived", "none")))
+    pub_words = _interned([None if k is None else f"published: {k}" for k in bands.reference_kernel.tolist()])
+    rests = np.where(published, pub_words, np.where(transfer, sibling_words, np.where(derived, ceiling.rests_on,
+                                                                                       None))).astype(object)
+    return _Verdicts(bands, basis, rests, ceiling)
+
+
+def _sibling_ratio(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, kinds: OBJ, on_memory: NDArray[np.bool_],
+                   specs: OBJ, bands: BandArrays, seq: F64, hd: F64, ceiling: ModelCeilings,
+                   rows: NDArray[np.bool_]) -> tuple[F64, OBJ]:
+    """For rows whose band family was measured on another part of this architecture: the published best carries over
+    scaled by the ceiling model's ratio between this part and the measured one at the row's shape (roofs, exp unit,
+    waves), times the row's waves over the published sizing's on the measured part. NaN where the ratio is unknown.
+    Also the words: what such a band rests on."""
+    n = len(table)
+    ratio = np.full(n, np.nan)
+    words = filled(n, None)
+    for band_id in {b for b in bands.band_id[rows].tolist() if b is not None}:
+        fam = family_by_id(str(band_id))
+        sel = rows & (bands.band_id == band_id)
+        try:
+            measured = get_gpu(fam.measured_on[0])
+        except PerfModelError:
+            continue
+        there = model_ceilings(table, work, measured, kinds, on_memory, _datasheet_specs(specs))
+        own_waves = np.where(kinds == "decode", 1.0,
+                             there.waves / _published_waves(table, work, measured, bands, seq, hd))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio[sel] = (ceiling.pct / there.pct * np.minimum(own_waves, 1.0))[sel]
+        cls = ceiling.kernel_class[0]
+        for kernel in set(bands.reference_kernel[sel].tolist()):
+            words[sel & (bands.reference_kernel == kernel)] = (
+                f"derived: {kernel} as published on {fam.measured_on_name}, carried to this part by the {cls} "
+                "ceiling model's ratio between the two parts (tensor, exponential-unit and HBM roofs, waves)")
+    return ratio, words
+
+
+def _published_waves(table: ConfigTable, work: WorkEstimate, gpu: GpuSpec, bands: BandArrays, seq: F64,
+                     hd: F64) -> F64:
+    """The wave factor the published measurement behind each row's band had (its source's sizing at the row's N and
+    head dim, the row's tiles, this part's units): a row is scaled by its own wave factor over this one, so a
+    published figure is not charged twice for its own last wave. 1 where there is no published band."""
+    out = np.ones(len(table))
+    units = getattr(gpu, "sm_count", None)
+    for band_id in {b for b in bands.band_id.tolist() if b is not None}:
+        sizing = family_by_id(str(band_id)).sizing
+        sel = bands.band_id == band_id
+        if not sizing or not units:
+            continue
+        n, d = np.maximum(seq[sel], 1), np.maximum(hd[sel], 1)
+        if "tokens" in sizing:
+            b, h = np.maximum(1, sizing["tokens"] // n), np.maximum(1, sizing["hidden"] // d)
+        else:
+            b, h = sizing["batch"], sizing["heads_q"]
+        block = np.where(table.is_bwd[sel], work.block_kv[sel], work.block_q[sel])
+        out[sel] = wave_factor(np.ceil(n / np.maximum(block, 1)) * b * h, units)
+    return out
+
+
+def _interned(values: list[str | None]) -> OBJ:
+    """An object array holding one reference per distinct string (a formatted string is a new object per row)."""
+    seen: dict[str | None, str | None] = {}
+    return np.array([seen.setdefault(v, v) for v in values], dtype=object)
+
+
+def _is_none(values: OBJ) -> NDArray[np.bool_]:
+    return np.array([v is None for v in values.tolist()], dtype=bool)
+
+
+def _datasheet_specs(specs: OBJ) -> OBJ:
+    """The first GEMM spec of every row (a split spec `a+b` is modeled on its Q·Kᵀ spec)."""
+    return np.array([s.split("+", 1)[0] if isinstance(s, str) else s for s in specs.tolist()], dtype=object)
 
 
 def regime_of(intensity: F64, ridge: F64, known: NDArray[np.bool_]) -> OBJ:
@@ -275,7 +404,11 @@ def assess(
     regime = regime_of(regime_intensity, rf.ridge, known)
 
     kinds = row_kinds(table)
-    bands = _bands(table, work, gpu, kinds, rf)
+    verdicts = _bands(table, work, gpu, kinds, rf, specs)
+    bands, ceiling = verdicts.bands, verdicts.ceiling
+    exps = exponentials(work.kept_pairs, table.heads_q)
+    exp_roof = part_exp_roof(gpu)
+    roofs = three_roofs(work.flops_useful, exps, used, peak_t_ds, exp_roof, peak_b_ds)
     value = np.where(bands.metric == "memory", memory_ds, compute_ds)
     bound = work.work_bound.astype(object)
     exact = bound == "exact"
@@ -315,12 +448,26 @@ def assess(
         work_bound=bound,
         band_reference_kernel=np.where(band_ok, bands.reference_kernel, None).astype(object),
         band_reference_pct=ref_pct,
-        band_reference_source=np.where(band_ok, bands.reference_source_text, None).astype(object),
+        # a derived band's source is what it rests on (the class, its points and parts)
+        band_reference_source=np.where(band_ok, np.where(verdicts.basis == "derived", verdicts.rests_on,
+                                                         bands.reference_source_text), None).astype(object),
         band_reference_time_us=ref_time,
         band_borrowed_from=np.where(band_ok, bands.borrowed_from, None).astype(object),
         band_note=np.asarray(NO_BAND_NOTES, dtype=object)[note_code],
         regime_intensity=regime_intensity,
         regime_bytes=regime_bytes,
+        exponentials=exps,
+        exp_roof_texps=np.full(n, exp_roof),
+        tensor_time_us=roofs.tensor_time_us,
+        exp_time_us=roofs.exp_time_us,
+        hbm_time_us=roofs.hbm_time_us,
+        binding_roof=roofs.binding,
+        wave_factor=ceiling.waves,
+        kernel_class=ceiling.kernel_class,
+        ceiling_pct=ceiling.pct,
+        ceiling_time_us=ceiling.time_us,
+        band_basis=np.where(band_ok, verdicts.basis, "none").astype(object),
+        band_rests_on=np.where(band_ok, verdicts.rests_on, None).astype(object),
     )
 
 

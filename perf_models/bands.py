@@ -14,9 +14,11 @@ or outside the published head dims there is no band. Where readings of one figur
 `pct_high` and the band spans both. The band is [low × best, min(100, high × best)] with the file's `edges`
 (low 0.75: a kernel a published one beats by ≥ 1.35× lies below it).
 
-A band measured on one part and applied to another of the same architecture (an H100 SXM band on an H100 PCIe or
-H200) is *borrowed*: each row says so (`borrowed_from`). Families whose published numbers differ by part are
-restricted to their parts (`parts`). Where nothing is published there is no band, with the reason.
+The lookup still finds a family for another part of the same architecture and names the part it was measured on
+(`borrowed_from`); perf_models.assess uses a published band only on that part and derives the band everywhere else
+from the ceiling model (perf_models.ceiling), whose calibration points are these anchors (each family's `sizing`
+says at which batch and heads its source measured). Families whose published numbers differ by part are restricted
+to their parts (`parts`).
 
 Lookup is vectorized: each family selects its rows with range and membership tests, each curve is one np.interp.
 """
@@ -49,11 +51,11 @@ NO_BAND_NOTES = (
     "no reference band: shorter than the shortest published sequence for this shape",
     "no reference band: the call moves less data than the smallest published decode",
     "no reference band: head dim outside the published range for this shape",
-    "no reference band: too small to fill the GPU (fewer query tiles than compute units; the published "
-    "measurements fill it)",
+    "no reference band: prefill and decode mixed in one call (no ceiling model for the mix)",
     "no band verdict: the work is a bound, not a measurement",
+    "no reference band: the GPU's architecture is unknown or has no ceiling model (perf_models/data/arch_units.json)",
 )
-NOTE_NO_FAMILY, NOTE_NO_ARCH, NOTE_SHORT, NOTE_SMALL, NOTE_HEAD_DIM, NOTE_UNDERFILLED, NOTE_BOUND = range(1, 8)
+NOTE_NO_FAMILY, NOTE_NO_ARCH, NOTE_SHORT, NOTE_SMALL, NOTE_HEAD_DIM, NOTE_MIXED, NOTE_BOUND, NOTE_NO_MODEL = range(1, 9)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,8 @@ class BandFamily:
     axis: str
     curves: tuple[Curve, ...]  # sorted by head dim
     note: str
+    # the source's sizing: {"tokens", "hidden"} (B = tokens / N, H = hidden / d) or {"batch", "heads_q", "heads_kv"}
+    sizing: dict[str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -154,6 +158,7 @@ def _family(where: str, f: dict[str, object], sources: dict[str, str]) -> BandFa
             dtypes=tuple(str(d) for d in f["dtypes"]),  # type: ignore[attr-defined]
             heads=str(f["heads"]), metric=str(f["metric"]), axis=str(f["axis"]),
             curves=tuple(sorted(curves, key=lambda c: c.head_dim)), note=str(f.get("note", "")),
+            sizing=None if f.get("sizing") is None else {str(k): int(v) for k, v in f["sizing"].items()},  # type: ignore[attr-defined]
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise PerfModelError(f"{where}: a band family is malformed ({exc!r}): {f.get('id')!r}") from None

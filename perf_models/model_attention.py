@@ -15,6 +15,7 @@ import numpy as np
 
 from perf_models.assess import assess
 from perf_models.bands import family_by_id
+from perf_models.ceiling import ceiling_params
 from perf_models.config import AttentionConfig, BwdConvention, Direction
 from perf_models.estimate import TILED_BYTES_NOTE, estimate_work
 from perf_models.hardware import GpuSpec
@@ -35,8 +36,10 @@ class Band:
     reference_kernel: str  # the best published kernel for this shape and GPU class
     reference_pct: float  # its efficiency at this shape (% of the datasheet peak of `metric`)
     reference_time_us: float  # this call's time at the reference efficiency
-    borrowed_from: str | None  # the part the band was measured on, when it is not this GPU
-    measured_on: str
+    borrowed_from: str | None  # always None: a band off the part it was measured on is derived (basis)
+    measured_on: str  # the part(s) the points it rests on were measured on
+    basis: str  # published (a published point on this part) | derived (the ceiling model)
+    rests_on: str  # the published kernel, or the model's class, points and parts
 
 
 @dataclass(frozen=True)
@@ -121,13 +124,21 @@ def model_attention(
         notes.append(f"efficiency above {ANOMALY_PCT:g} % of the roofline: an anomaly, not an excellent kernel")
     band = None
     if a.band_id[0] is not None:
-        fam = family_by_id(str(a.band_id[0]))
         kernel, ref = str(a.band_reference_kernel[0]), float(a.band_reference_pct[0])
-        borrowed = a.band_borrowed_from[0]
-        band = Band(fam.id, float(a.band_low[0]), float(a.band_high[0]), fam.metric,
-                    f"{kernel}: {ref:.1f} % of the datasheet at this shape (interpolated between published anchors)",
-                    str(a.band_reference_source[0]), kernel, ref, float(a.band_reference_time_us[0]),
-                    None if borrowed is None else str(borrowed), fam.measured_on_name)
+        basis, rests_on = str(a.band_basis[0]), str(a.band_rests_on[0])
+        if basis == "published":
+            fam = family_by_id(str(a.band_id[0]))
+            anchor = (f"{kernel}: {ref:.1f} % of the datasheet at this shape (interpolated between published "
+                      f"anchors, × the grid's wave factor {float(a.wave_factor[0]):.2f})")
+            source, measured_on = str(a.band_reference_source[0]), fam.measured_on_name
+        else:
+            cls = str(a.kernel_class[0])
+            params = ceiling_params().classes[cls]
+            anchor = f"{kernel}: {ref:.1f} % of the datasheet for this call on this part"
+            source = rests_on
+            measured_on = ", ".join(params.parts or ceiling_params().pooled.parts)
+        band = Band(str(a.band_id[0]), float(a.band_low[0]), float(a.band_high[0]), str(a.band_metric[0]), anchor,
+                    source, kernel, ref, float(a.band_reference_time_us[0]), None, measured_on, basis, rests_on)
     return AttentionEstimate(
         values=MappingProxyType(values),
         direction=Direction(cfg.direction).value,

@@ -137,6 +137,25 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
     declare("anomaly_flag", "bool", "", None, "flagged", "jc",
             "efficiency above 110 %: too far above the roofline to project a gap from (the impact estimate falls "
             "back to the heuristic)"),
+    # three roofs (datasheet) and the ceiling model
+    declare("exponentials", "float", "exp", 0, "exps", "mjc",
+            "softmax exponentials of one call: one per kept score element (the backward recomputes P once)"),
+    declare("exp_roof_texps", "float", "T exp/s", 3, "exp roof", "mjc",
+            "the part's exponential (special-function) roof: datasheet FP32 vector peak × the architecture's exp / "
+            "FP32 rate per clock"),
+    declare("tensor_time_us", "float", "µs", 3, "tensor µs", "mjc", "useful FLOPs / datasheet tensor roof"),
+    declare("exp_time_us", "float", "µs", 3, "exp µs", "mjc", "exponentials / exp roof"),
+    declare("hbm_time_us", "float", "µs", 3, "HBM µs", "mjc", "bytes used / datasheet bandwidth"),
+    declare("binding_roof", "text", "", None, "binding roof", "rmjc",
+            "tensor | exp | hbm: the roof with the largest time among the three"),
+    declare("wave_factor", "float", "", 3, "waves", "mjc",
+            "tiles / (waves × units): the share of a full kernel's throughput this grid can reach"),
+    declare("kernel_class", "text", "", None, "class", "mjc",
+            "the ceiling model's kernel class of the part's architecture (fa2, fa3, fa4, amd)"),
+    declare("ceiling_pct", "float", "%", 1, "ceiling %", "rmjc",
+            "the ceiling model's best efficiency for this call on this part (% of the datasheet roof of band_metric)"),
+    declare("ceiling_time_us", "float", "µs", 3, "ceiling µs", "mjc",
+            "the ceiling model's best time for this call on this part"),
     # the expected band
     declare("band_id", "text", "", None, "band", "mjc", "the expected band (perf_models/data/bands.json)"),
     declare("band_metric", "text", "", None, "band metric", "rmjc",
@@ -159,9 +178,16 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
             "one call's time at the reference kernel's efficiency: what the best published kernel for this shape "
             "would take"),
     declare("band_borrowed_from", "text", "", None, "borrowed from", "rmjc",
-            "the GPU the band was measured on, when it is not this one (a borrowed band)"),
+            "always empty since bands are no longer borrowed: a band off the part it was measured on is derived "
+            "(band_basis, band_rests_on); kept for readers of older results"),
     declare("band_note", "text", "", None, "no band because", "rmjc", "why there is no band (empty when there is "
             "one)"),
+    declare("band_basis", "text", "", None, "band basis", "rmjc",
+            "published (a published point measured on this part) | derived (the ceiling model of the part's kernel "
+            "class) | none"),
+    declare("band_rests_on", "text", "", None, "band rests on", "mjc",
+            "what the band rests on: the published kernel, or the model's class, its points and the parts they were "
+            "measured on"),
     declare("band_status", "text", "", None, "band status", "rmjc",
             "within | below | above | none (no reference band)"),
     declare("in_expected_band", "bool", "", None, "in band", "jc",

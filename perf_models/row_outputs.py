@@ -52,6 +52,10 @@ def row_outputs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuS
         "band_reference_source": a.band_reference_source, "band_reference_time_us": a.band_reference_time_us,
         "band_borrowed_from": a.band_borrowed_from, "band_note": a.band_note,
         "regime_intensity": a.regime_intensity, "regime_bytes": a.regime_bytes,
+        "exponentials": a.exponentials, "exp_roof_texps": a.exp_roof_texps, "tensor_time_us": a.tensor_time_us,
+        "exp_time_us": a.exp_time_us, "hbm_time_us": a.hbm_time_us, "binding_roof": a.binding_roof,
+        "wave_factor": a.wave_factor, "kernel_class": a.kernel_class, "ceiling_pct": a.ceiling_pct,
+        "ceiling_time_us": a.ceiling_time_us, "band_basis": a.band_basis, "band_rests_on": a.band_rests_on,
     }  # fmt: skip
     out |= regimes_by_bytes_model(work, a)
     out |= what_ifs(table, work, a, gpu, bytes_model)

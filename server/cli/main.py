@@ -1,7 +1,10 @@
-"""`sdpa-analyzer`: one subcommand per tool, derived from the tool declarations, plus `serve` and `demo`.
+"""`sdpa-analyzer`: one subcommand per tool, derived from the tool declarations, plus `run` (the tools chained on
+one trace, server.cli.pipeline), `serve` and `demo`.
 
-Each tool's options come from its input model (name, type, choices, description, default), so a parameter is
-declared once for MCP and CLI alike; arguments not given are left out and the model's defaults apply. Exit
+Each tool's options come from its input model (name, type, choices, description, default; server.cli.options), so
+a parameter is declared once for MCP and CLI alike; arguments not given are left out and the model's defaults
+apply. A command whose positional names one category also takes `all`: the tool runs for each category in turn
+(one table each; `--json`: one result per category, by name). Exit
 codes: 0 ok, 1 findings invalid (`validate`), 2 usage or input error (one line on stderr, never a traceback).
 Human tables on stdout; `--json` prints the structured result the MCP tool returns.
 """
@@ -10,28 +13,36 @@ from __future__ import annotations
 
 import argparse
 import errno
-import json
 import logging
 import os
 import sys
-import types
 import typing
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic.fields import FieldInfo
+from typing import Any
 
 from server import __version__
-from server.cli.human import render
-from server.cli.human_ranks import RANK_RENDERERS
+from server.cli.options import (
+    ALL_CATEGORIES,
+    add_field_options,
+    add_positionals,
+    add_root_option,
+    add_settings,
+    all_settings,
+    category_positional,
+    cli_roots,
+    settings_from,
+    tool_arguments,
+)
+from server.cli.output import human_text, print_json, print_text
+from server.cli.pipeline import add_run_command
 from server.cli.progress import ProgressBar
 from server.cli.wording import cli_words
-from server.errors import InputError, os_error_message, printable, shorten_message
+from server.errors import InputError, os_error_message, shorten_message
 from server.ranks.children import Stopped, stop_children, stop_on_signals
-from server.roots import DataRoots
 from server.tools import TOOLS
-from server.tools.base import Setting, ToolContext, ToolFailure, ToolSpec, execute
+from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute
+from server.vocab import CATEGORIES
 
 EXIT_OK, EXIT_INVALID, EXIT_INPUT = 0, 1, 2
 log = logging.getLogger("sdpa_analyzer")
@@ -44,123 +55,43 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_INPUT)
 
 
-# ------------------------------------------------------------------ options from an input model
-def _members(annotation: Any) -> list[Any]:
-    """The types of a union (X | None included), Annotated wrappers removed; a plain type as a list of one."""
-    if typing.get_origin(annotation) is typing.Annotated:
-        return _members(typing.get_args(annotation)[0])
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return [m for a in typing.get_args(annotation) for m in _members(a)]
-    return [annotation]
-
-
-def _option(field: FieldInfo) -> dict[str, Any]:
-    """argparse keywords for one field: type, nargs, a metavar listing the choices, help with the default."""
-    members = [m for m in _members(field.annotation) if m is not type(None)]
-    choices = [v for m in members if typing.get_origin(m) is Literal for v in typing.get_args(m)]
-    kw: dict[str, Any] = {}
-    if members == [bool]:
-        kw["action"] = argparse.BooleanOptionalAction
-    elif len(members) == 1 and typing.get_origin(members[0]) is list:
-        (item,) = typing.get_args(members[0]) or (str,)
-        kw.update(nargs="+", type=_members(item)[0] if _members(item)[0] in (int, float) else str)
-    elif members and all(m in (int,) for m in members):
-        kw["type"] = int
-    elif members and all(m in (int, float) for m in members):
-        kw["type"] = float
-    if choices and all(typing.get_origin(m) is Literal for m in members):
-        kw["metavar"] = "{" + ",".join(map(str, choices)) + "}"
-    help_text = field.description or ""
-    if not field.is_required() and field.default is not None and not isinstance(field.default, bool):
-        help_text += f" (default: {field.default})"
-    kw["help"] = cli_words(help_text).replace("%", "%%")
-    return kw
-
-
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
+# ------------------------------------------------------------------ one command per tool
 def _add_tool_command(sub: Any, spec: ToolSpec[Any, Any]) -> None:
     p = sub.add_parser(spec.cli.command, help=spec.title, description=cli_words(spec.description))
-    fields = spec.input_model.model_fields
-    for name in spec.cli.positional:
-        field = fields[name]
-        kw = _option(field)
-        kw.pop("action", None)
-        many = kw.pop("nargs", None) == "+"  # a list field: one or more values (`analyze-ranks TRACE...`)
-        nargs = ("+" if field.is_required() else "*") if many else (None if field.is_required() else "?")
-        p.add_argument(name, nargs=nargs, default=argparse.SUPPRESS, **kw)
-    for name, field in fields.items():
-        if name in spec.cli.positional:
-            continue
-        spellings = (*spec.cli.flags.get(name, ()), _flag(field.alias or name))  # the name clients send
-        kw = _option(field)
-        if field.is_required():
-            kw["required"] = True
-        p.add_argument(*spellings, dest=name, default=argparse.SUPPRESS, **kw)
-    _add_settings(p, spec.cli.settings)
+    add_positionals(p, spec)
+    add_field_options(p, spec)
+    add_settings(p, spec.cli.settings)
     p.add_argument("--json", action="store_true", help="print the structured result (as the MCP tool returns it)")
-    p.add_argument(
-        "--root",
-        action="extend",
-        nargs="+",
-        metavar="DIR",
-        help="restrict file access to these folders (repeatable; default: no restriction)",
-    )
+    add_root_option(p, "no restriction")
     p.set_defaults(tool=spec)
 
 
-def _add_settings(p: argparse.ArgumentParser, settings: Sequence[Setting]) -> None:
-    for setting in settings:
-        env = f" (default: ${setting.env})" if setting.env else ""
-        p.add_argument(setting.flag, dest=f"setting_{setting.field}", metavar=setting.metavar,
-                       help=(setting.help + env).replace("%", "%%"))  # fmt: skip
-
-
-def all_settings() -> list[Setting]:
-    """Every tool's settings, once each (what `serve` takes for the tools it serves)."""
-    return list({s.field: s for spec in TOOLS if spec.mcp for s in spec.cli.settings}.values())
-
-
-def settings_from(args: argparse.Namespace, settings: Sequence[Setting]) -> dict[str, Any]:
-    """The ToolContext settings: the flag, else the environment variable (read now, at start)."""
-    out = {}
-    for setting in settings:
-        value = getattr(args, f"setting_{setting.field}", None)
-        if value is None and setting.env:
-            value = os.environ.get(setting.env) or None
-        out[setting.field] = value
-    return out
-
-
-def _tool_arguments(args: argparse.Namespace, spec: ToolSpec[Any, Any]) -> dict[str, Any]:
-    fields = spec.input_model.model_fields
-    return {(f.alias or name): getattr(args, name) for name, f in fields.items() if hasattr(args, name)}
-
-
-def _cli_roots(args: argparse.Namespace) -> DataRoots:
-    # the CLI runs with the user's own permissions: no restriction unless asked for (--root). Relative paths are
-    # taken against the working directory, as a shell user expects, with or without --root (the MCP server takes
-    # them against its first root: its working directory is not the client's)
-    return DataRoots([Path(r) for r in args.root] if args.root else [Path.cwd(), Path("/")], cwd_relative=True)
+def _calls(args: argparse.Namespace, spec: ToolSpec[Any, Any]) -> list[tuple[str | None, dict[str, Any]]]:
+    """The tool's arguments, once; or, with `all` for its category, once per category (label, arguments)."""
+    arguments = tool_arguments(args, spec)
+    per_category = category_positional(spec)
+    if per_category is None or arguments.get(per_category) != ALL_CATEGORIES:
+        return [(None, arguments)]
+    return [(cat, {**arguments, per_category: cat}) for cat in CATEGORIES]
 
 
 def run_tool_command(args: argparse.Namespace) -> int:
     spec: ToolSpec[Any, Any] = args.tool
+    calls = _calls(args, spec)
+    results: dict[str, Any] = {}
     bar = ProgressBar()
     try:
-        ctx = ToolContext(_cli_roots(args), bar, **settings_from(args, spec.cli.settings))
-        result = execute(spec, ctx, _tool_arguments(args, spec))
+        ctx = ToolContext(cli_roots(args), bar, **settings_from(args, spec.cli.settings))
+        for label, arguments in calls:
+            result = execute(spec, ctx, arguments)
+            results[label or ""] = result
+            if not args.json:  # each category's table as soon as it is ready
+                print_text((f"== {label}\n" if label else "") + human_text(spec.name, result))
     finally:
         bar.close()
-    if args.json:  # the MCP tool's structured result, word for word
-        print(json.dumps(result.model_dump(mode="json"), indent=2, ensure_ascii=False))
-    else:
-        rank_renderer = RANK_RENDERERS.get(spec.name)
-        text = rank_renderer(result) if rank_renderer is not None else render(spec.name, result)
-        print(printable(cli_words(text), keep_lines=True))  # the tables quote op names and paths from untrusted files
-    if spec.name == "validate_findings" and not result.passed:
+    if args.json:  # the MCP tool's structured result, word for word (one per category for `all`)
+        print_json(results[""] if "" in results else results)
+    if spec.name == "validate_findings" and not all(r.passed for r in results.values()):
         return EXIT_INVALID
     return EXIT_OK
 
@@ -240,19 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="sdpa-analyzer", description="Why are the attention (SDPA) ops in my PyTorch trace slow?")
     p.add_argument("--version", action="version", version=f"sdpa-analyzer {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+    add_run_command(sub)  # first in --help: what a newcomer with one trace wants
 
     s = sub.add_parser("serve", help="run the MCP server (stdio by default)")
     s.add_argument("--http", action="store_true", help="streamable HTTP instead of stdio")
     s.add_argument("--host", default="127.0.0.1", help="HTTP address to bind (default: 127.0.0.1)")
     s.add_argument("--port", type=int, default=8000, help="HTTP port (default: 8000)")
-    s.add_argument(
-        "--root",
-        action="extend",
-        nargs="+",
-        metavar="DIR",
-        help="data roots the tools may read and write (repeatable; default: the working directory)",
-    )
-    _add_settings(s, all_settings())
+    add_root_option(s, "the working directory")
+    add_settings(s, all_settings())
     s.set_defaults(fn=cmd_serve)
 
     for spec in TOOLS:

@@ -220,18 +220,23 @@ def load_category(output_dir: Path, category: str, roots: DataRoots = UNRESTRICT
 
 
 _READ_CHUNK_ROWS = 8192
+_DISTINCT_SAMPLE_ROWS = 1024  # the rows a column's repetition is judged on (a whole block when blocks are larger)
 _MAX_EXACT = float(2**53)
 
 
 def _read_csv(path: Path, roots: DataRoots = UNRESTRICTED) -> pd.DataFrame:
-    """The ops CSV, read a block of rows at a time with every repeated text cell kept once.
+    """The ops CSV in one pass, a block of rows at a time, every repeated text cell kept once.
 
-    Real ops CSVs repeat their large cells (call stacks of 1-4 KB, kernel summaries) across thousands of rows;
-    read whole, each row's copy is its own Python string (a 100k-row, 400 MB CSV then needs ~600 MB). Interning
-    each block's text cells as it arrives keeps one copy of each distinct value, so memory follows the distinct
-    content, and the run is no slower than one `read_csv` call."""
+    Real ops CSVs repeat their large cells (call stacks of 1-4 KB, kernel summaries) across thousands of rows.
+    Read whole, pandas' C tokenizer holds every token of the file at once (a 100k-row, 400 MB CSV then peaks at
+    ~600 MB); read a block at a time, each block makes its own copy of each repeated cell. So each block's text
+    column is factorized (C-level passes: pandas' parser already gives equal cells of a block one string) and only
+    its distinct cells are looked up in the column's table of distinct cells: one string per distinct cell of the
+    file, and no Python step per row. A column whose first block barely repeats (shapes, perf_params, kernel
+    summaries) is taken as it is."""
     distinct: dict[str, str] = {}
-    unique_cells: set[str] = set()  # columns whose first block barely repeats: not interned
+    unique_cells: set[str] = set()  # columns whose first rows barely repeat: not interned
+    sampled: dict[str, tuple[int, int]] = {}  # per column until it is decided: rows seen, distinct cells per block
     blocks = []
     fh = roots.open_read(path, what="ops CSV")
     try:
@@ -244,12 +249,16 @@ def _read_csv(path: Path, roots: DataRoots = UNRESTRICTED) -> pd.DataFrame:
             for block in reader:
                 for col in block.columns:
                     if block[col].dtype.kind in "OT" and col not in unique_cells:
-                        cells = block[col].to_numpy(dtype=object)
-                        before = len(distinct)
-                        shared = [distinct.setdefault(v, v) if type(v) is str else v for v in cells.tolist()]
-                        block[col] = pd.Series(shared, index=block.index, dtype=object)
-                        if not blocks and len(distinct) - before > len(cells) // 2:
-                            unique_cells.add(col)  # mostly distinct (shapes, perf_params): nothing to share
+                        cells, kept = _shared_cells(block[col].to_numpy(dtype=object), distinct)
+                        block[col] = pd.Series(cells, index=block.index, dtype=object, copy=False)
+                        if col in sampled or not blocks:
+                            rows, kinds = sampled.get(col, (0, 0))
+                            rows, kinds = rows + len(cells), kinds + kept
+                            sampled[col] = (rows, kinds)
+                            if rows >= _DISTINCT_SAMPLE_ROWS:  # decided once, on the column's first rows
+                                del sampled[col]
+                                if kinds > rows // 2:  # mostly distinct (shapes, perf_params): nothing to share
+                                    unique_cells.add(col)
                 blocks.append(block)
     except pd.errors.EmptyDataError:
         raise InputError(f"{path}: the CSV is empty — regenerate it (analyze_trace) or delete it for NO_DATA") from None
@@ -262,6 +271,17 @@ def _read_csv(path: Path, roots: DataRoots = UNRESTRICTED) -> pd.DataFrame:
         with roots.open_read(path, what="ops CSV") as again:
             return pd.read_csv(again, dtype={"name": str}, nrows=0, index_col=False)
     return blocks[0] if len(blocks) == 1 else pd.concat(blocks, ignore_index=True)
+
+
+def _shared_cells(cells: np.ndarray, distinct: dict[str, str]) -> tuple[np.ndarray, int]:
+    """`cells` with each text cell replaced by the one string of its value in `distinct` (added there when new),
+    and how many distinct cells the block had. Empty cells stay as pandas reads them (NaN)."""
+    codes, uniques = factorize(cells)
+    shared = np.empty(len(uniques) + 1, dtype=object)
+    for k, value in enumerate(uniques):  # per distinct cell of the block, not per row
+        shared[k] = distinct.setdefault(value, value) if type(value) is str else value
+    shared[-1] = np.nan  # code -1: an empty cell
+    return shared[codes], len(uniques)
 
 
 # the csv module's cell limit (128 KiB) is below what real cells reach (call stacks, kernel summaries); raising

@@ -3,7 +3,8 @@
 The words are chosen to say no more than the numbers: a result below its band is "below the best published
 kernels for this shape" (not a bottleneck by itself); one inside it is "within the band of the best published
 kernels"; a shape with no published data has "no reference band" (and why); above 100 % of the roofline is an
-anomaly. A band measured on another part of the same architecture says it is borrowed. An unfused row says which
+anomaly. A band derived from the ceiling model (a part or shape without a published point) says so and what it rests
+on; the sentence names the binding roof among tensor, exponential unit and HBM. An unfused row says which
 numbers its regime comes from (its own traffic, the score matrices included) and which its efficiency is scored
 against (the fused kernel's roofline), so the sentence never contradicts the intensity shown beside it.
 """
@@ -28,6 +29,12 @@ BOUND_WHY = {
     "upper": "the FLOPs and bytes are upper bounds (a sliding window of unknown size, modeled causal)",
     "unknown": "the FLOPs are neither exact nor a one-sided bound",
 }
+# the binding roof among three (perf_models.exp_roof): the one on which the call's ideal time is longest
+BINDING_WORDS = {
+    "tensor": "binding roof: tensor cores (of tensor, exponential unit and HBM)",
+    "exp": "binding roof: the exponential unit (softmax exps take longer than the GEMMs at the datasheet rates)",
+    "hbm": "binding roof: HBM (of tensor, exponential unit and HBM)",
+}
 WITHIN_WORDS = "within the expected band (the band of the best published kernels for this shape)"
 ABOVE_WORDS = "above the band of the best published kernels"
 
@@ -38,14 +45,16 @@ def _num(x: float | None) -> bool:
 
 def band_words(status: str | None, low: float | None, high: float | None, metric: str | None, *,
                note: str | None = None, reference_kernel: str | None = None, reference_pct: float | None = None,
-               borrowed_from: str | None = None) -> str:
+               borrowed_from: str | None = None, basis: str | None = None, rests_on: str | None = None) -> str:
     """`within the expected band (… 35–50 % of tensor peak); best published here: FlashAttention-3 at 47.0 %`,
-    `below …`, `no reference band: <why>`; a borrowed band says where it was measured."""
+    `below …`, `no reference band: <why>`; a band derived from the ceiling model says so and what it rests on."""
     if status in (None, "none") or not (_num(low) and _num(high)):
         return note or NO_BAND_WORDS
     unit = "HBM bandwidth" if metric == "memory" else "tensor peak"
     span = f"{low:.3g}–{high:.3g} % of {unit} (datasheet)"
-    if reference_kernel and _num(reference_pct):
+    if basis == "derived" and _num(reference_pct):
+        span += f"; ceiling {reference_pct:.1f} % {rests_on or 'derived from the ceiling model'}"
+    elif reference_kernel and _num(reference_pct):
         span += f"; best published here: {reference_kernel} at {reference_pct:.1f} %"
     if borrowed_from:
         span += f"; band borrowed from {borrowed_from} measurements"
@@ -86,6 +95,9 @@ def verdict(
     band_reference_kernel: str | None = None,
     band_reference_pct: float | None = None,
     band_borrowed_from: str | None = None,
+    band_basis: str | None = None,
+    band_rests_on: str | None = None,
+    binding_roof: str | None = None,
     unfused_intensity: float | None = None,
     unfused_bytes: float | None = None,
     fused_intensity: float | None = None,
@@ -114,7 +126,9 @@ def verdict(
                         "bytes: the bytes model decides the regime here)")
     band_text = band_words(band_status, band_low, band_high, band_metric, note=band_note,
                            reference_kernel=band_reference_kernel, reference_pct=band_reference_pct,
-                           borrowed_from=band_borrowed_from)
+                           borrowed_from=band_borrowed_from, basis=band_basis, rests_on=band_rests_on)
+    if binding_roof in BINDING_WORDS:
+        regime_text += f"; {BINDING_WORDS[binding_roof]}"
     return f"{head}; {regime_text}; {band_text}"
 
 
@@ -132,7 +146,8 @@ def row_verdict(r: Any, bytes_model: str | None = None) -> str:
         finite(r["band_low"]), finite(r["band_high"]), _text(r["band_metric"]), bool(r["is_anomaly"]),
         _text(r["work_bound"]), band_note=_text(r["band_note"]),
         band_reference_kernel=_text(r["band_reference_kernel"]), band_reference_pct=finite(r["band_reference_pct"], 1),
-        band_borrowed_from=_text(r["band_borrowed_from"]),
+        band_borrowed_from=_text(r["band_borrowed_from"]), band_basis=_text(r["band_basis"]),
+        band_rests_on=_text(r["band_rests_on"]), binding_roof=_text(r["binding_roof"]),
         unfused_intensity=finite(r["regime_intensity"], 1) if unfused else None,
         unfused_bytes=finite(r["regime_bytes"], 0) if unfused else None,
         fused_intensity=finite(r["intensity"], 1) if unfused else None,

@@ -152,8 +152,12 @@ class BandOut(ResultModel):
     source: str
     reference_kernel: str = Field(description="the best published kernel for this shape and GPU class")
     reference_pct: float = Field(description="its efficiency at this shape, % of the datasheet peak of metric")
-    borrowed_from: str | None = Field(None, description="the GPU the band was measured on, when it is not this one")
-    measured_on: str = Field(description="the GPU the band's published figures come from")
+    borrowed_from: str | None = Field(None, description="always None: a band off the part it was measured on is "
+                                      "derived from the ceiling model (basis)")
+    measured_on: str = Field(description="the GPU(s) the published figures the band rests on come from")
+    basis: str = Field("published", description="published (a published point on this part) | derived (the ceiling "
+                       "model of the part's kernel class)")
+    rests_on: str = Field("", description="the published kernel, or the model's class, points and parts")
 
 
 class _ModelHead(ResultModel):
@@ -260,7 +264,9 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
                     est.is_anomaly, est.work_bound, band_note=est.band_note,
                     band_reference_kernel=band.reference_kernel if band else None,
                     band_reference_pct=band.reference_pct if band else None,
-                    band_borrowed_from=band.borrowed_from if band else None, bytes_model=est.bytes_model,
+                    band_borrowed_from=band.borrowed_from if band else None,
+                    band_basis=band.basis if band else None, band_rests_on=band.rests_on if band else None,
+                    binding_roof=est.binding_roof, bytes_model=est.bytes_model,
                     regime_compulsory=est.regime_compulsory, regime_tiled=est.regime_tiled)
     return ModelResult(
         config=ConfigOut(
@@ -291,7 +297,7 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
         band=BandOut(id=band.id, low_pct=band.low_pct, high_pct=band.high_pct, metric=band.metric,
                      anchor=band.anchor, source=band.source, reference_kernel=band.reference_kernel,
                      reference_pct=band.reference_pct, borrowed_from=band.borrowed_from,
-                     measured_on=band.measured_on) if band else None,
+                     measured_on=band.measured_on, basis=band.basis, rests_on=band.rests_on) if band else None,
         notes=list(est.notes),
     )
 

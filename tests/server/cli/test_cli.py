@@ -100,17 +100,63 @@ def test_version_ranges_choices_and_repeatable_roots(
     assert rc == 2 and "--bytes-model 'l2'" in err and "compulsory" in err
     rc, _, err = run(capsys, "model", "-b", "1", "--heads", "8", "-n", "64", "-d", "64", "--mask", "diagonal")
     assert rc == 2 and "--mask 'diagonal'" in err
-    # --root takes several folders after one flag, and may be repeated
+    # --root takes one folder per flag and is repeated for several
     other = tmp_path / "other"
     other.mkdir()
-    rc, out, _ = run(capsys, "load", str(folder), "sdpa_fwd", "--root", str(other), str(tmp_path), "--json")
+    rc, out, _ = run(capsys, "load", str(folder), "sdpa_fwd", "--root", str(other), "--root", str(tmp_path), "--json")
     assert rc == 0 and json.loads(out)["status"] == "OK"
     rc, _, err = run(capsys, "load", str(folder), "sdpa_fwd", "--root", str(other), "--root", str(other))
     assert rc == 2 and "outside the allowed data roots" in err
     from server.cli.main import build_parser
 
-    args = build_parser().parse_args(["serve", "--root", "a", "b", "--root", "c"])
-    assert args.root == ["a", "b", "c"]
+    args = build_parser().parse_args(["serve", "--root", "a", "--root", "c"])
+    assert args.root == ["a", "c"]
+
+
+def test_root_never_takes_the_argument_after_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from server.synthetic import build_trace, demo_calls, write_trace
+
+    trace = tmp_path / "t.json.gz"
+    write_trace(build_trace(demo_calls()), trace)
+    monkeypatch.chdir(tmp_path)
+    # the trace after --root DIR is the trace, not a second root (it was: "the following arguments are required")
+    rc, out, err = run(capsys, "analyze", "--root", str(tmp_path), str(trace), "-o", "out", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["output_dir"] == str(tmp_path / "out")
+    folder = tmp_path / "out"
+    rc, out, err = run(capsys, "rank", "--root", str(tmp_path), str(folder), "sdpa_fwd", "--json")
+    assert rc == 0 and json.loads(out)["status"] == "OK", err
+    # and a second folder after one --root is an unknown argument, said in one line (not taken as a root)
+    rc, _, err = run(capsys, "load", str(folder), "sdpa_fwd", "--root", str(tmp_path), str(tmp_path))
+    assert rc == 2 and "unrecognized arguments" in err and err.count("\n") == 2  # usage line + error line
+
+
+def test_all_runs_the_command_for_each_category(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from server.synthetic import build_trace, demo_calls, write_trace
+
+    trace = tmp_path / "t.json.gz"
+    write_trace(build_trace(demo_calls()), trace)
+    folder = tmp_path / "out"
+    assert run(capsys, "analyze", str(trace), "-o", str(folder))[0] == 0
+    rc, out, err = run(capsys, "rank", str(folder), "all", "--json")
+    assert rc == 0, err
+    result = json.loads(out)
+    # the synthetic trace holds forward and backward calls and no serving attention
+    assert list(result) == ["sdpa_fwd", "sdpa_bwd", "inferenceattention"]
+    assert [r["status"] for r in result.values()] == ["OK", "OK", "NO_DATA"]
+    assert [r["category"] for r in result.values()] == list(result)
+    data = folder / "category_data"
+    assert sorted(p.name for p in data.glob("*_metrics.json")) == ["sdpa_bwd_metrics.json", "sdpa_fwd_metrics.json"]
+    rc, out, _ = run(capsys, "rank", str(folder), "all")
+    assert rc == 0 and [line for line in out.splitlines() if line.startswith("== ")] == [
+        "== sdpa_fwd", "== sdpa_bwd", "== inferenceattention"]  # fmt: skip
+    rc, out, _ = run(capsys, "template", str(folder), "all")
+    assert rc == 0 and len(list((folder / "category_findings").glob("*_findings.md"))) == 3
+    # a typo is still one line naming the choices
+    rc, _, err = run(capsys, "rank", str(folder), "alll")
+    assert rc == 2 and "'alll' is invalid" in err and err.count("\n") == 1
 
 
 def test_analyze_writes_under_the_working_directory_by_default(
@@ -174,7 +220,8 @@ def test_relative_paths_are_taken_against_the_working_directory_with_roots(
     folder = make_folder(work, [FLASH_ROW])
     monkeypatch.chdir(work)
     relative = str(folder.relative_to(work))
-    rc, _, err = run(capsys, "rank", relative, "sdpa_fwd", "--arch", "h100-sxm", "--root", str(first), str(work))
+    roots = ("--root", str(first), "--root", str(work))
+    rc, _, err = run(capsys, "rank", relative, "sdpa_fwd", "--arch", "h100-sxm", *roots)
     assert rc == 0, err
     assert (folder / "category_data" / "sdpa_fwd_metrics.json").is_file()
     assert not any(first.iterdir()), "nothing may land under the first root"

@@ -55,7 +55,7 @@ def test_help_loads_no_sdk_no_numpy_no_analysis() -> None:
     assert not _present(loaded, (*SDK, *ANALYSIS, "numpy", *OURS_HEAVY))
 
 
-@pytest.mark.parametrize("command", ["model", "analyze", "analyze-ranks", "validate", "rank"])
+@pytest.mark.parametrize("command", ["model", "analyze", "analyze-ranks", "validate", "rank", "run"])
 def test_a_command_help_loads_no_sdk_no_analysis(command: str) -> None:
     loaded = _loaded_after(_cli([command, "--help"]))
     assert not _present(loaded, (*SDK, *ANALYSIS, "numpy", *OURS_HEAVY))

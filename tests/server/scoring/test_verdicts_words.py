@@ -63,3 +63,14 @@ def test_the_verdict_says_which_bytes_model_decides_the_regime() -> None:
     assert "memory-bound with tiled bytes (balanced (near the ridge" in tiled.verdict
     same = call("model_attention", DataRoots(["/"]), **{**kw, "arch": "h100-sxm", "direction": "fwd", "seq_q": 8192})
     assert "the bytes model decides" not in same.verdict
+
+
+def test_a_derived_band_says_what_it_rests_on_and_the_binding_roof_is_named() -> None:
+    rests = "derived from the fa3 ceiling model, fitted on 55 published points measured on h100-sxm"
+    v = verdict("compute", 60.0, 10.0, "within", 63.5, 97.4, "compute", False,
+                band_reference_kernel="fa3 ceiling model", band_reference_pct=84.7, band_basis="derived",
+                band_rests_on=rests, binding_roof="tensor")
+    assert f"63.5–97.4 % of tensor peak (datasheet); ceiling 84.7 % {rests}" in v
+    assert "best published here" not in v and "binding roof: tensor cores" in v
+    exp = verdict("compute", 20.0, 1.0, "below", 20.0, 30.0, "compute", False, binding_roof="exp")
+    assert "binding roof: the exponential unit" in exp
