@@ -103,18 +103,15 @@ def resolve_output_dir(roots: DataRoots, output_dir: str) -> Path:
     return roots.resolve(output_dir, what="output_dir")
 
 
-ROOF_KIND_HELP = (
-    "datasheet (dense peak) | sustained (datasheet rate at the clock the part holds above its rated boost) | "
-    "achievable (a user's peaks with no built-in match)"
-)
-ACHIEVABLE_HELP = "a measured achievable figure (method and source in list_architectures), shown beside the roof, " \
-    "never used in a ratio"
+# kinds (perf_models.hardware.ROOF_KINDS): sustained = datasheet rate at the part's sustained clock; achievable = a
+# user's peaks with no built-in match. Short: every result schema carries it (the listing-size budget)
+ROOF_KIND_HELP = "datasheet | sustained | achievable"
+ACHIEVABLE_HELP = "measured, shown beside the roof, never in a ratio"
 
 
 class PeaksUsed(ResultModel):
-    """The roofs a result was scored against, what they are and where they come from, and where the GPU came
-    from. A roof is the datasheet dense peak of the dtype (at the sustained clock for a part that runs above its
-    rated boost); a measured achievable figure (AMD MAF) is shown beside it, never used in a ratio."""
+    """The roofs a result was scored against (datasheet dense peaks), what they are and where they come from, and
+    where the GPU came from."""
 
     gpu_key: str
     gpu_name: str
@@ -135,7 +132,6 @@ class PeaksUsed(ResultModel):
     peak_tbs_kind: str = Field(description=ROOF_KIND_HELP)
     peak_tbs_source: str | None = Field(None, description="where the bandwidth roof comes from")
     peak_tbs_datasheet: float | None = Field(None, description="the datasheet HBM bandwidth, TB/s")
-    peak_tbs_achievable: float | None = Field(None, description=f"TB/s, {ACHIEVABLE_HELP}")
     trace_gpu_name: str | None = Field(None, description="the GPU named in the trace's deviceProperties")
 
 
@@ -171,7 +167,6 @@ def peaks_of(gpu: GpuSpec, source: str, spec: str | None, *, detail: str | None 
         peak_tbs_kind=bw.kind,
         peak_tbs_source=shorten_message(bw.source, SOURCE_LIMIT),
         peak_tbs_datasheet=bw.datasheet,
-        peak_tbs_achievable=bw.achievable,
         trace_gpu_name=trace_gpu_name,
     )
 
