@@ -1,9 +1,14 @@
 """Render the subagent instructions: as the MCP prompt `sdpa_analysis` and as the Claude Code `agent.md`.
 
 `prompts/sdpa_analysis.md` is the only copy of the instructions. It names the run's inputs with the
-placeholders `{output_dir}`, `{category}`, `{comparison_scope}` and `{prefix}`; every other brace in
-it (`{CMD}`, `{{FILL: ...}}`) is literal text for the reader, so substitution is by name, not
-`str.format`.
+placeholders `{output_dir}`, `{category}`, `{comparison_scope}` and `{prefix}`, and the tool table, generated from
+the tool declarations (`ToolSpec.agent`), with `{tool_table}`; every other brace in it (`{CMD}`, `{{FILL: ...}}`)
+is literal text for the reader, so substitution is by name, not `str.format`.
+
+A run gets only the parts that apply to it (the prompt is sent once per category of every run): each `## ` section
+has a declared condition in `SECTIONS`, and a block inside a section between `<!-- when NAME -->` and `<!-- end -->`
+is sent when the condition NAME of `CONDITIONS` holds for the run. `agent.md` serves every run, so it holds all of
+them (each says when it applies).
 
     python -m prompts.render --write-agent-md   # regenerate agent.md after editing the prompt
     python -m prompts.render --check            # exit 1 when agent.md is stale
@@ -15,8 +20,10 @@ import argparse
 import re
 import shlex
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 from server.tools import TOOLS
 from server.vocab import CATEGORIES, SCOPES
@@ -24,6 +31,7 @@ from server.vocab import CATEGORIES, SCOPES
 PROMPT_FILE = "sdpa_analysis.md"
 FINDINGS_FORMAT_FILE = "findings_format.md"
 PLACEHOLDERS = ("output_dir", "category", "comparison_scope", "prefix")
+TOOL_TABLE = "tool_table"
 CMD_SLOT = "{CMD}"
 NO_PREFIX = "none (the analysis folder is on this host)"
 AGENT_MD_PATH = Path(__file__).resolve().parents[1] / "agent.md"
@@ -47,7 +55,53 @@ GENERATED_NOTE = (
     "edit the prompt, not this file. -->"
 )
 
-_PLACEHOLDER_RE = re.compile(r"\{(" + "|".join(PLACEHOLDERS) + r")\}")
+_PLACEHOLDER_RE = re.compile(r"\{(" + "|".join((*PLACEHOLDERS, TOOL_TABLE)) + r")\}")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run's inputs, as far as they decide which parts of the instructions it gets."""
+
+    output_dir: str
+    category: str
+    comparison_scope: str
+    prefix: str | None
+
+
+def _is_rank_folder(run: Run) -> bool:
+    from server.ranks.summary import RANK_FOLDER  # the layout's one name for it (imported when a prompt is rendered)
+
+    name = PureWindowsPath(run.output_dir).name if "\\" in run.output_dir else PurePosixPath(run.output_dir).name
+    return RANK_FOLDER.fullmatch(name) is not None
+
+
+# The conditions a part of the instructions can be sent on: the name a `<!-- when NAME -->` block or a section uses.
+CONDITIONS: dict[str, Callable[[Run], bool]] = {
+    "ranks": _is_rank_folder,  # output_dir is one rank's folder of a distributed job (analyze_ranks' rank_<r>/)
+    "remote": lambda run: run.prefix is not None,  # the folder is reached through a command prefix
+    "paged": lambda run: run.category == "inferenceattention",  # serving-engine attention: paged KV cache
+    "backward": lambda run: run.category == "sdpa_bwd",
+    "comparative": lambda run: run.comparison_scope == "comparative",
+    "unfilled": lambda run: False,  # what to do with `<input>` left unfilled: agent.md only (a run's are filled)
+}
+# Every `## ` section of the prompt, in order, with the condition it is sent on (None: every run).
+SECTIONS: dict[str, str | None] = {
+    "Inputs": None,
+    "Tools": None,
+    "Workflow": None,
+    "Many ranks": "ranks",
+    "Where the numbers come from": None,
+    "Writing each slot": None,
+    "Language": None,
+    "Reading the classification": None,
+    "Action guidance": None,
+    "Expected bands": None,
+    "Common patterns": None,
+    "What a trace cannot show": None,
+    "Remote data (`prefix`)": "remote",
+}
+_WHEN = re.compile(r"<!-- when (\w+) -->")
+_END = "<!-- end -->"
 
 
 class PromptArgumentError(ValueError):
@@ -76,6 +130,50 @@ def load_findings_format() -> str:
 def mcp_tool_names() -> list[str]:
     """The server's tools as Claude Code names them."""
     return [f"mcp__{SERVER_KEY}__{tool}" for tool in AGENT_TOOLS]
+
+
+def tool_table() -> str:
+    """The instructions' tool table: one row per tool declared for the subagent (`ToolSpec.agent`), in TOOLS'
+    order."""
+    rows = [f"| `mcp__{SERVER_KEY}__{spec.name}` | {spec.agent} |" for spec in TOOLS if spec.mcp and spec.agent]
+    return "\n".join(["| tool | use |", "|---|---|", *rows])
+
+
+def select_parts(text: str, run: Run | None) -> str:
+    """`text` with the sections and blocks whose condition fails for `run` left out, and the markers removed
+    (`run` None: every part, for agent.md). A heading missing from SECTIONS, a condition missing from CONDITIONS
+    or an unbalanced marker is a ValueError naming it (tests/prompts check the prompt file against them)."""
+
+    def holds(condition: str | None) -> bool:
+        if condition is not None and condition not in CONDITIONS:
+            raise ValueError(f"{PROMPT_FILE}: unknown condition {condition!r}: declare it in CONDITIONS")
+        return run is None or condition is None or CONDITIONS[condition](run)
+
+    out: list[str] = []
+    section_on, block = True, None  # block: the open `when` block's condition holds (None: no block open)
+    for line in text.split("\n"):
+        if line.startswith("## "):
+            heading = line[3:].strip()
+            if heading not in SECTIONS:
+                raise ValueError(f"{PROMPT_FILE}: section {heading!r} has no condition: add it to SECTIONS")
+            if block is not None:
+                raise ValueError(f"{PROMPT_FILE}: a `when` block runs into section {heading!r}: close it")
+            section_on = holds(SECTIONS[heading])
+        elif (when := _WHEN.fullmatch(line.strip())) is not None:
+            if block is not None:
+                raise ValueError(f"{PROMPT_FILE}: nested `when` block {line.strip()!r}: close the one before")
+            block = holds(when.group(1))
+            continue
+        elif line.strip() == _END:
+            if block is None:
+                raise ValueError(f"{PROMPT_FILE}: {_END} without a `when` block")
+            block = None
+            continue
+        if section_on and block is not False:
+            out.append(line)
+    if block is not None:
+        raise ValueError(f"{PROMPT_FILE}: a `when` block is never closed")
+    return "\n".join(out)
 
 
 def _fill(text: str, values: dict[str, str]) -> str:
@@ -117,13 +215,20 @@ def render_analysis_prompt(
 ) -> str:
     """The instructions for one run, every placeholder replaced (the MCP prompt `sdpa_analysis`)."""
     checked_prefix = check_prefix(prefix)
+    run = Run(
+        output_dir=_check_single_line("output_dir", output_dir),
+        category=_check_choice("category", category, CATEGORIES),
+        comparison_scope=_check_choice("comparison_scope", comparison_scope, SCOPES),
+        prefix=checked_prefix,
+    )
     values = {
-        "output_dir": _check_single_line("output_dir", output_dir),
-        "category": _check_choice("category", category, CATEGORIES),
-        "comparison_scope": _check_choice("comparison_scope", comparison_scope, SCOPES),
+        "output_dir": run.output_dir,
+        "category": run.category,
+        "comparison_scope": run.comparison_scope,
         "prefix": checked_prefix if checked_prefix is not None else NO_PREFIX,
+        TOOL_TABLE: tool_table(),
     }
-    return _fill(load_prompt_text(), values)
+    return _fill(select_parts(load_prompt_text(), run), values)
 
 
 def render_agent_md() -> str:
@@ -138,7 +243,8 @@ def render_agent_md() -> str:
             "---",
         ]
     )
-    body = _fill(load_prompt_text(), {name: f"<{name}>" for name in PLACEHOLDERS})
+    body = _fill(select_parts(load_prompt_text(), None), {**{name: f"<{name}>" for name in PLACEHOLDERS},
+                                                           TOOL_TABLE: tool_table()})
     return f"{front_matter}\n{GENERATED_NOTE}\n\n{body}"
 
 

@@ -1,36 +1,8 @@
-"""Pause Python's cyclic garbage collector while building many objects at once (handing freed heap back to the OS
-after is server.memory's `release_free_heap`).
-
-Parsing a 10^5-row category allocates millions of lists, dicts and strings, none of them in reference
-cycles; every 700 allocations the collector walks the young objects and, as they survive, ever larger
-generations, which made bulk steps (orjson.loads of every shape cell, building records) several times
-slower. Reference counting still frees everything; collection resumes when the outermost pause ends.
-"""
+"""The garbage-collector pause of the server's bulk steps: `perf_models.gc_pause.gc_paused` (the one
+implementation, which the batch op parser also uses), under the name the server's modules import."""
 
 from __future__ import annotations
 
-import gc
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from perf_models.gc_pause import gc_paused
 
-_lock = threading.Lock()
-_depth = 0
-_was_enabled = False
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    global _depth, _was_enabled
-    with _lock:
-        if _depth == 0:
-            _was_enabled = gc.isenabled()
-            gc.disable()
-        _depth += 1
-    try:
-        yield
-    finally:
-        with _lock:
-            _depth -= 1
-            if _depth == 0 and _was_enabled:
-                gc.enable()
+__all__ = ["gc_paused"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO
+from tests.support import REPO, SHARED
 
 pytestmark = pytest.mark.slow  # a copy of the packages and a fresh interpreter per walk-through
 
@@ -209,3 +210,77 @@ def test_a_new_tool_reaches_the_cli_and_the_mcp_listing(copy: Path) -> None:
         print("listed:", "guide_echo" in anyio.run(listed))
     """)
     assert '"echoed": "hello"' in out and "listed: True" in out
+
+
+# ---------------------------------------------------------------- "A tool", as a whole-repository step
+TOOL_FILES = ("server/tools/guide_echo.py", "server/tools/__init__.py", "README.md")  # what the guide names
+# The tests that cover the tool surface (listing, schemas, allowlist, prompt, README, CLI, imports, layers).
+TOOL_TESTS = (
+    "tests/server/mcp/test_server_mcp.py::test_lists_every_tool_with_schemas",
+    "tests/server/mcp/test_listing_size.py",
+    "tests/server/mcp/test_server_stdio.py",
+    "tests/server/mcp/test_sdk_public_api.py",
+    "tests/prompts",
+    "tests/test_readme.py",
+    "tests/test_layers.py",
+    "tests/server/cli/test_cli.py",
+    "tests/server/cli/test_start_imports.py",
+)
+# Runs the installed console script, which imports the checkout the venv was made from, not the copy.
+INSTALLED_SCRIPT = "tests/prompts/test_prompts_server.py::test_server_starts_through_a_prefix"
+
+
+def _repository_files() -> list[str]:
+    """The checkout's files (tracked and new, none ignored), or, outside git, every file but caches and venvs."""
+    if (REPO / ".git").exists():
+        listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                                capture_output=True, check=True).stdout.decode().split("\0")  # fmt: skip
+        return [name for name in listed if name and (REPO / name).is_file()]
+    skip = {"__pycache__", ".venv", ".git", ".pytest_cache", ".ruff_cache"}
+    return [str(p.relative_to(REPO)) for p in REPO.rglob("*") if p.is_file() and not skip & set(p.parts)]
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    skip = {"__pycache__", ".venv", ".git", ".pytest_cache", ".ruff_cache"}
+    return {name: (root / name).read_bytes() for name in (str(p.relative_to(root)) for p in root.rglob("*")
+            if p.is_file() and not skip & set(p.relative_to(root).parts))}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def repo_with_a_tool(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The repository (what the tests read) with the guide's tool added by the guide's steps, and nothing else."""
+    root = tmp_path_factory.mktemp("guide-tool")
+    for name in _repository_files():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / name, root / name)
+    tools = root / "server" / "tools"
+    (tools / "guide_echo.py").write_text(TOOL_MODULE, encoding="utf-8")
+    _edit(tools / "__init__.py", "from server.tools import (\n", "from server.tools import (\n    guide_echo,\n")
+    _edit(tools / "__init__.py", "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n",
+          "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n    guide_echo.TOOL,\n")
+    _edit(root / "README.md", "- Tools: `", "- Tools: `guide_echo`, `")
+    _edit(root / "README.md", "\n$S ", "\n$S guide-echo hello                        # the guide's tool\n$S ")
+    return root
+
+
+def test_a_tool_added_as_the_guide_says_touches_only_the_files_it_names(repo_with_a_tool: Path) -> None:
+    changed = {name for name, data in _tree(repo_with_a_tool).items()
+               if not (REPO / name).is_file() or (REPO / name).read_bytes() != data}  # fmt: skip
+    assert changed == set(TOOL_FILES)
+
+
+def test_a_tool_added_as_the_guide_says_keeps_the_tool_tests_green(repo_with_a_tool: Path) -> None:
+    env = {**os.environ, "SDPA_SHARED_DIR": str(SHARED)}
+    env.pop("PYTHONPATH", None)
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
+                          "--deselect", INSTALLED_SCRIPT, *TOOL_TESTS], cwd=repo_with_a_tool, env=env,
+                         capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    listed = subprocess.run([sys.executable, "-c", "from server.tools import TOOLS; print(len(TOOLS))"],
+                            cwd=repo_with_a_tool, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert int(listed.stdout) == len(_tree_tools(REPO)) + 1  # the copy's tests ran on the copy's tools
+
+
+def _tree_tools(root: Path) -> list[str]:
+    text = (root / "server" / "tools" / "__init__.py").read_text(encoding="utf-8")
+    return re.findall(r"^    (\w+)\.TOOL,$", text, flags=re.M)

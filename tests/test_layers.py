@@ -284,3 +284,22 @@ def test_no_tool_imports_another_tool() -> None:
         if target in tools and target != name
     ]
     assert not bad, "a tool imports another tool (move what they share below server.tools):\n" + "\n".join(bad)
+
+
+def test_no_subpackage_imports_a_module_above_it_that_imports_the_subpackage() -> None:
+    """perf_models.ops.batch read perf_models.registry, which is built from perf_models.ops: the floor below imported
+    the floor above (issue 35). A module of a subpackage `pkg.sub` may import a top-level module `pkg.mod` only when
+    `pkg.mod` does not itself import from `pkg.sub`."""
+    edges = _project_edges()
+    bad = []
+    for module, imported in edges.items():
+        parts = module.split(".")
+        if len(parts) < 3 and not (len(parts) == 2 and MODULES[module].name == "__init__.py"):
+            continue  # a top-level module (pkg.mod) or the package itself
+        sub = ".".join(parts[:2])
+        for target in imported:
+            above = target.split(".")
+            if len(above) == 2 and MODULES[target].name != "__init__.py" and not target.startswith(sub + "."):
+                if target != sub and any(t == sub or t.startswith(sub + ".") for t in edges[target]):
+                    bad.append(f"{module} imports {target}, which imports {sub}")
+    assert not bad, bad

@@ -98,7 +98,7 @@ def run_tool_command(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------ serve and demo
 def cmd_serve(args: argparse.Namespace) -> int:
-    from server.mcp_server import create_server  # only `serve` needs the MCP server loaded
+    from server.mcp_server import create_server, run_stdio  # only `serve` needs the MCP server loaded
 
     roots = [Path(r) for r in args.root] if args.root else [Path.cwd()]
     for r in roots:
@@ -108,7 +108,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.http:
         serve_http(server, args.host, args.port)
     else:
-        server.run()
+        run_stdio(server)
     return EXIT_OK
 
 
@@ -157,7 +157,7 @@ def serve_http(server: Any, host: str, port: int) -> None:
     bound_host, bound_port = sock.getsockname()[:2]  # --port 0: the port the system chose
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     print(f"MCP endpoint: http://{shown}:{bound_port}/mcp", file=sys.stderr, flush=True)
-    config = uvicorn.Config(http_app(server, host), log_level=server.settings.log_level.lower())
+    config = uvicorn.Config(http_app(server, host), log_level="info")
     StoppingServer(config).run(sockets=[sock])
 
 

@@ -13,16 +13,9 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
-import numpy as np
-
 CELL_SEP = "\x00"
 BLOCK_CELLS = 4096
 _LEVEL = 1  # the fastest level already packs repeated kernel names ~30x; higher levels cost time, not memory
-
-
-def is_missing(v: Any) -> bool:
-    """An empty CSV cell as pandas reads it (None or NaN)."""
-    return v is None or (isinstance(v, float) and np.isnan(v))
 
 
 class _Block:

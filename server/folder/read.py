@@ -27,11 +27,11 @@ import orjson
 import pandas as pd
 
 from perf_models.errors import PerfModelError
-from perf_models.literals import MAX_NESTING, parse_literal
+from perf_models.literals import MAX_NESTING, is_missing, parse_literal
 from server.errors import InputError, shorten_middle
 from server.factorize import factorize
 from server.folder import layout
-from server.folder.cells import CELL_SEP, is_missing
+from server.folder.cells import CELL_SEP
 from server.folder.kernel_details import KernelDetails, read_kernel_details
 from server.folder.manifest import PENDING_MARKER, check_complete
 from server.roots import UNRESTRICTED, DataRoots

@@ -117,4 +117,5 @@ TOOL = ToolSpec(
     cli=CliSpec("analyze", positional=("trace_path",),
                 flags={"output_dir": ("-o",), "trace2_path": ("--compare",)}),
     writes=True,
+    agent="not part of this flow (it builds an analysis folder from a raw trace); use it only when your caller asks",
 )

@@ -156,4 +156,5 @@ TOOL = ToolSpec(
     result_model=ArchList,
     run=list_architectures,
     cli=CliSpec("archs", positional=("gpu",)),
+    agent="optional: the GPUs and peak figures the tools know",
 )

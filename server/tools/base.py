@@ -103,7 +103,9 @@ class ToolSpec(Generic[In, Out]):
     writes: bool = False  # writes files into the analysis folder (never deletes or overwrites findings)
     mcp: bool = True  # False: a CLI-only command
     image: bool = False  # the result carries a PNG (`png` private attribute) shown as image content over MCP
-    agent: bool = True  # on the subagent's allowlist (agent.md); False: for people or orchestrators only
+    # On the subagent's allowlist (agent.md) only when declared: the line the subagent's instructions give the tool
+    # (its row of the tool table in prompts/sdpa_analysis.md). None (the default): for people or orchestrators only.
+    agent: str | None = None
 
 
 class ToolFailure(Exception):

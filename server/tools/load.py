@@ -138,4 +138,5 @@ TOOL = ToolSpec(
     result_model=LoadResult,
     run=load_category_data,
     cli=CliSpec("load", positional=("output_dir", "category")),
+    agent="step 1: load and check the category's op table and metadata",
 )

@@ -322,4 +322,5 @@ TOOL = ToolSpec(
             "dropout_p": ("--dropout",),
         },
     ),
+    agent="optional what-if for an explicit shape; quote its numbers only as a what-if",
 )

@@ -125,4 +125,5 @@ TOOL = ToolSpec(
     cli=CliSpec("plot", positional=("output_dir", "category")),
     writes=True,
     image=True,
+    agent="optional roofline chart; name the PNG path in your reply if you make one",
 )

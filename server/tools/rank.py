@@ -221,4 +221,5 @@ TOOL = ToolSpec(
     run=rank_findings,
     cli=CliSpec("rank", positional=("output_dir", "category"), flags={"comparison_scope": ("--scope",)}),
     writes=True,
+    agent="step 3: impact estimates and the ranked findings; writes the metrics JSON",
 )

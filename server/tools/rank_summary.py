@@ -118,4 +118,5 @@ TOOL = ToolSpec(
     result_model=RankSummaryResult,
     run=load_rank_summary,
     cli=CliSpec("rank-summary", positional=("output_dir", "category")),
+    agent="only when `output_dir` is one rank of a distributed job (`rank_<r>/`): the cross-rank stragglers",
 )

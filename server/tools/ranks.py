@@ -144,5 +144,5 @@ TOOL = ToolSpec(
     run=analyze_ranks,
     cli=CliSpec("analyze-ranks", positional=("trace_paths",), flags={"output_dir": ("-o",)}, settings=(DASK_ADDRESS,)),
     writes=True,
-    agent=False,  # an orchestrator's step (a whole job's traces on a pool or a cluster), not one category's
+    # not for the subagent: an orchestrator's step (a whole job's traces on a pool or a cluster), not one category's
 )

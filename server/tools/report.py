@@ -238,5 +238,5 @@ TOOL = ToolSpec(
     run=render_report,
     cli=CliSpec("report", positional=("output_dir",), flags={"output": ("-o",)}),
     writes=True,
-    agent=False,  # for people: the HTML page names nothing the findings need
+    # not for the subagent: the HTML page is for people and names nothing the findings need
 )

@@ -159,4 +159,5 @@ TOOL = ToolSpec(
     run=compute_roofline,
     cli=CliSpec("roofline", positional=("output_dir", "category")),
     writes=True,
+    agent="step 2: per-op roofline records",
 )

@@ -130,4 +130,5 @@ TOOL = ToolSpec(
     run=render_findings_template,
     cli=CliSpec("template", positional=("output_dir", "category")),
     writes=True,
+    agent="step 4: writes the findings skeleton with every number and table in place",
 )

@@ -145,4 +145,5 @@ TOOL = ToolSpec(
     result_model=ValidationReport,
     run=validate_findings,
     cli=CliSpec("validate", positional=("findings_path",), flags={"comparison_scope": ("--scope",)}),
+    agent="step 6: checks the finished file",
 )

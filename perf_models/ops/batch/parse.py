@@ -3,15 +3,14 @@ with numpy; whatever the plan does not foresee is parsed by parse_op, row by row
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from perf_models.config import Mask
+from perf_models.gc_pause import gc_paused
 from perf_models.literals import LiteralParseError, parse_int_str
 from perf_models.ops import perf_params as pp
 from perf_models.ops.batch.cells import BAD, RAW, Rows, dims_cell
@@ -52,24 +51,11 @@ def parse_ops_table(
     if perf_params is not None and not isinstance(perf_params, list | tuple):
         perf_params = list(perf_params)
     rows = Rows(names, input_dims, input_types, concrete_inputs, perf_params)
-    with _gc_paused():
+    with gc_paused():  # collections would rescan ~10^6 fresh cell objects while this builds many (no cycles)
         res = Results(n, rows.names)
         for group in group_rows(rows):
             _parse_group(group, rows, res)
         return res.finish()
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector: its collections would rescan the caller's ~10^6 freshly
-    parsed cell objects over and over while this creates many small containers (and no cycles)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _parse_group(g: Group, rows: Rows, res: Results) -> None:

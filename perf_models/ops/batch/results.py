@@ -19,7 +19,7 @@ from perf_models.ops.batch.columns import (
     config_from_table,
     outside_int64,
 )
-from perf_models.registry import ParsedOp
+from perf_models.ops.registry import ParsedOp
 from perf_models.table import ConfigTable
 
 

@@ -207,7 +207,7 @@ def test_rank_table_gives_the_impact_unit_and_band_columns(tmp_path: Path, capsy
     row = next(line for line in out.splitlines() if line.startswith("P1 "))
     cells = row.split()
     assert f"{finding['impact_score_low']:.2f}" in cells and f"{finding['impact_score']:.2f}" in cells
-    levers = finding.get("advice", {}).get("levers", [])
+    levers = finding.get("levers", [])
     assert (f"{levers[0]['saved_ms']:.3f}" if levers else "—") in cells
     assert "impact in % of E2E" in out
 

@@ -73,13 +73,15 @@ def test_archs_loads_no_sdk_no_numpy() -> None:
 
 
 def test_the_server_lists_its_tools_without_the_analysis_libraries() -> None:
+    # preload=None: the listing's own path (the server imports the analysis in the background from its start:
+    # tests/server/mcp/test_preload.py)
     loaded = _loaded_after("""
         import anyio
         from mcp import Client
         from server.mcp_server import create_server
 
         async def listed() -> int:
-            async with Client(create_server()) as c:
+            async with Client(create_server(preload=None)) as c:
                 return len((await c.list_tools()).tools)
 
         assert anyio.run(listed) > 0
