@@ -383,12 +383,6 @@ def fill_findings(skeleton: str, metrics: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _n(value: Any) -> str:
-    from server.findings.spec import number_text
-
-    return number_text(value)
-
-
 def _get(obj: Any, *path: str) -> Any:
     for key in path:
         obj = obj.get(key) if isinstance(obj, dict) else None
@@ -420,33 +414,36 @@ def _slot_text(line: str, finding: Any, ops: list[dict[str, Any]], scope: str) -
     if line.startswith("**Reasoning for Slowdown:**"):
         kernel = str(op.get("kernel_name") or "").split("<", 1)[0].strip()
         where = f"the kernel `{kernel}`" if kernel else "its kernels"
-        return (f"{name} runs {_n(op.get('count'))} times through {where}; the trace does not record the "
-                "kernel's tile sizes, so a kernel profile would show which tile shape suits it.")  # fmt: skip
+        return (f"{name} runs {{{{P{finding.rank}.op1.count}}}} calls through {where}; the trace does not record "
+                "the kernel's tile sizes, so a kernel profile would show which tile shape suits it.")  # fmt: skip
     if line.startswith("**Resolution:**"):
         return "A kernel configuration that suits this shape keeps the GPU's units busy for more of each call."
     return "This follows from the numbers in the table."
 
 
 def _insight(finding: Any, op: dict[str, Any], name: str, scope: str) -> str:
-    time, share = _n(op.get("time_ms")), _n(op.get("percent_of_total"))
+    p = f"P{finding.rank}.op1"
     if scope == "comparative":
         diff = op.get("difference_ms")
-        tail = f", a difference of {_n(abs(diff))} ms" if diff is not None else ""
-        return f"{name} takes {_n(op.get('t2_time_ms'))} ms in trace 2 against {time} ms in trace 1{tail}."
+        t1, t2 = op.get("time_ms"), op.get("t2_time_ms")
+        moved = (f", {{{{{p}.direction}}}} by {{{{{p}.difference_ms}}}}" if diff is not None and t1 is not None
+                 and t2 is not None and t1 != t2 else "")  # fmt: skip
+        return f"{name} takes {{{{{p}.t2_time_ms}}}} in trace 2 against {{{{{p}.time_ms}}}} in trace 1{moved}."
+    share = f" ({{{{{p}.share}}}})" if op.get("percent_of_total") is not None else ""
     if finding.heuristic:
-        return f"{name} takes {time} ms ({share} % of E2E) and has no performance model."
+        return f"{name} takes {{{{{p}.time_ms}}}}{share} and has no performance model."
     eff = _get(op, "efficiency", "efficiency_percent")
     bound = _get(op, "efficiency", "bound_type")
     work = _get(op, "roofline", "work_bound")
-    text = f"{name} takes {time} ms ({share} % of E2E)"
+    text = f"{name} takes {{{{{p}.time_ms}}}}{share}"
     if eff is not None:
-        qualifier = {"lower": "at least ", "upper": "at most "}.get(str(work), "")
-        text += f" at {qualifier}{_n(eff)} % efficiency"
+        qualifier = f"{{{{{p}.work_bound}}}} " if work in ("lower", "upper") else ""
+        text += f" at {qualifier}{{{{{p}.efficiency}}}} efficiency"
     if bound in ("compute", "memory"):
-        text += f", {bound}-bound"
+        text += f", {{{{{p}.bound}}}}"
     status = _get(op, "roofline", "band_status")
     if work not in ("lower", "upper", "unknown") and status in _BAND_SENTENCE:
-        text += f", {_BAND_SENTENCE[status]}"
+        text += f", {{{{{p}.band}}}}"
     return text + "."
 
 
@@ -458,12 +455,12 @@ def _identification(finding: Any, op: dict[str, Any], impl: str) -> str:
     if isinstance(chain, list) and chain:
         text += f" runs in `{chain[-1]}`"
     profile = _get(op, "classification", "workload_profile") or {}
-    if profile.get("n_q") is not None:
-        text += f" at sequence lengths {_n(profile['n_q'])} and {_n(profile.get('n_kv'))}"
+    p = f"P{finding.rank}.op1"
+    if profile.get("n_q") is not None and profile.get("n_kv") is not None:
+        text += f" at sequence lengths {{{{{p}.n_q}}}} and {{{{{p}.n_kv}}}}"
     roofline = op.get("roofline") if isinstance(op.get("roofline"), dict) else {}
     status = roofline.get("band_status")
     if (not finding.heuristic and status in _BAND_SENTENCE and roofline.get("work_bound") not in ("lower", "upper")
             and roofline.get("band_low") is not None):  # fmt: skip
-        text += (f"; its efficiency sits {_BAND_SENTENCE[status]} ({_n(roofline['band_low'])}–"
-                 f"{_n(roofline['band_high'])} %)")  # fmt: skip
+        text += f"; its efficiency sits {{{{{p}.band}}}} ({{{{{p}.band_low}}}} to {{{{{p}.band_high}}}})"
     return text + "."

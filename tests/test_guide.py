@@ -110,6 +110,9 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     family.update(id="guide-fwd-none", arch="sm_guide", measured_on=[GPU_KEY], measured_on_name="Guide GPU 80GB")
     bands["families"].append(family)
     bands_path.write_text(json.dumps(bands), encoding="utf-8")
+    # a lever: one Lever in LEVERS (server/scoring/advice.py), as the guide writes it
+    _edit(root / "server" / "scoring" / "advice.py", "LEVERS: tuple[Lever, ...] = (\n",
+          "LEVERS: tuple[Lever, ...] = (\n" + LEVER_LINE + ",\n")
     # a tool: one module under server/tools/, added to TOOLS
     tools = root / "server" / "tools"
     (tools / "guide_echo.py").write_text(TOOL_MODULE, encoding="utf-8")
@@ -117,6 +120,16 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _edit(tools / "__init__.py", "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n",
           "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n    guide_echo.TOOL,\n")
     return root
+
+
+def _guide_lever() -> str:
+    """The guide's example lever, copied from its text (the walk-through does what the guide shows)."""
+    text = " ".join(GUIDE.read_text(encoding="utf-8").split())
+    start = text.index("`Lever(\"guide_half\"")
+    return "    " + text[start + 1 : text.index("`", start + 1)]
+
+
+LEVER_LINE = _guide_lever()
 
 
 def _run(copy: Path, code: str) -> str:
@@ -129,7 +142,7 @@ def _run(copy: Path, code: str) -> str:
 
 def test_the_guide_names_every_walk_through() -> None:
     text = GUIDE.read_text(encoding="utf-8")
-    for entry in ("An attention op", "A GPU", "A band", "A tool", "A trace source"):
+    for entry in ("An attention op", "A GPU", "A band", "A lever", "A tool", "A trace source"):
         assert f"**{entry}**" in text, entry
 
 
@@ -284,3 +297,24 @@ def test_a_tool_added_as_the_guide_says_keeps_the_tool_tests_green(repo_with_a_t
 def _tree_tools(root: Path) -> list[str]:
     text = (root / "server" / "tools" / "__init__.py").read_text(encoding="utf-8")
     return re.findall(r"^    (\w+)\.TOOL,$", text, flags=re.M)
+def test_a_new_lever_reaches_the_metrics_and_the_template(copy: Path, tmp_path: Path) -> None:
+    from tests.support import FLASH_ROW, make_folder
+
+    folder = make_folder(tmp_path, [FLASH_ROW])
+    out = _run(copy, f"""
+        import json
+        from pathlib import Path
+        from server.roots import DataRoots
+        from server.tools import call
+        roots = DataRoots([{str(tmp_path)!r}])
+        call("compute_roofline", roots, output_dir={str(folder)!r}, category="sdpa_fwd")
+        call("rank_findings", roots, output_dir={str(folder)!r}, category="sdpa_fwd")
+        metrics = json.loads((Path({str(folder)!r}) / "category_data" / "sdpa_fwd_metrics.json").read_text())
+        tpl = call("render_findings_template", roots, output_dir={str(folder)!r}, category="sdpa_fwd")
+        levers = metrics["category_findings"][0]["advice"]["levers"]
+        print(json.dumps({{"levers": levers, "template": Path(tpl.findings_file).read_text()}}))
+    """)
+    got = json.loads(out.strip().splitlines()[-1])
+    half = next(x for x in got["levers"] if x["id"] == "guide_half")
+    assert half["saved_ms"] == round(half["time_ms"] / 2, 3)  # half of the members' time, by hand
+    assert "{{P1.lever.guide_half.saved_ms}}" in got["template"] and "| guide_half |" in got["template"]

@@ -44,11 +44,17 @@ class Collector:
         """No more errors will be listed (loops over many items stop building messages: only the count goes on)."""
         return len(self.errors) >= MAX_REPORTED
 
-    def error(self, rule: str, index: int | None, message: str, fix: str) -> None:
+    def error(
+        self, rule: str, index: int | None, message: str, fix: str, edit: tuple[str, str] | None = None
+    ) -> None:
+        """`edit`: the fix as a literal replacement on that line (old, new), where the fix is one."""
         if len(self.errors) >= MAX_REPORTED:
             self.dropped += 1
             return
-        self.errors.append(_finding_error(rule, index, message, fix))
+        error = _finding_error(rule, index, message, fix)
+        if edit is not None and edit[0] and edit[0] != edit[1]:
+            error.edit = [edit[0], edit[1]]
+        self.errors.append(error)
 
     def warn(self, rule: str, index: int | None, message: str, fix: str) -> None:
         if len(self.warnings) < MAX_REPORTED:

@@ -480,9 +480,11 @@ def build_grounding(
 def _take_skeleton(skeleton: str, category: Pool, by_rank: dict[int, Pool], citations: dict[int, str]) -> None:
     """The rendered skeleton's text, region by region: a P-item's and its candidate block's go to that rank, the
     rest (overview, sections the template adds before Recommendations) to the category."""
+    from server.findings.references import strip_reference_list  # the list names every rank's values: not text
+
     rank: int | None = None
     rows = 0
-    for line in skeleton.splitlines():
+    for line in strip_reference_list(skeleton.splitlines()):
         start = _SKELETON_START.match(line)
         if start:
             rank, rows = int(start.group(1) or start.group(2)), 0

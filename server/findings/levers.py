@@ -10,6 +10,7 @@ Names and sources of kernels sit in table cells; the prose the LLM writes around
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from server.findings.spec import MISSING, as_float, cell_text, number_text
@@ -20,7 +21,7 @@ IN_BAND_SENTENCE = (
     "These ops run within (or above) the expected band for their shape: as good as the best published kernels, so "
     "they are not findings."
 )
-LEVER_COLUMNS = ("Change", "Time (ms)", "Time after (ms)", "Saved (ms)", "Saved (% of E2E)")
+LEVER_COLUMNS = ("Lever", "Change", "Time (ms)", "Time after (ms)", "Saved (ms)", "Saved (% of E2E)", "Saving is")
 REFERENCE_COLUMNS = ("Band", "Compared with the band", "Best published kernel at this shape", "Its efficiency (%)",
                      "Source")
 AROUND_COLUMNS = ("Around the calls", "Time (ms)", "Share", "% of E2E")
@@ -67,58 +68,49 @@ def in_band_section(ours: dict[str, Any]) -> list[str]:
         return []
     columns = ("Operation", "Shape", "Time (ms)", "%E2E", "Efficiency (% of roofline)", "Compared with the band")
     more = len(listed) - len(rows)
-    tail = [f"And {more} more ops within their band (every one is in the metrics JSON's sdpa_analyzer.in_band).",
+    tail = ["The other ops within their band are in the metrics JSON's `sdpa_analyzer.in_band`.",
             ""] if more > 0 else []  # fmt: skip
     return [IN_BAND_HEADING, "", IN_BAND_SENTENCE, "", *_table(columns, rows), "", *tail]
 
 
-def _outside_line(name: str, x: dict[str, Any]) -> str | None:
-    if not as_float(x.get("kernels")):
-        return None
-    longest = [f"`{k.get('name')}` ({number_text(k.get('time_us'))} µs)" for k in _list(x.get("longest"))[:2]
-               if isinstance(k, dict)]  # fmt: skip
-    return (
-        f"- Attention kernels outside every op ({name}): {number_text(x.get('kernels'))} kernels, "
-        f"{number_text(x.get('time_us'))} µs ({number_text(x.get('percent_of_e2e'))} % of E2E), in no finding; "
-        f"longest: {', '.join(longest) or MISSING}."
-    )
+FACT_COLUMNS = ("Fact", "Time", "Share", "% of E2E", "Reference")
 
 
 def facts_section(ours: dict[str, Any]) -> list[str]:
+    """The category's facts as a table (numbers in tables, not prose), each row naming its reference."""
     facts = _dict(ours.get("facts"))
-    lines: list[str] = []
+    rows: list[list[Any]] = []
     outside = _dict(facts.get("attention_outside_rows"))
     for trace, x in outside.items():
-        # A standalone file never names "trace 1": the validator reads that as a comparison (R16).
-        name = str(trace).replace("trace", "trace ") if len(outside) > 1 else "in the trace"
-        line = _outside_line(name, _dict(x))
-        if line:
-            lines.append(line)
+        x = _dict(x)
+        if not as_float(x.get("kernels")):
+            continue
+        longest = ", ".join(f"`{k.get('name')}`" for k in _list(x.get("longest"))[:2] if isinstance(k, dict))
+        where = str(trace).replace("trace", "trace ") if len(outside) > 1 else "the trace"
+        rows.append([f"{number_text(x.get('kernels'))} attention kernels outside every op ({where}), in no finding; "
+                     f"longest: {longest or MISSING}", f"{number_text(x.get('time_us'))} µs", MISSING,
+                     x.get("percent_of_e2e"), f"cat.outside.{trace}.*"])  # fmt: skip
     copies = _dict(facts.get("copy_overhead"))
     if copies:
-        lines.append(
-            f"- Layout copies around the calls: {number_text(copies.get('time_ms'))} ms, "
-            f"{number_text(copies.get('percent_of_attention'))} % of the attention time "
-            f"({number_text(copies.get('percent_of_e2e'))} % of E2E)."
-        )
+        rows.append(["layout copies around the calls", f"{number_text(copies.get('time_ms'))} ms",
+                     f"{number_text(copies.get('percent_of_attention'))} % of the attention time",
+                     copies.get("percent_of_e2e"), "cat.copies.*"])  # fmt: skip
     kv = _dict(facts.get("kv_cache_write"))
     if kv:
         over = "above" if kv.get("over_threshold") else "below"
-        lines.append(
-            f"- KV-cache writes beside the calls: {number_text(kv.get('time_ms'))} ms, "
-            f"{number_text(kv.get('percent_of_op'))} % of the op ({over} the {number_text(kv.get('threshold_pct'))} "
-            f"% rule for tuning the KV-cache block size)."
-        )
-    for x in _list(facts.get("backward_vs_forward"))[:5]:
+        rows.append([f"KV-cache writes beside the calls ({over} the {number_text(kv.get('threshold_pct'))} % rule "
+                     "for tuning the KV-cache block size)", f"{number_text(kv.get('time_ms'))} ms",
+                     f"{number_text(kv.get('percent_of_op'))} % of the op", kv.get("percent_of_e2e"),
+                     "cat.kv_write.*"])  # fmt: skip
+    for k, x in enumerate(_list(facts.get("backward_vs_forward"))[:5], start=1):
         x = _dict(x)
-        lines.append(
-            f"- Backward vs forward, `{x.get('shape')}`: {number_text(x.get('backward_us_per_call'))} µs per "
-            f"backward call = {number_text(x.get('time_ratio'))} × the forward's "
-            f"{number_text(x.get('forward_us_per_call'))} µs, for {number_text(x.get('flops_ratio'))} × its FLOPs "
-            f"(efficiency {number_text(x.get('backward_efficiency_pct'))} % vs "
-            f"{number_text(x.get('forward_efficiency_pct'))} %)."
-        )
-    return [FACTS_HEADING, "", *lines, ""] if lines else []
+        rows.append([f"backward vs forward, `{x.get('shape')}`: {number_text(x.get('time_ratio'))} × the time per "
+                     f"call for {number_text(x.get('flops_ratio'))} × the FLOPs (efficiency "
+                     f"{number_text(x.get('backward_efficiency_pct'))} % vs "
+                     f"{number_text(x.get('forward_efficiency_pct'))} %)",
+                     f"{number_text(x.get('backward_us_per_call'))} µs per call", MISSING, MISSING,
+                     f"cat.bwd{k}.*"])  # fmt: skip
+    return [FACTS_HEADING, "", *_table(FACT_COLUMNS, rows), ""] if rows else []
 
 
 def advice_tables(raw: dict[str, Any]) -> list[str]:
@@ -126,8 +118,9 @@ def advice_tables(raw: dict[str, Any]) -> list[str]:
     advice = _dict(raw.get("advice"))
     out: list[str] = []
     levers = [
-        [x.get("change"), x.get("time_ms"), x.get("time_after_ms"), x.get("saved_ms"), x.get("saved_pct_e2e")]
-        for x in _list(advice.get("levers")) if isinstance(x, dict)
+        [lever_id(x), x.get("change"), x.get("time_ms"), x.get("time_after_ms"), x.get("saved_ms"),
+         x.get("saved_pct_e2e"), saving_words(x)]
+        for x in ordered_levers(advice)
     ]  # fmt: skip
     if levers:
         out += ["What each change buys (from the models):", "", *_table(LEVER_COLUMNS, levers), ""]
@@ -158,14 +151,37 @@ def advice_tables(raw: dict[str, Any]) -> list[str]:
     return out
 
 
-def action_hint(raw: dict[str, Any]) -> str:
-    """What the Action slot must say it buys: the levers' numbers, quoted for the LLM to copy."""
-    levers = [x for x in _list(_dict(raw.get("advice")).get("levers")) if isinstance(x, dict)]
-    said = [f"{x.get('change')}: {number_text(x.get('saved_ms'))} ms, {number_text(x.get('saved_pct_e2e'))} % of "
-            "E2E" for x in levers[:3]]  # fmt: skip
+def ordered_levers(advice: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every lever, largest saving first (a metrics JSON of an older run may hold them in another order)."""
+    levers = [x for x in _list(advice.get("levers")) if isinstance(x, dict)]
+    return sorted(levers, key=lambda x: -(as_float(x.get("saved_ms")) or 0.0))
+
+
+def lever_id_of(lever: dict[str, Any]) -> str:
+    """A lever's id (server.scoring.advice.LEVERS); a metrics JSON written before levers had ids: one from its label."""
+    if isinstance(lever.get("id"), str) and re.fullmatch(r"[\w-]+", lever["id"]):
+        return str(lever["id"])
+    return re.sub(r"\W+", "_", str(lever.get("change")).lower()).strip("_")[:24] or "lever"
+
+
+lever_id = lever_id_of
+
+
+def saving_words(lever: dict[str, Any]) -> str:
+    """`at most` (a bounded work), `an upper bound` (the most the change can give), or `as computed`."""
+    if lever.get("saving_bound"):
+        return str(lever["saving_bound"])
+    return "an upper bound" if lever.get("upper_bound") else "as computed"
+
+
+def action_hint(raw: dict[str, Any], rank: int) -> str:
+    """What the Action slot must cite: every lever by id, largest saving first, with the reference of its saving."""
+    said = [f"lever {lever_id(x)} ({x.get('change')}; {saving_words(x)}): P{rank}.lever.{lever_id(x)}.saved_ms"
+            for x in ordered_levers(_dict(raw.get("advice")))]  # fmt: skip
     if not said:
         return ""
-    return "; say what it buys with the numbers of the table under Data (" + "; ".join(said) + ")"
+    return ("; cite the levers it follows by id and what each buys by reference, wrapped in double braces "
+            "(largest first): " + "; ".join(said))
 
 
 __all__ = [
@@ -176,4 +192,8 @@ __all__ = [
     "band_comparison",
     "facts_section",
     "in_band_section",
+    "lever_id",
+    "lever_id_of",
+    "ordered_levers",
+    "saving_words",
 ]

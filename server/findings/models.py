@@ -16,6 +16,9 @@ class FindingError(ResultModel):
     line: int | None = Field(description="1-based line of the findings file; None when the whole file is at fault")
     message: str = Field(description="what is wrong")
     fix: str = Field(description="a concrete edit that makes the rule pass")
+    edit: list[str] | None = Field(
+        None, description="the fix as a literal edit of that line: [old text, new text] (new may be empty)"
+    )
 
     def __str__(self) -> str:
         where = f"line {self.line}" if self.line is not None else "file"
@@ -35,6 +38,11 @@ class ValidationReport(ResultModel):
     tier: str
     kind: FileKind = Field(description="findings / empty (no findings) / no_data / error (Status: ERROR)")
     metrics_checked: bool = Field(description="False when no metrics JSON was given: numbers, cells, prose not checked")
+    references: int = Field(0, description="references resolved (`{{P1.op1.time_ms}}` written out)")
+    resolved_text: str | None = Field(
+        None, exclude=True, description="the file with its references written out (None when it has none)"
+    )
+    resolved_file: str | None = Field(None, description="where the resolved file was written (validate_findings)")
 
     def text(self) -> str:
         """Plain-text summary for the CLI and for an LLM retry prompt."""

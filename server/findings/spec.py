@@ -225,18 +225,12 @@ TIME_CONVERSIONS = {("ms", "us"): 1000, ("us", "ms"): 0.001}  # written = value 
 # try, the backward's 2.5× / 5 GEMMs, the anomaly line (100 %), the impact factors and the straggler ratio.
 CONTRACT_NUMBERS: tuple[tuple[str, str | None], ...] = (
     *((f"{n:g}", None) for n in (PREFILL_HEAVY_RATIO, DECODE_HEAVY_RATIO, MID_FACTOR, LOW_FACTOR, STRAGGLER_RATIO)),
-    *((n, None) for n in ("1024", "16", "32", "64", "2.5", "5")),  # the prompt's N = 1024, KV block sizes, 5 GEMMs
+    *((n, None) for n in ("1024", "16", "32", "64", "2.5", "5", "128")),  # N = 1024, KV block sizes, 5 GEMMs, head dim
     (f"{KV_WRITE_SHARE_PCT:g}", "%"),
     (f"{ANOMALY_PCT:g}", "%"),
 )
 
-# Rule 15 (verdict words): words -> the verdict they state.
-BOUND_WORDS = {
-    "compute-bound": "compute",
-    "memory-bound": "memory",
-    "bandwidth-bound": "memory",
-    "balanced": "balanced",
-}
+# Rule 15 (verdict words): the bound phrases are server.vocab.BOUND_PHRASES.
 BAND_PHRASES: dict[str, tuple[str, ...]] = {  # band_status -> phrases stating it (regular expressions)
     "within": (
         r"within (?:the |its |their )?(?:expected |reference )?band",
@@ -288,20 +282,4 @@ FUSE_SDPA_FIX = (
     "Delete the advice to fuse the SDPA kernel: every SDPA backend but the unfused path already runs as one fused "
     "kernel (for unfused attention write 'send the attention through a fused kernel')."
 )
-VENDOR_TERMS: dict[str, str] = {  # term (a regular expression, whole words) -> the vendor-neutral wording
-    r"CUDA": "GPU",
-    r"cuDNN": "the DNN library's attention backend",
-    r"cuBLAS(?:Lt)?": "the GEMM library",
-    r"CUTLASS": "the kernel template library",
-    r"CuTe(?:DSL)?": "the kernel template library",
-    r"ROCm": "the GPU software stack",
-    r"HIP": "GPU",
-    r"hipBLASLt|rocBLAS": "the GEMM library",
-    r"MIOpen": "the DNN library",
-    r"CK|Composable Kernels?": "the kernel template library",
-    r"Triton": "a kernel compiler",
-    r"aiter|AITER": "the attention library",
-    r"NVIDIA|Nvidia": "the GPU",
-    r"AMD": "the GPU",
-}
-CASE_SENSITIVE_TERMS = frozenset({r"HIP", r"CK|Composable Kernels?", r"AMD"})
+# the vendor, product, library, tool and GPU-generation names are server.vocab.VENDOR_FAMILIES

@@ -21,6 +21,7 @@ from server.findings.metrics_view import (
     flops_per_byte,
     view_metrics,
 )
+from server.findings.references import reference_list, reference_table
 from server.findings.spec import (
     MISSING,
     NO_DATA_SENTENCE,
@@ -37,7 +38,7 @@ from server.findings.spec import (
     metrics_run_id,
     number_text,
 )
-from server.vocab import DECODE_HEAVY_RATIO, PREFILL_HEAVY_RATIO, SCOPES, TIERS
+from server.vocab import SCOPES, TIERS
 
 PAGED_COLUMNS = ("Dominant Kernel Component", "Workload Type", "Attention Pattern")
 IMPACT_TEXT = "(% of E2E)"  # the unit of every impact score (server.vocab.IMPACT_UNIT)
@@ -80,7 +81,12 @@ def render_findings_template(metrics: dict[str, Any], category: str, tier: str =
     run_id = metrics_run_id(metrics)
     parts = [f"# SDPA findings: {category}", *([RUN_LINE.format(run_id=run_id)] if run_id else []), "",
              _overview(view, category, scope), ""]  # fmt: skip
-    parts += [*in_band_section(ours), *facts_section(ours), "## Recommendations", ""]
+    parts += [*reference_list(reference_table(metrics, view)), ""]
+    facts = facts_section(ours)
+    if facts:  # the category's facts get their own slot, findings or not (a KV-write share over the rule, copies)
+        facts += [slot("Category facts — one or two sentences on what these facts mean for the category, each "
+                       "number by reference (cat.…); say nothing they do not show"), ""]  # fmt: skip
+    parts += [*in_band_section(ours), *facts, "## Recommendations", ""]
     for finding in view.findings:
         parts.extend(_p_item(finding))
     parts.extend(["## Detailed Analysis", ""])
@@ -96,8 +102,8 @@ def _overview(view: MetricsView, category: str, scope: str) -> str:
             "above the impact threshold, so both sections below are empty."
         )
     return (
-        f"Comparison scope: {scope}. {len(view.findings)} finding(s) from `{category}_metrics.json` → "
-        "`category_findings[]`, in rank order; every number below is copied from that file."
+        f"Comparison scope: {scope}. The findings of `{category}_metrics.json` → `category_findings[]`, in rank "
+        "order; every number below is the tools' own, and prose writes each as a reference."
     )
 
 
@@ -117,7 +123,7 @@ def _p_item(finding: FindingView) -> list[str]:
         "**Action**: "
         + slot(
             "Action — one or two sentences: what to do, chosen by bound type and "
-            "implementation; never 'fuse the SDPA kernel'" + action_hint(finding.raw)
+            "implementation; never 'fuse the SDPA kernel'" + action_hint(finding.raw, finding.rank)
         ),
         f"<!-- impact-begin kind=p_item {_marker_numbers(finding, 'p_item')} -->",
         f"**Impact**: impact_score: {finding.mid} {IMPACT_TEXT}"
@@ -193,21 +199,23 @@ def _identification_hint(finding: FindingView, ops: list[dict[str, Any]]) -> str
     facts = [f"implementation: {', '.join(kinds)}", f"library: {finding.library or 'Unknown'}"]
     if chains:
         facts.append(f"model layer: {chains[0]}")
-    seq = sorted({f"({p.get('n_q')}, {p.get('n_kv')})" for p in map(_profile, ops) if p.get("n_q") is not None})
-    if seq:
-        facts.append("sequence lengths (N_q, N_kv): " + ", ".join(seq[:3]))
+    r = finding.rank
+    if any(_profile(op).get("n_q") is not None for op in ops):
+        facts.append(f"sequence lengths: P{r}.op1.n_q and P{r}.op1.n_kv (references, in double braces)")
     if _paged(ops):
         facts.append(
-            "paged: name the dominant kernel component and the workload profile "
-            f"(prefill-heavy ctx_ratio > {PREFILL_HEAVY_RATIO:g}, decode-heavy < {DECODE_HEAVY_RATIO:g})"
+            "paged: name the dominant kernel component and the workload profile by reference "
+            f"(P{finding.rank}.op1.workload, P{finding.rank}.op1.ctx_ratio)"
         )
     statuses = [str(_roofline_of(op).get("band_status") or "none") for op in ops]
     within, below = statuses.count("within"), statuses.count("below")
-    facts.append(
-        f"expected band: {within} of {len(ops)} op(s) within it (say 'within the expected band', not a bottleneck), "
-        f"{below} below it (say 'below the best published kernels for this shape'), "
-        f"{statuses.count('none')} with no reference band"
-    )
+    if within or below:
+        facts.append(
+            f"expected band: write P{r}.op1.band (the band verdict, by reference); an op within its band is not a "
+            "bottleneck"
+        )
+    else:
+        facts.append("expected band: none for these ops (no band verdict)")
     regimes = sorted({str(_roofline_of(op).get("regime")) for op in ops} - {"None"})
     if regimes:
         # Only the regimes present, each glossed on its own, so no reader takes one word for another's meaning.

@@ -9,9 +9,11 @@ JSON (ValueError), each with a one-line message.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from server.findings.bare import check_bare
 from server.findings.candidates import (
     check_candidate_set,
     check_detail_numbers,
@@ -19,6 +21,7 @@ from server.findings.candidates import (
     detail_marker,
     sub_section_lines,
 )
+from server.findings.claims import check_claims, check_form_factor, claims_for
 from server.findings.document import Collector, Document, parse_document
 from server.findings.grounding import Grounding, build_grounding, skeleton_for
 from server.findings.items import (
@@ -43,7 +46,15 @@ from server.findings.owners import (
     resolve_owners,
 )
 from server.findings.prose import Run, check_run, read_runs
-from server.findings.spec import NO_DATA_SENTENCE, SLOT_OPEN
+from server.findings.references import (
+    RESOLVED_LINE,
+    RefTable,
+    Resolution,
+    reference_table,
+    resolve,
+    strip_reference_list,
+)
+from server.findings.spec import NO_DATA_SENTENCE, RUN_LINE_FOUND, SLOT_OPEN
 from server.findings.tables import check_table_rows, data_table
 from server.findings.wording import (
     check_citation,
@@ -53,13 +64,13 @@ from server.findings.wording import (
     check_verdicts,
     comparison_fix,
     facts_for,
-    gpu_words,
 )
 from server.folder import layout
 from server.roots import UNRESTRICTED, DataRoots
 from server.vocab import SCOPES, TIERS
 
 _SLOT = re.compile(r"\{\{\s*FILL\s*:", re.I)
+OURS_BLOCK = "sdpa_analyzer"  # the metrics JSON's block rank_findings writes (server.scoring.ranking.OURS)
 _SPEC_PLACEHOLDER = re.compile(
     r"<(short title|title|Library|one sentence[^<>]*|one or two sentences[^<>]*|why [^<>]*)>"
 )
@@ -114,7 +125,18 @@ def validate_findings_text(
         raise ValueError(f"comparison_scope={comparison_scope!r} is invalid: expected one of {', '.join(SCOPES)}")
     view = view_metrics(metrics) if metrics is not None else None
     out = Collector()
-    lines = text.splitlines()
+    written = text.splitlines()
+    refs: References | None = None
+    lines = blank_reference_list(written)
+    if view is not None and metrics is not None and view.status == "OK":
+        table = reference_table(metrics, view, quotable)
+        resolution = resolve(lines, table)
+        # strict (every quantity a reference) for a metrics JSON of ours; an orchestrator's (no block of ours) had no
+        # template to list references: its prose is checked against its own fields, as numbers
+        refs = References(table, resolution, RESOLVED_LINE in text, isinstance(metrics.get(OURS_BLOCK), dict))
+        lines = resolution.resolved
+        for problem in resolution.problems:
+            out.error(problem.rule, problem.line, problem.message, problem.fix, edit=(problem.old, problem.new))
     _check_slots(lines, out)
     scope = _resolve_scope(comparison_scope, view, lines, out)
     blocks = read_blocks(lines)
@@ -130,7 +152,7 @@ def validate_findings_text(
     else:
         doc = parse_document(lines, blocks, out)
         p_items = len(doc.p_items)
-        kind = _check_findings(doc, metrics, view, tier, scope, out, quotable)
+        kind = _check_findings(doc, metrics, view, tier, scope, out, quotable, refs)
     if out.dropped:
         out.warn("R-truncated", None, f"{out.dropped} more error(s) not listed.", "Fix the errors above and re-run.")
     return ValidationReport(
@@ -143,7 +165,46 @@ def validate_findings_text(
         tier=tier,
         kind=kind,
         metrics_checked=view is not None,
+        references=refs.resolution.count if refs is not None else 0,
+        resolved_text=resolved_file_text(written, refs) if refs is not None and refs.resolution.count else None,
     )
+
+
+@dataclass(frozen=True)
+class References:
+    """The file's references: their table, the file resolved and masked, and whether validate_findings wrote it."""
+
+    table: RefTable
+    resolution: Resolution
+    resolved: bool
+    strict: bool = True
+
+
+def blank_reference_list(lines: list[str]) -> list[str]:
+    """The template's reference list (an HTML comment) as blank lines: line numbers stay those of the file."""
+    kept = strip_reference_list(lines)
+    if len(kept) == len(lines):
+        return lines
+    out, k = [], 0
+    for line in lines:
+        if k < len(kept) and line == kept[k]:
+            out.append(line)
+            k += 1
+        else:
+            out.append("")
+    return out
+
+
+def resolved_file_text(written: list[str], refs: References) -> str:
+    """What validate_findings writes once the file passes: references written out, the reference list gone, and
+    RESOLVED_LINE after the title (the orchestrator reads plain markdown; a re-validation knows its numbers)."""
+    lines = strip_reference_list(resolve(written, refs.table).resolved)
+    if RESOLVED_LINE not in lines:
+        at = next((i + 1 for i, line in enumerate(lines) if line.startswith("# ")), 0)
+        while at < len(lines) and RUN_LINE_FOUND.match(lines[at]):
+            at += 1
+        lines.insert(at, RESOLVED_LINE)
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _check_slots(lines: list[str], out: Collector) -> None:
@@ -259,6 +320,7 @@ def _check_findings(
     scope: str,
     out: Collector,
     quotable: dict[str, Any] | None = None,
+    refs: References | None = None,
 ) -> FileKind:
     if view is not None and view.status == "ERROR":
         out.error(
@@ -320,7 +382,7 @@ def _check_findings(
     check_stray_detail_markers(doc, out)
     if grounding is not None and metrics is not None and view is not None:
         check_block_titles(doc, item_owners, block_owners, runs, findings, out)
-        _check_prose(doc, metrics, view, scope, runs, (item_owners, block_owners), grounding, out)
+        _check_prose(doc, metrics, view, scope, runs, (item_owners, block_owners), grounding, out, refs)
     out.errors = [error for error in out.errors if not hidden.hides(error.rule, error.line)]
     return "empty" if empty else "findings"
 
@@ -334,15 +396,23 @@ def _check_prose(
     owners: tuple[list[Owner], list[Owner]],
     grounding: Grounding,
     out: Collector,
+    refs: References | None = None,
 ) -> None:
     """Rules 13-18 on every run of prose, each against the rank whose content its region holds."""
     item_owners, block_owners = owners
     ranks = set(grounding.ranks)
-    gpu_text = gpu_words(metrics)
-    facts = {f.rank: facts_for(f, view, gpu_text) for f in view.findings}
+    gpu_block = metrics.get("sdpa_analyzer") if isinstance(metrics.get("sdpa_analyzer"), dict) else {}
+    gpu_named = gpu_block.get("gpu") if isinstance(gpu_block.get("gpu"), dict) else {}
+    # vendor words allowed: the GPU's own name and the finding's library and implementation, never the words of a
+    # source citation or a note (a peak's source names its vendor's tools)
+    own_gpu = " ".join(str(gpu_named.get(k) or "") for k in ("name", "key"))
+    facts = {f.rank: facts_for(f, view, own_gpu) for f in view.findings}
+    ours = metrics.get("sdpa_analyzer") if isinstance(metrics.get("sdpa_analyzer"), dict) else {}
+    category_facts = ours.get("facts") if isinstance(ours.get("facts"), dict) else {}
+    claims = {f.rank: claims_for(f, view, category_facts) for f in view.findings}
     examples = {f.rank: str(f.members[0].get("operation")) for f in view.findings if f.members}
     any_op = str(view.operations[0].get("name")) if view.operations else "aten::_scaled_dot_product_flash_attention"
-    everything_names = " ".join([gpu_text, *(f.names for f in facts.values())]).lower()
+    everything_names = " ".join([own_gpu, *(f.names for f in facts.values())]).lower()
     gpu = metrics.get("sdpa_analyzer") if isinstance(metrics.get("sdpa_analyzer"), dict) else {}
     gpu_info = gpu.get("gpu") if isinstance(gpu.get("gpu"), dict) else {}
     gpu_name = str(gpu_info.get("name") or "")
@@ -361,7 +431,8 @@ def _check_prose(
     for run, rank in zip(runs, run_ranks, strict=True):
         if rank is not None and rank not in ranks:
             continue  # an invented P-item or block: R2 / R3 / R11 report it
-        check_run(run, rank, grounding, ranks, examples.get(rank, any_op) if rank is not None else any_op, out)
+        example = examples.get(rank, any_op) if rank is not None else any_op
+        check_run(run, rank, grounding, ranks, example, out, numbers=refs is None or not refs.strict)
         allowed = facts[rank].names if rank is not None else everything_names
         check_language(run, allowed, out)
         if _GPU_HINT.search(run.text):
@@ -370,10 +441,22 @@ def _check_prose(
             check_gpu(run, gpu_allowed[rank], gpu_name, out)
         if rank is not None:
             check_verdicts(run, facts[rank], grounding, out)
+            check_claims(run, claims[rank], out)
+        check_form_factor(run, gpu_name, out)
         if check_scope_words(run, scope, out) and rank is not None:
             compares[rank] = True
         if run.region == "candidate" and run.raw.lstrip().startswith("**Identification:**"):
             check_citation(run, grounding.citations.get(rank) if rank is not None else None, out)
+    if refs is not None and refs.strict:
+        masked = refs.resolution.masked
+        masked_doc = parse_document(masked, read_blocks(masked), Collector())
+        masked_runs = []
+        for run in read_runs(masked_doc):  # the same blocks as the resolved file's: the same owners
+            owners_of = item_owners if run.region == "p_item" else block_owners if run.region == "candidate" else None
+            rank = owners_of[run.index].prose_rank if owners_of is not None and run.index < len(owners_of) else None
+            if rank is None or rank in ranks:
+                masked_runs.append((run, rank))
+        check_bare(masked_runs, refs.table, refs.resolved, out)
     if scope == "comparative":
         for item, owner in zip(doc.p_items, item_owners, strict=True):
             rank = owner.prose_rank

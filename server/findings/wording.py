@@ -22,19 +22,17 @@ from server.findings.prose import Run
 from server.findings.spec import (
     BAND_PHRASES,
     BOUND_QUALIFIERS,
-    BOUND_WORDS,
-    CASE_SENSITIVE_TERMS,
     COMPARISON_PHRASES,
     COMPARISON_WORDS,
     FUSE_SDPA,
     FUSE_SDPA_FIX,
     NEGATIONS,
     NOT_A_BOTTLENECK,
-    VENDOR_TERMS,
     number_text,
 )
+from server.vocab import BOUND_PHRASES, CASE_SENSITIVE_VENDOR, VENDOR_FAMILIES
 
-_BOUND = re.compile(r"\b(compute|memory|bandwidth)[- ]bound\b|\bbalanced\b", re.IGNORECASE)
+_BOUND = [(said, re.compile(p, re.IGNORECASE)) for said, phrases in BOUND_PHRASES.items() for p in phrases]
 _BANDS = [(status, re.compile(p, re.IGNORECASE)) for status, phrases in BAND_PHRASES.items() for p in phrases]
 _NOT_A_BOTTLENECK = re.compile(NOT_A_BOTTLENECK, re.IGNORECASE)
 _NEGATION = re.compile(NEGATIONS, re.IGNORECASE)
@@ -42,8 +40,8 @@ _COMPARISON = re.compile("|".join(COMPARISON_PHRASES), re.IGNORECASE)
 _COMPARES = re.compile("|".join(COMPARISON_WORDS), re.IGNORECASE)
 _FUSE = re.compile("|".join(FUSE_SDPA), re.IGNORECASE)
 _VENDOR = [
-    (re.compile(rf"(?<![\w-])(?:{term})(?![\w-])", 0 if term in CASE_SENSITIVE_TERMS else re.IGNORECASE), neutral)
-    for term, neutral in VENDOR_TERMS.items()
+    (re.compile(rf"(?<![\w-])(?:{term})(?![\w-])", 0 if term in CASE_SENSITIVE_VENDOR else re.IGNORECASE), neutral)
+    for family in VENDOR_FAMILIES.values() for term, neutral in family.items()
 ]
 _GPU_TOKEN = re.compile(r"\b[A-Z]{1,3}\d{2,4}[A-Z]{0,2}\b")
 _WORD = re.compile(r"[\w-]+")
@@ -69,8 +67,10 @@ def _gpu_tokens() -> frozenset[str]:
 
 
 _GPU_NAMES = _gpu_tokens()
-_GPU_IN_PROSE = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, _GPU_NAMES), key=len, reverse=True)) + r")\b",
-                           re.IGNORECASE)  # fmt: skip
+# the known parts' model tokens, and any token of a GPU model's shape (a part not in perf_models' tables yet)
+_GPU_SHAPE = r"[ABHV]\d{3}[A-Z]?|L\d{2}S?|MI\d{3}[A-Z]?|RTX ?\d{4}\w?|G[BH]\d{3}"
+_GPU_IN_PROSE = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, _GPU_NAMES), key=len, reverse=True)) + "|"
+                           + _GPU_SHAPE + r")\b", re.IGNORECASE)  # fmt: skip
 
 
 @dataclass
@@ -147,11 +147,10 @@ def _negated(text: str, start: int) -> bool:
 def check_verdicts(run: Run, facts: Facts, grounding: Grounding, out: Collector) -> None:
     """Rule 15 for one run of P-item `facts.rank`."""
     who = f"P{facts.rank}"
-    for match in _BOUND.finditer(run.text):
+    for said, match in sorted(((said, m) for said, p in _BOUND for m in p.finditer(run.text)),
+                              key=lambda x: x[1].start()):  # fmt: skip
         if _negated(run.text, match.start()):
             continue
-        word = match.group().lower().replace(" ", "-")
-        said = BOUND_WORDS.get(word, "balanced")
         if facts.heuristic:
             out.error(
                 "R15-bound",

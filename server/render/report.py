@@ -57,6 +57,10 @@ class FindingRow(BaseModel):
     members_within_band: int | None = None
     member_count: int | None = None
     members: list[str] = Field(default_factory=list, description="op names in the group")
+    levers: list[str] = Field(
+        default_factory=list,
+        description="every lever, largest saving first: `id: saved ms (% of E2E), at most` (server.findings.levers)",
+    )
 
 
 class OpRow(BaseModel):
@@ -283,6 +287,7 @@ def _findings_html(sec: CategorySection) -> str:
             f"to band ({unit})",
             "members within band",
             "members",
+            "levers (ms saved, largest first)",
         )
     )
     rows = [
@@ -292,12 +297,13 @@ def _findings_html(sec: CategorySection) -> str:
         + _td(_esc(f.library))
         + _td(_esc(f.eff_bucket))
         + _td(_esc(f.estimate_method))
-        + _td(_fmt(f.impact_low, ".2f"), "num")
-        + _td(_fmt(f.impact_mid, ".2f"), "num")
-        + _td(_fmt(f.impact_high, ".2f"), "num")
-        + _td(_fmt(f.impact_to_band, ".2f"), "num")
+        + _td(_as_written(f.impact_low), "num")
+        + _td(_as_written(f.impact_mid), "num")
+        + _td(_as_written(f.impact_high), "num")
+        + _td(_as_written(f.impact_to_band), "num")
         + _td(_within_html(f), "num")
         + _td(_list_html(f.members), "name")
+        + _td(_list_html(f.levers), "name")
         + "</tr>"
         for f in sec.findings
     ]
@@ -307,6 +313,13 @@ def _findings_html(sec: CategorySection) -> str:
         f'<div class="scroll"><table id="findings-{_esc(sec.category)}"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
+
+
+def _as_written(v: float | None) -> str:
+    """A metrics JSON number with the digits the JSON writes (one rounding per fact: the tools'), `—` if none."""
+    from server.findings.spec import number_text
+
+    return MISSING if v is None else _esc(number_text(v))
 
 
 def _within_html(f: FindingRow) -> str:

@@ -2,9 +2,12 @@
 
 For each finding (its member rows of the records):
 
-* `advice`: the members' kernel time; what matching the best published kernel for their shape (the band's
-  reference) and reaching the roofline would save, in ms and % of E2E; that reference (kernel, its efficiency at
-  this shape, the source) for the dominant member; the what-ifs the models computed (perf_models.advice): fp8
+* `advice`: the members' kernel time; the levers of the declared table LEVERS (each with its id, largest saving
+  first, each saving marked `saving_bound` at least / at most when it rests on a bounded work and `upper_bound`
+  when it assumes the most a change can give, e.g. every copy gone): what matching the best published kernel for
+  their shape (the band's reference) and reaching the roofline would save, in ms and % of E2E; that reference
+  (kernel, its efficiency at this shape, the source) for the dominant member; the what-ifs the models computed
+  (perf_models.advice): fp8
   Q/K/V at the same % of roofline for compute-bound calls on a GPU with fp8 tensor cores, and the same hidden
   size at head dim 128 where its band is higher — each with the time after, the ms saved and the % of E2E;
 * `facts`: layout copies around the calls (`.contiguous()` on Q/K/V before, on the output after: the seed's
@@ -23,6 +26,8 @@ Every number is rounded once here, to the digits written; the template copies th
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -87,51 +92,146 @@ def _pct(ms: float, of_ms: float) -> float | None:
     return finite(100.0 * ms / of_ms, 2) if of_ms > 0 else None
 
 
-def _saving(change: str, before_ms: float, after_ms: float, e2e_ms: float, **extra: Any) -> dict[str, Any]:
-    saved = max(0.0, before_ms - after_ms)
-    return {
-        "change": change, "time_ms": finite(before_ms, 3), "time_after_ms": finite(after_ms, 3),
-        "saved_ms": finite(saved, 3), "saved_pct_e2e": _pct(saved, e2e_ms), **extra,
-    }  # fmt: skip
+@dataclass(frozen=True)
+class Members:
+    """A finding's member rows, as the levers read them (each column once, as float arrays)."""
+
+    rows: pd.DataFrame
+    count: np.ndarray
+    time_ms: np.ndarray
+    efficiency: np.ndarray
+    band_ms: np.ndarray
+
+    @classmethod
+    def of(cls, r: pd.DataFrame) -> Members:
+        count = r["count"].to_numpy(dtype=float)
+        return cls(r, count, r["time_ms"].to_numpy(dtype=float), r["efficiency_pct"].to_numpy(dtype=float),
+                   count * r["band_reference_time_us"].to_numpy(dtype=float) / 1000.0)
+
+    def column_ms(self, column: str) -> np.ndarray:
+        """A per-call µs column of the records, as ms over every call of each row."""
+        return self.count * self.rows[column].to_numpy(dtype=float) / 1000.0
+
+
+Saving = tuple[float, float, int | None]  # time before (ms), time after (ms), members it applies to (None: all)
+
+
+def _match_reference(m: Members) -> Saving | None:
+    banded = np.isfinite(m.band_ms)
+    if not banded.any():
+        return None
+    return float(m.time_ms[banded].sum()), float(m.band_ms[banded].sum()), int(banded.sum())
+
+
+def _reach_roofline(m: Members) -> Saving | None:
+    known = np.isfinite(m.efficiency)
+    if not known.any():
+        return None
+    total = float(m.time_ms.sum())
+    to_roof = float(np.nansum(np.where(known, m.time_ms * np.maximum(0.0, 1 - m.efficiency / 100.0), 0.0)))
+    return total, total - to_roof, None
+
+
+def _fp8(m: Members) -> Saving | None:
+    fp8_ms = m.column_ms("fp8_time_us")
+    ok = np.isfinite(fp8_ms)
+    if not ok.any() or m.time_ms[ok].sum() - fp8_ms[ok].sum() < MIN_WHAT_IF_GAIN * m.time_ms[ok].sum():
+        return None
+    return float(m.time_ms[ok].sum()), float(fp8_ms[ok].sum()), int(ok.sum())
+
+
+def _head_dim(m: Members) -> Saving | None:
+    alt_ms = m.column_ms("head_dim_alt_time_us")
+    ok = np.isfinite(alt_ms) & np.isfinite(m.band_ms)
+    if not ok.any() or m.band_ms[ok].sum() - alt_ms[ok].sum() < MIN_WHAT_IF_GAIN * m.band_ms[ok].sum():
+        return None
+    return float(m.band_ms[ok].sum()), float(alt_ms[ok].sum()), int(ok.sum())
+
+
+def _drop_copies(m: Members) -> Saving | None:
+    copy_ms = float(np.nansum(m.rows["copy_overhead_us"].to_numpy(dtype=float))) / 1000.0
+    return (copy_ms, 0.0, None) if copy_ms > 0 else None
+
+
+@dataclass(frozen=True)
+class Lever:
+    """One change a finding's members could make, declared once: its id (the findings' references and the Action's
+    citations name it), its label, what it computes, when it applies (its gate), what its saving is measured
+    against, whether its saving rests on the counted work (so a bounded work bounds it) or assumes the most a change
+    can give (an upper bound), and the function computing the times before and after."""
+
+    id: str
+    label: str
+    computes: str
+    gate: str
+    compared_with: str
+    saving: Callable[[Members], Saving | None]
+    rests_on_work: bool = True
+    upper_bound: bool = False
+
+
+LEVERS: tuple[Lever, ...] = (
+    Lever("match_reference", MATCH_REFERENCE,
+          "the members' time at the best published kernel's efficiency for their shape (the band's reference)",
+          "a member with a reference band", "the members' measured time", _match_reference),
+    Lever("reach_roofline", "reach the roofline (a bound no kernel reaches)",
+          "the members' time at 100 % of their roofline", "a member with an efficiency",
+          "the members' measured time", _reach_roofline, upper_bound=True),
+    Lever("fp8", "fp8 (e4m3) Q/K/V at the same % of the roofline",
+          "the time with Q, K, V in fp8 at today's % of the roofline (perf_models.advice)",
+          "compute-bound or balanced bf16/fp16 forward calls on a GPU with fp8 tensor cores, saving at least "
+          f"{MIN_WHAT_IF_GAIN:.0%} of their time", "the members' measured time", _fp8),
+    Lever("head_dim_128", "head dim 128 at the same hidden size, at the best published kernel for it",
+          "the time at the best published head-dim-128 kernel, heads x head dim kept (perf_models.advice)",
+          "head dim under 128, a band for both shapes, saving at least "
+          f"{MIN_WHAT_IF_GAIN:.0%} of the reference time", "the best published kernel at today's head dim",
+          _head_dim),
+    Lever("drop_copies", "drop the layout copies of Q/K/V/output around the calls (the attention backend takes "
+          "strided inputs)", "the copies' own kernel time", "layout copies next to the calls",
+          "the copies' own kernel time", _drop_copies, rests_on_work=False, upper_bound=True),
+)  # fmt: skip
+LEVER_IDS = tuple(lever.id for lever in LEVERS)
+# a saving that rests on a bounded work: lower-bound work (the true work is larger) makes the time at any
+# efficiency longer, so the saving is at most the one computed; upper-bound work, at least
+WORK_BOUND_SAVING = {"lower": "at most", "upper": "at least"}
+
+
+def _work_qualifier(m: Members) -> str | None:
+    if "work_bound" not in m.rows:
+        return None
+    bounds = {b for b in m.rows["work_bound"].tolist() if isinstance(b, str)} & set(WORK_BOUND_SAVING)
+    return WORK_BOUND_SAVING[bounds.pop()] if len(bounds) == 1 else ("about" if bounds else None)
 
 
 def finding_advice(records: pd.DataFrame, rows: list[int], e2e_ms: float) -> dict[str, Any]:
-    """What the finding's members would save by each lever (see the module docstring)."""
+    """What the finding's members would save by each lever of LEVERS, largest saving first."""
     r = records.iloc[rows]
-    count = r["count"].to_numpy(dtype=float)
-    time_ms = r["time_ms"].to_numpy(dtype=float)
-    total = float(time_ms.sum())
-    eff = r["efficiency_pct"].to_numpy(dtype=float)
-    to_roof = float(np.nansum(np.where(np.isfinite(eff), time_ms * np.maximum(0.0, 1 - eff / 100.0), 0.0)))
-    band_ms = count * r["band_reference_time_us"].to_numpy(dtype=float) / 1000.0
-    banded = np.isfinite(band_ms)
+    m = Members.of(r)
+    total = float(m.time_ms.sum())
+    qualifier = _work_qualifier(m)
     levers: list[dict[str, Any]] = []
-    if banded.any():
-        levers.append(_saving(MATCH_REFERENCE, float(time_ms[banded].sum()), float(band_ms[banded].sum()), e2e_ms,
-                              members=int(banded.sum())))
-    if np.isfinite(eff).any():
-        levers.append({"change": "reach the roofline (a bound no kernel reaches)", "time_ms": finite(total, 3),
-                       "saved_ms": finite(to_roof, 3), "saved_pct_e2e": _pct(to_roof, e2e_ms)})
-    fp8_ms = count * r["fp8_time_us"].to_numpy(dtype=float) / 1000.0
-    fp8 = np.isfinite(fp8_ms)
-    if fp8.any() and time_ms[fp8].sum() - fp8_ms[fp8].sum() >= MIN_WHAT_IF_GAIN * time_ms[fp8].sum():
-        levers.append(_saving("fp8 (e4m3) Q/K/V at the same % of the roofline", float(time_ms[fp8].sum()),
-                              float(fp8_ms[fp8].sum()), e2e_ms, members=int(fp8.sum())))
-    alt_ms = count * r["head_dim_alt_time_us"].to_numpy(dtype=float) / 1000.0
-    alt = np.isfinite(alt_ms) & banded
-    if alt.any() and band_ms[alt].sum() - alt_ms[alt].sum() >= MIN_WHAT_IF_GAIN * band_ms[alt].sum():
-        d = int(r["head_dim_alt"].to_numpy(dtype=float)[alt].max())
-        levers.append(_saving(f"head dim {d} at the same hidden size, at the best published kernel for it",
-                              float(band_ms[alt].sum()), float(alt_ms[alt].sum()), e2e_ms, members=int(alt.sum()),
-                              compared_with="the best published kernel at today's head dim"))
-    copy_ms = float(np.nansum(r["copy_overhead_us"].to_numpy(dtype=float))) / 1000.0
-    if copy_ms > 0:  # the seed's contiguous-copy pattern: copies the attention backend may not need
-        levers.append({"change": "drop the layout copies of Q/K/V/output around the calls (the attention backend "
-                       "takes strided inputs)", "time_ms": finite(copy_ms, 3), "time_after_ms": 0.0,
-                       "saved_ms": finite(copy_ms, 3), "saved_pct_e2e": _pct(copy_ms, e2e_ms),
-                       "compared_with": "the copies' own kernel time"})
+    for lever in LEVERS:
+        found = lever.saving(m)
+        if found is None:
+            continue
+        before, after, members = found
+        saved = max(0.0, before - after)
+        entry: dict[str, Any] = {
+            "id": lever.id, "change": lever.label, "time_ms": finite(before, 3), "time_after_ms": finite(after, 3),
+            "saved_ms": finite(saved, 3), "saved_pct_e2e": _pct(saved, e2e_ms),
+        }  # fmt: skip
+        if members is not None:
+            entry["members"] = members
+        if lever.compared_with != "the members' measured time":
+            entry["compared_with"] = lever.compared_with
+        if lever.rests_on_work and qualifier is not None:
+            entry["saving_bound"] = qualifier
+        if lever.upper_bound:
+            entry["upper_bound"] = True
+        levers.append(entry)
+    levers.sort(key=lambda x: -(x["saved_ms"] or 0.0))
     advice: dict[str, Any] = {"time_ms": finite(total, 3), "levers": levers}
-    lead = int(np.argmax(time_ms)) if len(time_ms) else None
+    lead = int(np.argmax(m.time_ms)) if len(m.time_ms) else None
     if lead is not None and isinstance(r["band_id"].iloc[lead], str):
         x = r.iloc[lead]
         advice["reference"] = {
@@ -215,6 +315,9 @@ def category_facts(records: pd.DataFrame, metadata: dict[str, Any] | None, e2e_m
 
 __all__ = [
     "IN_BAND_STATUSES",
+    "LEVERS",
+    "LEVER_IDS",
+    "Lever",
     "backward_vs_forward",
     "category_facts",
     "finding_advice",

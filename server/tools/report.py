@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
@@ -78,11 +78,22 @@ def _finding_rows(ranked: RankedMetrics | None) -> list[FindingRow]:
                     else None,
                     member_count=int(f["member_count"]) if f.get("member_count") is not None else None,
                     members=[str(x.get("operation")) for x in f.get("members", [])],
+                    levers=_lever_texts(f),
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError):  # a malformed entry: left out of the report
             continue
     return rows
+
+
+def _lever_texts(finding: dict[str, Any]) -> list[str]:
+    """Every lever of a finding, largest saving first, each with its saving as the template writes it."""
+    from server.findings.levers import lever_id_of, ordered_levers, saving_words
+    from server.findings.quantities import render
+
+    advice = finding.get("advice") if isinstance(finding.get("advice"), dict) else {}
+    return [f"{lever_id_of(x)}: {render('ms', x.get('saved_ms'))} ({render('pct_e2e', x.get('saved_pct_e2e'))}), "
+            f"{saving_words(x)}" for x in ordered_levers(advice)]  # fmt: skip
 
 
 def _prose(
@@ -107,6 +118,11 @@ def _prose(
         notes.append(
             "this prose was written before the category was last ranked: its numbers may be out of date "
             "(render_findings_template, fill it again, validate_findings)"
+        )
+    if "{{" in text and "{{FILL" not in text:
+        notes.append(
+            "this prose has not passed validate_findings yet: its references ({{P1.…}}) are not written out "
+            "(run validate_findings on it)"
         )
     return text, str(path), notes
 

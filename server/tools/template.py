@@ -66,6 +66,8 @@ def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateR
     check_analysis_folder(out, roots)
     if roots.is_file(mpath, what="metrics JSON"):
         with metrics_document(mpath, roots, "float", partial(read_json_file, mpath, "metrics JSON", roots)) as metrics:
+            if str(metrics.get("status", "")).upper() == "NO_DATA":  # any writer's: the one-line file
+                return _render(ctx, args, {"category": cat, "status": "NO_DATA"})
             if not isinstance(metrics.get(OURS), dict):
                 raise InputError(
                     f"{mpath} was not written by sdpa-analyzer's rank_findings (no {OURS} block: another tool's "

@@ -17,6 +17,7 @@ from server.folder.manifest import older_analysis, read_run_id
 from server.roots import DataRoots
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.vocab import SCOPE_HELP, Scope, Tier
+from server.writers.atomic import write_text_atomic
 
 MAX_ERRORS_LISTED = 40
 
@@ -99,7 +100,12 @@ def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport
             _check_runs(path, mpath, metrics, roots)
             report = _validate(path, mpath, metrics, args, roots)
     # fix the first errors and validate again: a long list would not fit an LLM's context
-    listed = {"errors": report.errors[:MAX_ERRORS_LISTED], "warnings": report.warnings[:MAX_ERRORS_LISTED]}
+    listed: dict[str, Any] = {"errors": report.errors[:MAX_ERRORS_LISTED],
+                              "warnings": report.warnings[:MAX_ERRORS_LISTED]}  # fmt: skip
+    if report.passed and report.resolved_text is not None:
+        # the references written out, in place: the orchestrator reads plain markdown with the tools' numbers
+        write_text_atomic(roots.write_target(path, what="findings file"), report.resolved_text, roots=roots)
+        listed["resolved_file"] = str(path)
     return report.model_copy(update=listed)
 
 
@@ -138,8 +144,10 @@ TOOL = ToolSpec(
     title="Validate a findings file",
     description=(
         "Check a findings file against the findings contract and the metrics JSON beside it: sections, P-items "
-        "in rank order, candidate blocks, Data tables, impact markers and their numbers. Every error has a rule "
-        "id, a 1-based line and a concrete fix; passed is true only when there is none."
+        "in rank order, candidate blocks, Data tables, impact markers and their numbers, and prose that writes "
+        "every quantity as a reference ({{P1.op1.time_ms}}). Every error has a rule id, a 1-based line and a "
+        "concrete fix; passed is true only when there is none. A passing file's references are written out in "
+        "place (resolved_file)."
     ),
     input_model=ValidateInput,
     result_model=ValidationReport,

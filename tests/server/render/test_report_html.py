@@ -157,11 +157,14 @@ def test_findings_table(page: str) -> None:
     rows = parse(page).tables["findings-sdpa_fwd"]
     assert rows[0] == ["rank", "bound", "library", "eff bucket", "method", "impact low (% of E2E)",
                        "impact mid (% of E2E)", "impact high (% of E2E)", "to band (% of E2E)", "members within band",
-                       "members"]  # fmt: skip
-    assert rows[1] == ["1", "compute", "FlashAttention-2", "0-30", "quantified", "8.34", "9.73", "11.12", "6.50",
-                       "0 of 1", "aten::_scaled_dot_product_flash_attention"]  # fmt: skip
+                       "members", "levers (ms saved, largest first)"]  # fmt: skip
+    # the impact figures with the metrics JSON's digits (6.5, not a re-rounded 6.50)
+    assert rows[1][:11] == ["1", "compute", "FlashAttention-2", "0-30", "quantified", "8.34", "9.73", "11.12", "6.5",
+                            "0 of 1", "aten::_scaled_dot_product_flash_attention"]  # fmt: skip
     assert rows[2][:10] == ["2", "unmodeled", "Unknown", "unknown", "heuristic", "1.02", "2.04", "3.06", "—", "—"]
     assert rows[2][10].split("\n") == ["vllm::unified_attention", NASTY]
+    levers = {r[0]: r[11] for r in rows[1:]}
+    assert all(isinstance(v, str) for v in levers.values())
     assert "Impact figures are in % of E2E" in "".join(parse(page).text)
 
 
@@ -240,3 +243,18 @@ def test_consistency_alert_and_no_findings_reason_render() -> None:
     bare = render_report_html(ReportContext(title="t", sections=[CategorySection(category="sdpa_fwd", ops=[op])]))
     assert "No findings: the report was not told why." in "".join(parse(bare).text)
     assert "alert" not in bare.split("<style>")[0] + bare.split("</style>")[1]
+
+
+def test_every_lever_reaches_the_findings_table_in_order() -> None:
+    from server.render.report import FindingRow
+
+    levers = ["drop_copies: 2.766 ms (7.93 % of E2E), an upper bound",
+              "match_reference: 1.531 ms (4.39 % of E2E), as computed", "head_dim_128: 0.405 ms (1.16 % of E2E), as "
+              "computed", "fp8: 0.1 ms (0.29 % of E2E), at most"]  # fmt: skip
+    row = FindingRow(rank=1, bound="memory", library="L", eff_bucket="0-30", impact_low=4.72, impact_mid=5.5,
+                     impact_high=6.29, members=["op"], levers=levers)  # fmt: skip
+    section = CategorySection(category="sdpa_fwd", findings=[row], ops=[OpRow(name="op", count=1, time_ms=1.0)])
+    page = render_report_html(ReportContext(title="t", sections=[section]))
+    cells = parse(page).tables["findings-sdpa_fwd"][1]
+    assert cells[11].split("\n") == levers  # all four, the largest saving first
+    assert cells[5:8] == ["4.72", "5.5", "6.29"]

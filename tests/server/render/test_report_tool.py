@@ -239,3 +239,13 @@ def test_comparative_folder_shows_trace2_columns(tmp_path: Path) -> None:
     assert ops[0][7:11] == ["verdict", "T2 time ms", "T2 count", "Δ ms (T2 − T1)"]
     assert cell["time ms"] == "1.000"
     assert cell["T2 time ms"] == "1.250" and cell["T2 count"] == "12" and cell["Δ ms (T2 − T1)"] == "+0.250"
+
+
+def test_prose_with_unresolved_references_is_noted(tmp_path: Path) -> None:
+    out = folder(tmp_path)
+    rank(tmp_path, out, arch="h100-sxm")
+    (out / "category_findings").mkdir()
+    (out / "category_findings" / "sdpa_fwd_findings.md").write_text(
+        "# prose\n\nIt takes {{P1.op1.time_ms}}.\n", encoding="utf-8")
+    _, page = report(tmp_path, out, arch="h100-sxm")
+    assert "has not passed validate_findings yet" in text_of(page)

@@ -5,6 +5,7 @@ their shares, attention kernels outside every op, backward vs forward, and a wro
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -118,7 +119,11 @@ def test_attention_kernels_outside_every_op_reach_the_facts(tmp_path: Path) -> N
     metrics = _rank(tmp_path, folder)
     assert metrics["sdpa_analyzer"]["facts"]["attention_outside_rows"]["trace1"]["time_us"] == 150.0
     tpl = call("render_findings_template", DataRoots([tmp_path]), output_dir=str(folder), category="sdpa_fwd")
-    assert "3 kernels, 150.0 µs (1.5 % of E2E)" in Path(tpl.findings_file).read_text()
+    text = Path(tpl.findings_file).read_text()
+    row = "| 3 attention kernels outside every op (the trace), in no finding; longest: `attn_fwd` | 150.0 µs | — "
+    row += "| 1.5 |"
+    assert row in text
+    assert "{{cat.outside.trace1.time_us}} = 150.0 µs" in text  # and the prose writes it by reference
 
 
 def test_backward_against_its_forward(tmp_path: Path) -> None:
@@ -167,3 +172,46 @@ def test_the_template_refuses_another_tools_metrics(tmp_path: Path) -> None:
         {"category": "sdpa_fwd", "status": "OK", "operations": [], "category_findings": []}))
     with pytest.raises(ToolFailure, match="not written by sdpa-analyzer"):
         call("render_findings_template", DataRoots([tmp_path]), output_dir=str(folder), category="sdpa_fwd")
+
+
+def test_an_orchestrators_no_data_metrics_renders_the_one_line_file(tmp_path: Path) -> None:
+    folder = make_folder(tmp_path, [FLASH_ROW])
+    (folder / "category_data" / "sdpa_fwd_metrics.json").write_text(json.dumps(
+        {"category": "sdpa_fwd", "status": "NO_DATA", "operations": [], "category_findings": []}))
+    tpl = call("render_findings_template", DataRoots([tmp_path]), output_dir=str(folder), category="sdpa_fwd")
+    assert Path(tpl.findings_file).read_text() == "# SDPA findings: sdpa_fwd\n\nNo SDPA operations found in trace\n"
+
+
+def test_the_lever_table_declares_every_lever_once_and_orders_them_by_ms_saved(tmp_path: Path) -> None:
+    from server.scoring.advice import LEVERS
+
+    ids = [lever.id for lever in LEVERS]
+    assert len(ids) == len(set(ids)) and all(lever.label and lever.gate and lever.compared_with for lever in LEVERS)
+    header = OPS_HEADER + ",copy_overhead_us_sum,kv_cache_write_us_sum"
+    folder = make_folder(tmp_path, [FLASH_ROW + ",1016.0,125.0"], header=header)
+    levers = _rank(tmp_path, folder)["category_findings"][0]["advice"]["levers"]
+    saved = [x["saved_ms"] for x in levers]
+    assert saved == sorted(saved, reverse=True) and len(levers) >= 3
+    copies = next(x for x in levers if x["id"] == "drop_copies")
+    assert copies["saved_ms"] == 1.016 and copies["upper_bound"] is True  # every copy gone: the most it can give
+    roof = next(x for x in levers if x["id"] == "reach_roofline")
+    assert roof["upper_bound"] is True
+
+
+def test_the_category_facts_have_a_slot_written_by_reference(tmp_path: Path) -> None:
+    from server.findings import load_metrics, validate_findings_text
+    from tests.support import fill_findings
+
+    header = OPS_HEADER + ",copy_overhead_us_sum,kv_cache_write_us_sum"
+    folder = make_folder(tmp_path, [FLASH_ROW + ",1016.0,125.0"], header=header)
+    _rank(tmp_path, folder)
+    tpl = call("render_findings_template", DataRoots([tmp_path]), output_dir=str(folder), category="sdpa_fwd")
+    text = Path(tpl.findings_file).read_text()
+    assert "{{FILL: Category facts" in text
+    text = re.sub(r"\{\{FILL: Category facts[^}]*\}\}",
+                  "The KV-cache writes take {{cat.kv_write.share}} of the op, {{cat.kv_write.rule}}.", text)
+    metrics = load_metrics(folder / "category_data" / "sdpa_fwd_metrics.json")
+    report = validate_findings_text(fill_findings(text, metrics), metrics)
+    assert report.passed, [str(e) for e in report.errors]
+    # 125 µs of writes beside 1000 µs of attention: 100 × 0.125 / 1.125 = 11.11 % of the op, over the 10 % rule
+    assert "The KV-cache writes take 11.11 % of the op, above the KV-write rule." in (report.resolved_text or "")
