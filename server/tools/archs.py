@@ -147,10 +147,8 @@ TOOL = ToolSpec(
     name="list_architectures",
     title="Known GPUs and their peaks",
     description=(
-        "The GPUs the tools know: a short table of each one's bf16/fp8 compute roof, HBM bandwidth roof, SM/CU "
-        "count, memory and architecture; with gpu, that GPU in full: every roof (the datasheet dense peak, at the "
-        "sustained clock for a part that runs above its rated boost), its kind and source, the measured achievable "
-        "figures beside them (never a roof), memory, and unverified figures (never used)."
+        "The GPUs the tools know: a short table of bf16/fp8 roofs, bandwidth, SMs/CUs, memory; with gpu, that GPU "
+        "in full: every roof (datasheet dense peak) with kind and source, measured figures beside it (never a roof)."
     ),
     input_model=ArchsInput,
     result_model=ArchList,
