@@ -4,8 +4,9 @@ This is the one place a measured kernel time becomes a verdict (the server turns
 `assess`; perf_models.model_attention calls it for one config):
 
 * roofs: per row, the compute roof of the row's compute spec (fp32 memory-efficient attention on NVIDIA runs
-  CUTLASS 3xTF32 on the tensor cores: `matrix_fp32_3xtf32`) and the bandwidth roof, each achievable when
-  measured with a stated method, else the datasheet (perf_models.hardware); the datasheet values beside them;
+  CUTLASS 3xTF32 on the tensor cores: `matrix_fp32_3xtf32`) and the bandwidth roof, each the datasheet dense
+  peak (at the sustained clock for a part that runs above its rated boost: perf_models.hardware); one kind per
+  ratio, a measured achievable figure never enters one;
 * roofline: ideal time = max(FLOPs / compute roof, bytes / bandwidth roof); efficiency = ideal / measured;
   above 100 % an anomaly, above 110 % flagged (perf_models.roofline);
 * both utilizations: compute % = achieved TFLOP/s of useful FLOPs / compute roof, memory % = achieved TB/s /
@@ -39,7 +40,8 @@ This is the one place a measured kernel time becomes a verdict (the server turns
 * split compute specs: quantized attention runs Q·Kᵀ and P·V on different specs (SageAttention: int8 and fp8
   or fp16). The compute roof of such a row is the rate of the two GEMMs run one after the other,
   1 / (f_qk / roof_qk + f_pv / roof_pv) with f the GEMMs' shares of the FLOPs (d_qk and d_v over d_qk + d_v), and
-  its kind is "achievable" only when both roofs are; its compute_spec reads `matrix_int8+matrix_fp8`.
+  its kind is the two roofs' kind (they share one: perf_models.hardware); its compute_spec reads
+  `matrix_int8+matrix_fp8`.
 """
 
 from __future__ import annotations
@@ -196,7 +198,7 @@ def _split_roofs(table: ConfigTable, specs: OBJ, gpu: GpuSpec) -> tuple[F64, OBJ
         value = np.where(split, 1.0 / (f_qk / value + (1 - f_qk) / v2), value)
         datasheet = np.where(split, 1.0 / (f_qk / datasheet + (1 - f_qk) / d2), datasheet)
     both = as_objects(np.where((kind == "missing") | (k2 == "missing"), "missing",
-                               np.where((kind == "achievable") & (k2 == "achievable"), "achievable", "datasheet")))
+                               np.where(kind == k2, kind, "mixed")))
     kind = np.where(split, both, kind)
     labels = specs.copy()
     for i in np.flatnonzero(split).tolist():
@@ -480,7 +482,7 @@ def spec_roof(gpu: GpuSpec, spec: str) -> Roof | None:
     if len(parts) == 1:
         return parts[0]
     a, b = parts
-    kind = "achievable" if a.kind == b.kind == "achievable" else "datasheet"
+    kind = a.kind if a.kind == b.kind else "mixed"
     datasheet = 2.0 / (1.0 / a.datasheet + 1.0 / b.datasheet) if a.datasheet and b.datasheet else None
     source = f"Q·Kᵀ at {a.value:g} ({a.kind}), P·V at {b.value:g} ({b.kind}), equal FLOP shares"
     return Roof(2.0 / (1.0 / a.value + 1.0 / b.value), kind, source, datasheet)

@@ -5,10 +5,15 @@ bandwidth, and an H100 with 94 GiB is not the 80 GB SXM.
 `identify_device` returns one of
 - a match: the only part the name denotes whose memory, SMs and arch all agree (or, unnamed, the only part whose
   properties agree: vLLM writes "" on ROCm);
-- a stated best match: a name the table does not know whose properties fit exactly one part; `warning` says so;
-- no match, with `reason`: one line naming the device, every candidate (with its memory and SMs) and why each one
-  does not fit. The caller adds the fix (pass arch=...), since its wording depends on the tool.
-Nothing falls back to a sibling silently.
+- a stated resolution (`warning` says so): the name is not in the table, or it names a part the properties
+  contradict (a 40 GB A100 recorded as "A100-SXM4-80GB"), and the parts the evidence allows — the parts whose arch,
+  SM count and memory all agree, narrowed to the name's family when the name names one — all have the same roofs
+  (dense datasheet peaks, bandwidth, clocks): it is scored as one of them. A100 40GB and A800 40GB, H100 PCIe and
+  H800 PCIe differ only in NVLink, so either gives the same verdicts;
+- no match, with `reason`: one line naming the device, the parts considered (keys `arch=` accepts, with their memory
+  and SMs) and why none is the one, or which parts with different roofs it cannot tell apart (MI350X / MI355X,
+  H100 NVL / GH200). The caller adds the fix (pass arch=...), since its wording depends on the tool.
+Nothing falls back to a part with other roofs: a GH200 is not an H100 NVL, an L40 is not an L40S.
 
 Memory: `totalGlobalMem` is what the driver leaves after its reservation and ECC (H100 80 GB: 79.2 GiB, B200
 180 GB: 178.4 GiB, L40S 48 GB with ECC: 45 GiB), so it must lie between 90 % and 102 % of the part's nominal size
@@ -64,7 +69,7 @@ def _part(gpu: GpuSpec) -> str:
     unit = "CUs" if gpu.vendor == "amd" else "SMs"
     sms = "? " if gpu.sm_count is None else f"{gpu.sm_count} "
     mem = "?" if gpu.memory_gb is None else f"{gpu.memory_gb:g}"
-    return f"{gpu.key} ({mem} GB, {sms}{unit}, {gpu.arch or '?'})"
+    return f"{gpu.key} ({mem} GB, {sms}{unit})"  # short: a message names a few of them within one line
 
 
 def disagreements(gpu: GpuSpec, props: Mapping[str, Any]) -> list[str]:
@@ -107,6 +112,39 @@ def _by_properties(props: Mapping[str, Any]) -> list[GpuSpec]:
     return [g for g in list_gpus() if g.arch is not None and g.sm_count is not None and not disagreements(g, props)]
 
 
+def same_roofs(a: GpuSpec, b: GpuSpec) -> bool:
+    """Whether two parts give every verdict alike: the same dense datasheet peak for every compute spec both state
+    (bf16 among them; a spec one file leaves out, such as an H800's FP64, is unknown, not different), the same
+    bandwidth and clocks."""
+    common = set(a.tflops_datasheet) & set(b.tflops_datasheet)
+    return ("matrix_bf16" in common and all(a.tflops_datasheet[s] == b.tflops_datasheet[s] for s in common)
+            and a.hbm_tbs_datasheet == b.hbm_tbs_datasheet and a.clock_factor == b.clock_factor)
+
+
+def _one_roof_set(parts: list[GpuSpec]) -> bool:
+    return bool(parts) and all(same_roofs(parts[0], g) for g in parts[1:])
+
+
+def _keys(parts: list[GpuSpec]) -> str:
+    return " and ".join(_part(g) for g in parts)
+
+
+def _allowed(fits: list[GpuSpec], named: list[GpuSpec]) -> list[GpuSpec]:
+    """The parts the evidence allows: those whose properties fit, narrowed to what the name says — the parts it
+    names, else their family (an A100 of another memory size) — when it names any."""
+    if not named:
+        return fits
+    keys = {g.key for g in named}
+    families = {g.part_family for g in named if g.part_family}
+    return [g for g in fits if g.key in keys] or [g for g in fits if g.part_family in families]
+
+
+def _resolved(parts: list[GpuSpec], named: list[GpuSpec]) -> GpuSpec:
+    """One part of a set with the same roofs: one the name names, else the first by key (deterministic)."""
+    keys = {g.key for g in named}
+    return next((g for g in parts if g.key in keys), min(parts, key=lambda g: g.key))
+
+
 def identify_device(props: Mapping[str, Any]) -> DeviceMatch:
     """The built-in part a deviceProperties entry denotes (module docstring)."""
     if not isinstance(props, Mapping):
@@ -115,47 +153,70 @@ def identify_device(props: Mapping[str, Any]) -> DeviceMatch:
     name = raw.strip() if isinstance(raw, str) else ""
     described = describe_properties(props)
     label = f"{name} ({described})" if name else f"unnamed device ({described})"
-    if not name:
-        fits = _by_properties(props)
-        if len(fits) == 1:
-            return DeviceMatch(fits[0], label, candidates=(fits[0].key,))
-        why = "its properties fit " + (" and ".join(_part(g) for g in fits) if fits else "no part in the GPU table")
-        return DeviceMatch(None, label, f"GPU {label} has no name and {why}", candidates=tuple(g.key for g in fits))
-    hits = name_matches(name)
-    if not hits:
-        fits = _by_properties(props)
-        if len(fits) == 1:
-            g = fits[0]
+    hits = name_matches(name) if name else []
+    if hits:
+        # the most specific name match decides: a weaker one ("H100" in "NVIDIA H100 PCIe") is a sibling, never
+        # taken in its place; parts tied on it are told apart by their properties
+        best = [g for g, span in hits if span == hits[0][1]]
+        agree = [g for g in best if not disagreements(g, props)]
+        keys = tuple(g.key for g, _ in hits)
+        if len(agree) == 1 or _one_roof_set(agree):
+            return DeviceMatch(agree[0], label, candidates=keys)
+        if agree:
             return DeviceMatch(
-                g, label, warning=(
-                    f"GPU name {name!r} is not in the GPU table; its properties ({described}) fit only {_part(g)}: "
-                    f"scored as {g.key} — pass arch= the GPU if it is another part"
-                ), candidates=(g.key,),
+                None, label, f"GPU {label} fits {_keys(agree)} equally and their roofs differ: the table cannot "
+                "tell which part it is", candidates=keys,
             )  # fmt: skip
-        arch = arch_from_properties(props)
-        same_arch = [g for g in list_gpus() if arch and g.arch and g.arch.startswith(arch)]
-        near = f"; parts of its architecture: {', '.join(_part(g) for g in same_arch)}" if same_arch else ""
-        keys = tuple(g.key for g in same_arch)
-        return DeviceMatch(None, label, f"GPU {label} is not in the GPU table{near}", candidates=keys)
-    # the most specific name match decides: a weaker one ("H100" in "NVIDIA H100 PCIe") is a sibling, never taken
-    # in its place; parts tied on it are told apart by their properties
-    best = [g for g, span in hits if span == hits[0][1]]
-    agree = [g for g in best if not disagreements(g, props)]
-    keys = tuple(g.key for g, _ in hits)
-    if len(agree) == 1:
-        return DeviceMatch(agree[0], label, candidates=keys)
-    if agree:
-        return DeviceMatch(
-            None, label, f"GPU {label} fits {' and '.join(_part(g) for g in agree)} equally: the table cannot tell "
-            "which part it is", candidates=keys,
-        )  # fmt: skip
-    why = "; ".join(f"{_part(g)}: {', '.join(disagreements(g, props))}" for g in best)
+        return _by_properties_named(props, label, [g for g, _ in hits], best)
     fits = _by_properties(props)
-    hint = f"; its properties fit {' and '.join(_part(g) for g in fits)}" if fits else ""
-    return DeviceMatch(
-        None, label, f"GPU {label}: its name fits {', '.join(g.key for g in best)} but its properties do not ({why})"
-        f"{hint}", candidates=keys + tuple(g.key for g in fits if g.key not in keys),
-    )  # fmt: skip
+    keys = tuple(g.key for g in fits)
+    if _one_roof_set(fits):
+        g = _resolved(fits, [])
+        same = f" (with {', '.join(f.key for f in fits if f is not g)}: the same roofs)" if len(fits) > 1 else ""
+        if not name:
+            warning = f"unnamed GPU ({described}) scored as {g.key}{same}" if same else None
+            return DeviceMatch(g, label, warning=warning, candidates=keys)
+        return DeviceMatch(
+            g, label, warning=(
+                f"GPU name {name!r} is not in the GPU table; its properties ({described}) fit only {_part(g)}{same}: "
+                f"scored as {g.key} — pass arch= the GPU if it is another part"
+            ), candidates=keys,
+        )  # fmt: skip
+    if fits:
+        why = f"its properties fit {_keys(fits)}, whose roofs differ"
+    else:
+        why = "its properties fit no part in the GPU table"
+    if not name:
+        return DeviceMatch(None, label, f"GPU {label} has no name and {why}", candidates=keys)
+    arch = arch_from_properties(props)
+    same_arch = [g for g in list_gpus() if arch and g.arch and g.arch.startswith(arch)]
+    near = f"; parts of its architecture: {', '.join(g.key for g in same_arch)}" if same_arch and not fits else ""
+    return DeviceMatch(None, label, f"GPU {label} is not in the GPU table: {why}{near}",
+                       candidates=keys or tuple(g.key for g in same_arch))
+
+
+def _by_properties_named(
+    props: Mapping[str, Any], label: str, named: list[GpuSpec], best: list[GpuSpec]
+) -> DeviceMatch:
+    """A name the properties contradict: resolved to the parts of the name's family the properties fit when they
+    all have the same roofs (module docstring), refused otherwise."""
+    why = "; ".join(f"{g.key}: {', '.join(disagreements(g, props))}" for g in best)
+    fits = _by_properties(props)
+    allowed = _allowed(fits, named)
+    keys = tuple(g.key for g in named) + tuple(g.key for g in fits if g.key not in {n.key for n in named})
+    head = f"GPU {label}: its name fits {', '.join(g.key for g in best)} but its properties do not ({why})"
+    if _one_roof_set(allowed):
+        g = _resolved(allowed, named)
+        return DeviceMatch(g, label, warning=(
+            f"{head}; they fit {_keys(allowed)}: scored as {g.key} — pass arch= the GPU if it is another part"),
+            candidates=keys)  # fmt: skip
+    if allowed:
+        hint = f"; they fit {_keys(allowed)}, whose roofs differ"
+    elif fits:
+        hint = f"; they fit {_keys(fits)}, of another family than the name"
+    else:
+        hint = ""
+    return DeviceMatch(None, label, f"{head}{hint}", candidates=keys)
 
 
 def match_device_properties(props: Mapping[str, Any]) -> GpuSpec | None:

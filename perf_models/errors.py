@@ -20,7 +20,14 @@ class ConfigError(PerfModelError):
 class UnknownArchError(PerfModelError):
     """An architecture name matches no entry of the GPU table."""
 
-    def __init__(self, name: str, known: list[str]) -> None:
+    def __init__(self, name: str, known: list[str], total: int | None = None) -> None:
+        """`known`: every key, or (with `total`, the table's size) the keys nearest the name when every key does not
+        fit in one message line."""
         self.name = name
         self.known = known
-        super().__init__(f"arch={name!r} is unknown: expected one of {', '.join(known)} (or an arch JSON file)")
+        if total is None or total <= len(known):
+            expected = f"expected one of {', '.join(known)}"
+        else:
+            expected = f"the nearest of the {total} known GPUs: {', '.join(known)}; list_architectures shows all"
+        self.hint = expected  # the keys to pass, for a caller that words the error its own way
+        super().__init__(f"arch={name!r} is unknown: {expected} (or an arch JSON file)")

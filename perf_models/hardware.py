@@ -4,13 +4,19 @@ The tables are data files (`perf_models/data/gpus/<key>.json`, one per GPU), eac
 Peaks are dense (no 2:4 sparsity) TFLOPS keyed by compute spec (`matrix_bf16`, `matrix_fp8`, `vector_fp32`,
 … — the keys TraceLens arch files use) and HBM bandwidth in TB/s.
 
-The roof a GPU is scored against is its datasheet dense peak, or an *achievable* peak only when it was
-measured with a stated method and a citable source (`achievable_method` in the file: AMD's MAF measurements
-for MI300X/MI325X qualify). Numbers without a method (an in-house run, a table that does not say how it was
-obtained) are kept as `*_unverified` for reference and never used as a roof: a roof below a published kernel
-(FlashAttention-4 reaches 1605 TFLOPS on a B200 whose unverified "achievable" is 1401) turns a good kernel
-into an "anomaly". `peak_tflops()` / `peak_tbs()` return the achievable number when there is one and the
-datasheet number otherwise, and say which; `compute_roof()` / `bandwidth_roof()` add the source.
+One roof kind per ratio: every efficiency, anomaly and band is scored against the **datasheet** dense peak of
+the row's dtype (`peak_tflops()` / `peak_tbs()` / `compute_roof()` / `bandwidth_roof()` return it by default). A
+measured *achievable* figure (`achievable_method` in the file: AMD's MAF measurements for MI300X/MI325X) is kept
+beside it (`Roof.achievable`, `achievable_tflops()`), labelled, and never divided into a time or compared with a
+datasheet figure: MI300X bf16 against the 708 MAF figure and fp16 against the 1307.4 datasheet made one kernel time
+read 124 % in bf16 and 67 % in fp16, and an fp8 lever compared a bf16 achievable roof with an fp8 datasheet one.
+Numbers without a method are kept as `*_unverified` for reference only.
+
+A part that runs above its rated boost clock (GeForce cards: GPU Boost takes an RTX 4090 rated at 2.52 GHz to
+2.7-2.85 GHz at stock) states both clocks with sources (`boost_clock_ghz`, `sustained_clock_ghz`): its compute roofs
+are the datasheet per-clock rates at the sustained clock (kind `sustained`), since the rated figure is below what
+the best published kernels reach there (FlashAttention-2 forward at 169.3 TFLOPS = 102 % of 165.2). Memory
+bandwidth does not follow the SM clock and stays the datasheet figure.
 
 Compute-spec decision for fp32 on NVIDIA: `matrix_fp32` is the CUDA-core (non-tensor) FP32 peak, equal to
 `vector_fp32`, because PyTorch runs fp32 GEMMs and unfused attention without TF32 unless the user opts in
@@ -26,6 +32,7 @@ this module never reads user files.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import numbers
@@ -39,7 +46,8 @@ from typing import Any
 
 from perf_models.errors import ConfigError, PerfModelError, UnknownArchError
 
-PREFER_CHOICES = ("achievable", "datasheet")
+PREFER_CHOICES = ("datasheet", "achievable")
+ROOF_KINDS = ("datasheet", "sustained", "achievable")  # achievable is a roof only for user peaks without a datasheet
 
 # A user's number within this relative distance of the datasheet value is the datasheet value.
 _SAME_AS_DATASHEET = 0.01
@@ -54,7 +62,8 @@ class GpuSpec:
     """One GPU's peaks. TFLOPS are dense; `sources` maps every number's field name to where it came from.
 
     Source keys: `sm_count`, `l2_cache_mb`, `llc_mb`, `memory_gb`, `hbm_tbs_datasheet`,
-    `hbm_tbs_achievable`, `tflops_datasheet.<spec>`, `tflops_achievable.<spec>`.
+    `hbm_tbs_achievable`, `boost_clock_ghz`, `sustained_clock_ghz`, `tflops_datasheet.<spec>`,
+    `tflops_achievable.<spec>`.
     """
 
     key: str
@@ -82,6 +91,8 @@ class GpuSpec:
     # their die and memory system and differ in power, clocks or memory (h100: SXM, PCIe, NVL)
     part_family: str | None = None  # 'h100', 'h200', 'a100', 'b200', 'mi300x', ... (None for user-supplied peaks)
     form_factor: str | None = None  # 'sxm' | 'pcie' | 'nvl' | 'oam' | 'superchip' | 'pcie-card' | 'sxm-or-pcie'
+    boost_clock_ghz: float | None = None  # the clock the datasheet rates are quoted at (stated with the next one)
+    sustained_clock_ghz: float | None = None  # the clock the part holds under load when above the rated boost
 
     def relation(self, other: GpuSpec) -> str:
         """How a number measured on `other` carries over to this part:
@@ -99,48 +110,72 @@ class GpuSpec:
         """Every compute spec this GPU has a peak for."""
         return sorted(set(self.tflops_datasheet) | set(self.tflops_achievable))
 
-    def peak_tflops(self, spec: str, prefer: str = "achievable") -> tuple[float, str]:
-        """(TFLOPS, 'achievable' | 'datasheet') for a compute spec such as `matrix_bf16` or `matrix_fp8`.
+    @property
+    def clock_factor(self) -> float:
+        """Sustained / rated boost clock (1.0 unless the file states both): what the datasheet rates scale by."""
+        if self.boost_clock_ghz is None or self.sustained_clock_ghz is None:
+            return 1.0
+        return self.sustained_clock_ghz / self.boost_clock_ghz
 
-        Falls back to the other kind when the preferred one has no number for this spec.
+    def peak_tflops(self, spec: str, prefer: str = "datasheet") -> tuple[float, str]:
+        """(TFLOPS, kind) for a compute spec such as `matrix_bf16` or `matrix_fp8`.
+
+        `datasheet` (the default, the roof of every ratio): the datasheet dense peak, kind 'datasheet', or at the
+        part's sustained clock, kind 'sustained' (module docstring). `achievable`: the measured figure, kind
+        'achievable' — shown beside the roof, never a roof of a built-in part. Either falls back to the other when
+        it has no number for the spec (a user's arch JSON with no built-in match has only its own figures).
         """
         _check_prefer(prefer)
         key = normalize_spec(spec)
-        first, second = (
-            (self.tflops_achievable, self.tflops_datasheet)
-            if prefer == "achievable"
-            else (self.tflops_datasheet, self.tflops_achievable)
-        )
-        other = "datasheet" if prefer == "achievable" else "achievable"
-        if key in first:
-            return float(first[key]), prefer
-        if key in second:
-            return float(second[key]), other
+        if prefer == "datasheet" and key in self.tflops_datasheet:
+            return self._at_clock(self.tflops_datasheet[key])
+        if key in self.tflops_achievable:
+            return float(self.tflops_achievable[key]), "achievable"
+        if key in self.tflops_datasheet:
+            return self._at_clock(self.tflops_datasheet[key])
         raise ConfigError("spec", spec, f"one of the compute specs of {self.key}: {', '.join(self.specs())}")
 
-    def peak_tbs(self, prefer: str = "achievable") -> tuple[float, str]:
-        """(HBM TB/s, 'achievable' | 'datasheet'); falls back to the datasheet when nothing was measured."""
+    def _at_clock(self, datasheet: float) -> tuple[float, str]:
+        factor = self.clock_factor
+        return (float(datasheet) * factor, "sustained") if factor != 1.0 else (float(datasheet), "datasheet")
+
+    def achievable_tflops(self, spec: str) -> float | None:
+        """The measured achievable figure of a spec (shown beside the roof; never a ratio's roof), None if none."""
+        value = self.tflops_achievable.get(normalize_spec(spec))
+        return float(value) if value is not None else None
+
+    def peak_tbs(self, prefer: str = "datasheet") -> tuple[float, str]:
+        """(memory TB/s, 'datasheet' | 'achievable'); the datasheet by default (the roof of every ratio)."""
         _check_prefer(prefer)
         if prefer == "achievable" and self.hbm_tbs_achievable is not None:
             return float(self.hbm_tbs_achievable), "achievable"
         return float(self.hbm_tbs_datasheet), "datasheet"
 
     def compute_roof(self, spec: str) -> Roof:
-        """The compute roof of a spec (achievable when measured, else datasheet), with its source."""
+        """The compute roof of a spec (datasheet dense, or at the sustained clock), with its source and the
+        measured achievable figure beside it."""
         value, kind = self.peak_tflops(spec)
         key = normalize_spec(spec)
-        source = self.sources.get(f"tflops_{kind}.{key}", "")
-        if kind == "achievable" and self.achievable_method:
-            source = f"{self.achievable_method}; {source}"
-        return Roof(value, kind, source, self.tflops_datasheet.get(key))
+        source = self.sources.get(f"tflops_{'achievable' if kind == 'achievable' else 'datasheet'}.{key}", "")
+        if kind == "sustained":
+            source = (
+                f"datasheet {self.tflops_datasheet[key]:g} at the sustained clock {self.sustained_clock_ghz:g} GHz "
+                f"(rated boost {self.boost_clock_ghz:g} GHz: {self.sources.get('sustained_clock_ghz', '')}); {source}"
+            )
+        achievable = self.achievable_tflops(key) if kind != "achievable" else None
+        return Roof(value, kind, source, self.tflops_datasheet.get(key), achievable,
+                    self._achievable_source(f"tflops_achievable.{key}") if achievable is not None else None)
 
     def bandwidth_roof(self) -> Roof:
-        """The HBM bandwidth roof (achievable when measured, else datasheet), with its source."""
+        """The memory bandwidth roof (datasheet), with its source and the measured achievable figure beside it."""
         value, kind = self.peak_tbs()
-        source = self.sources.get(f"hbm_tbs_{kind}", "")
-        if kind == "achievable" and self.achievable_method:
-            source = f"{self.achievable_method}; {source}"
-        return Roof(value, kind, source, self.hbm_tbs_datasheet)
+        achievable = self.hbm_tbs_achievable
+        return Roof(value, kind, self.sources.get("hbm_tbs_datasheet", ""), self.hbm_tbs_datasheet, achievable,
+                    self._achievable_source("hbm_tbs_achievable") if achievable is not None else None)
+
+    def _achievable_source(self, field_name: str) -> str:
+        source = self.sources.get(field_name, "")
+        return f"{self.achievable_method}; {source}" if self.achievable_method else source
 
     def source(self, field_name: str) -> str:
         """Where one number came from (see the class docstring for the keys)."""
@@ -151,13 +186,16 @@ class GpuSpec:
 
 @dataclass(frozen=True)
 class Roof:
-    """One roof: its value (TFLOP/s or TB/s), its kind (achievable | datasheet), where it comes from, and the
-    datasheet value of the same quantity (every result also gives the efficiency against the datasheet)."""
+    """One roof: its value (TFLOP/s or TB/s), its kind (datasheet | sustained | achievable: `ROOF_KINDS`), where
+    it comes from, the datasheet value of the same quantity, and a measured achievable figure shown beside it
+    (never part of a ratio with the roof)."""
 
     value: float
     kind: str
     source: str
     datasheet: float | None
+    achievable: float | None = None
+    achievable_source: str | None = None
 
 
 def normalize_spec(spec: str) -> str:
@@ -277,8 +315,25 @@ def get_gpu(name: str) -> GpuSpec:
     """
     gpu = _lookup(name)
     if gpu is None:
-        raise UnknownArchError(str(name), known_keys())
+        keys = known_keys()
+        if len(", ".join(keys)) <= _KEYS_IN_A_MESSAGE:
+            raise UnknownArchError(str(name), keys)
+        raise UnknownArchError(str(name), nearest_keys(str(name)), total=len(keys))
     return gpu
+
+
+_KEYS_IN_A_MESSAGE = 160  # characters of keys an unknown-GPU message lists (it is one line of at most 300)
+
+
+def nearest_keys(name: str, limit: int = 6) -> list[str]:
+    """The keys whose key, name or aliases are spelled most like `name` (a hint `get_gpu` accepts), best first."""
+    reg = _registry()
+    scored: dict[str, float] = {}
+    target = _compact(name)
+    for label, gpu in reg.by_name.items():
+        ratio = difflib.SequenceMatcher(None, target, label).ratio()
+        scored[gpu.key] = max(scored.get(gpu.key, 0.0), ratio)
+    return [k for k, _ in sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]]
 
 
 # ---------------------------------------------------------------- built-in tables
@@ -289,6 +344,7 @@ _BUILTIN_NUMBERS = (
 )
 # numbers a file may give as null (unknown): never used for matching or a roof then
 _OPTIONAL_NUMBERS = frozenset({"sm_count", "l2_cache_mb", "llc_mb", "hbm_tbs_achievable", "hbm_tbs_unverified"})
+_CLOCK_NUMBERS = ("boost_clock_ghz", "sustained_clock_ghz")  # optional: only parts that run above their rated boost
 FORM_FACTORS = frozenset({"sxm", "pcie", "nvl", "oam", "superchip", "pcie-card", "sxm-or-pcie"})
 
 
@@ -343,7 +399,15 @@ def _load_builtin(filename: str, text: str) -> GpuSpec:
         # an achievable roof without a stated method is not a default roof: put it under *_unverified
         raise PerfModelError(f"{where}: achievable numbers need achievable_method (how they were measured)")
 
-    sources = _expand_sources(where, need("sources", dict), values, tables)
+    clocks: dict[str, float | None] = {
+        name: number(name, raw.get(name), optional=True) for name in _CLOCK_NUMBERS
+    }  # absent or null: the part holds its rated clock (no scaling)
+    if (clocks["boost_clock_ghz"] is None) != (clocks["sustained_clock_ghz"] is None):
+        raise PerfModelError(f"{where}: boost_clock_ghz and sustained_clock_ghz come together (or neither)")
+    boost, sustained = clocks["boost_clock_ghz"], clocks["sustained_clock_ghz"]
+    if boost is not None and sustained is not None and sustained < boost:
+        raise PerfModelError(f"{where}: sustained_clock_ghz is below boost_clock_ghz: the datasheet is the roof then")
+    sources = _expand_sources(where, need("sources", dict), {**values, **clocks}, tables)
     patterns = tuple(need("device_patterns", list))
     for p in patterns:
         try:
@@ -378,6 +442,8 @@ def _load_builtin(filename: str, text: str) -> GpuSpec:
         notes=tuple(raw.get("notes", [])),
         part_family=need("part_family", str),
         form_factor=form_factor,
+        boost_clock_ghz=clocks["boost_clock_ghz"],
+        sustained_clock_ghz=clocks["sustained_clock_ghz"],
     )
 
 
@@ -469,11 +535,12 @@ def _user_tflops(d: Mapping[str, Any]) -> tuple[dict[str, float], list[str]]:
 
 
 def _exceeds_datasheet(base: GpuSpec, tflops: Mapping[str, float], tbs: float) -> bool:
-    """True when a user number is above the built-in datasheet peak: then the file is not that GPU."""
+    """True when a user number is above the built-in roof (datasheet, at the sustained clock where the part has
+    one): then the file is not that GPU."""
     limit = 1.0 + _SAME_AS_DATASHEET
     if tbs > base.hbm_tbs_datasheet * limit:
         return True
-    return any(v > base.tflops_datasheet[s] * limit for s, v in tflops.items() if s in base.tflops_datasheet)
+    return any(v > base.peak_tflops(s)[0] * limit for s, v in tflops.items() if s in base.tflops_datasheet)
 
 
 def _custom_key(name: str) -> str:
@@ -488,12 +555,13 @@ def gpu_from_arch_dict(d: Mapping[str, Any], name: str | None = None) -> GpuSpec
         `memory_gb`, `num_cus`, `freq_mhz`, `_reference` are allowed);
     (b) our analysis metadata: `{"platform", "peak_hbm_bw_tbs", "max_achievable_tflops": {...}, ...}`.
 
-    The file's TFLOPS are the achievable roof (a 0 entry means "not measured" and is skipped). When the
-    name is a built-in GPU (and no number exceeds that GPU's datasheet), its datasheet peaks, SM count and
-    caches are kept beside the user's numbers, and a user number within 1 % of the datasheet is labelled
-    'datasheet' (TraceLens' MI300X 5300 GB/s is the spec value, for example). The bandwidth is labelled
-    'achievable' only when it differs from a matched datasheet; otherwise a "peak bandwidth" field is read
-    as the spec value. Bad fields raise ConfigError naming the field.
+    The file's TFLOPS are achievable figures (a 0 entry means "not measured" and is skipped). When the name
+    is a built-in GPU (and no number exceeds that GPU's roof), its datasheet peaks are the roofs, with SM count,
+    caches and clocks, and the user's numbers are shown beside them (one roof kind per ratio); a user number within
+    1 % of the datasheet is labelled 'datasheet' (TraceLens' MI300X 5300 GB/s is the spec value, for example).
+    With no built-in match the file's numbers are the only figures, so they are the roofs (kind 'achievable').
+    The bandwidth is labelled 'achievable' only when it differs from a matched datasheet; otherwise a "peak
+    bandwidth" field is read as the spec value. Bad fields raise ConfigError naming the field.
     """
     if not isinstance(d, Mapping):
         raise ConfigError("arch", type(d).__name__, "a JSON object (TraceLens arch JSON or analysis metadata)")
@@ -554,7 +622,7 @@ def gpu_from_arch_dict(d: Mapping[str, Any], name: str | None = None) -> GpuSpec
         sources["hbm_tbs_datasheet"] = f"{label} {bw_field}{cite}"
 
     if base is not None:
-        for k in ("sm_count", "l2_cache_mb", "llc_mb"):
+        for k in ("sm_count", "l2_cache_mb", "llc_mb", *_CLOCK_NUMBERS):
             if k in base.sources:
                 sources[k] = f"built-in table {base.key} (name {name!r} matched): {base.sources[k]}"
     sm_count = num_cus if num_cus is not None else (base.sm_count if base else None)
@@ -585,4 +653,6 @@ def gpu_from_arch_dict(d: Mapping[str, Any], name: str | None = None) -> GpuSpec
         notes=tuple(notes),
         part_family=base.part_family if base is not None else None,
         form_factor=base.form_factor if base is not None else None,
+        boost_clock_ghz=base.boost_clock_ghz if base is not None else None,
+        sustained_clock_ghz=base.sustained_clock_ghz if base is not None else None,
     )

@@ -49,7 +49,7 @@ SKILL = "sdpa-analyzer"
 
 
 def gpu_metadata(gpu: GpuSpec) -> dict[str, Any]:
-    """platform + peaks in the metadata layout of docs/formats.md (achievable numbers where known)."""
+    """platform + peaks in the metadata layout of docs/formats.md (the roofs the tools score against)."""
     bw, bw_kind = gpu.peak_tbs()
     return {
         "platform": gpu.key,
@@ -57,7 +57,7 @@ def gpu_metadata(gpu: GpuSpec) -> dict[str, Any]:
         "peak_hbm_bw_tbs": bw,
         "peak_hbm_bw_kind": bw_kind,
         "max_achievable_tflops": {spec: gpu.peak_tflops(spec)[0] for spec in gpu.specs()},
-        # which roof each of them is: achievable (measured, with a method) or datasheet
+        # which roof each of them is: datasheet, or sustained (at the clock the part holds above its rated boost)
         "max_achievable_tflops_kind": {spec: gpu.peak_tflops(spec)[1] for spec in gpu.specs()},
         "memory_gb": gpu.memory_gb,
     }

@@ -1,9 +1,11 @@
 """Which GPU scores a category: the caller's arch > the GPU the trace names > the metadata's platform or peaks.
 
 The trace's GPU is read from its `deviceProperties`: name, memory size, SM/CU count and architecture pick the part
-(`perf_models.devices`; an unnamed device — vLLM writes `""` on ROCm — by its properties alone), and a device no part
-fits is said with its candidates, never replaced by a sibling. When the trace cannot be used (no trace_path, outside
-the data roots, missing, no device entry, a GPU no part fits) the result says why. The kernel names are a second
+(`perf_models.devices`; an unnamed device — vLLM writes `""` on ROCm — by its properties alone; a name the table does
+not know, or one its properties contradict, by the parts its properties fit when they all have the same roofs, said in
+a warning), and a device no part fits is said with its candidates, never replaced by a part with other roofs. When
+the trace cannot be used (no trace_path, outside the data roots, missing, no device entry, a GPU no part fits) the
+result says why. The kernel names are a second
 witness: an NVIDIA-only kernel name on an AMD GPU (or the reverse) is a contradiction. With an explicit arch or the
 trace's own GPU it is a warning; when only the metadata names the GPU, the category is not scored, since every verdict
 would be measured against the wrong roof.

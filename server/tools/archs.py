@@ -9,7 +9,7 @@ from pydantic import Field
 from perf_models.hardware import GpuSpec, get_gpu, list_gpus
 from server.results import ResultModel
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
-from server.tools.common import GPU_HELP, GpuArg
+from server.tools.common import ACHIEVABLE_HELP, GPU_HELP, ROOF_KIND_HELP, GpuArg
 
 
 class ArchsInput(ToolInput):
@@ -25,10 +25,13 @@ class ArchSummary(ResultModel):
     name: str
     vendor: str
     bf16_tflops: float | None = Field(None, description="the bf16 compute roof, TFLOP/s")
-    bf16_kind: str | None = Field(None, description="achievable (measured with a stated method) | datasheet")
+    bf16_kind: str | None = Field(None, description=ROOF_KIND_HELP)
+    bf16_achievable: float | None = Field(None, description=f"TFLOP/s, {ACHIEVABLE_HELP}")
     fp8_tflops: float | None = None
     hbm_tbs: float = Field(description="the HBM bandwidth roof, TB/s")
     sm_count: int | None = Field(None, description="SMs (NVIDIA) or CUs (AMD)")
+    memory_gb: float | None = None
+    arch: str | None = Field(None, description="sm_90, gfx942, ...")
 
 
 class ArchInfo(ResultModel):
@@ -40,11 +43,17 @@ class ArchInfo(ResultModel):
     l2_cache_mb: float | None = None
     memory_gb: float | None = None
     hbm_tbs: float = Field(description="the bandwidth roof, TB/s")
-    hbm_tbs_kind: str = Field(description="achievable (measured with a stated method) | datasheet")
+    hbm_tbs_kind: str = Field(description=ROOF_KIND_HELP)
+    hbm_tbs_achievable: float | None = Field(None, description=f"TB/s, {ACHIEVABLE_HELP}")
     tflops: dict[str, float] = Field(description="the compute roof per spec, TFLOP/s (see tflops_kind)")
-    tflops_kind: dict[str, str] = Field(description="per spec: achievable (measured with a stated method) | datasheet")
+    tflops_kind: dict[str, str] = Field(description="per spec: " + ROOF_KIND_HELP)
     tflops_datasheet: dict[str, float]
-    achievable_method: str | None = Field(None, description="how the achievable roofs were measured")
+    tflops_achievable: dict[str, float] = Field(default_factory=dict, description=f"per spec, {ACHIEVABLE_HELP}")
+    boost_clock_ghz: float | None = Field(None, description="the rated boost clock the datasheet rates are quoted at")
+    sustained_clock_ghz: float | None = Field(
+        None, description="the clock the part holds above its rated boost (its compute roofs use it: kind sustained)"
+    )
+    achievable_method: str | None = Field(None, description="how the achievable figures were measured")
     unverified: dict[str, float] = Field(
         default_factory=dict, description="figures without a stated method: shown for reference, never a roof"
     )
@@ -58,11 +67,12 @@ class ArchList(ResultModel):
 
 
 def _summary(g: GpuSpec) -> ArchSummary:
-    bf16 = g.peak_tflops("matrix_bf16") if "matrix_bf16" in g.specs() else None
+    bf16 = g.compute_roof("matrix_bf16") if "matrix_bf16" in g.specs() else None
     fp8 = g.peak_tflops("matrix_fp8")[0] if "matrix_fp8" in g.specs() else None
-    return ArchSummary(key=g.key, name=g.name, vendor=g.vendor, bf16_tflops=bf16[0] if bf16 else None,
-                       bf16_kind=bf16[1] if bf16 else None, fp8_tflops=fp8, hbm_tbs=g.peak_tbs()[0],
-                       sm_count=g.sm_count)
+    return ArchSummary(key=g.key, name=g.name, vendor=g.vendor, bf16_tflops=bf16.value if bf16 else None,
+                       bf16_kind=bf16.kind if bf16 else None, bf16_achievable=bf16.achievable if bf16 else None,
+                       fp8_tflops=fp8, hbm_tbs=g.peak_tbs()[0], sm_count=g.sm_count, memory_gb=g.memory_gb,
+                       arch=g.arch)
 
 
 def architecture_table(gpu: str | None = None) -> ArchList:
@@ -94,13 +104,39 @@ def _details(g: GpuSpec) -> ArchInfo:
         memory_gb=g.memory_gb,
         hbm_tbs=bw,
         hbm_tbs_kind=kind,
+        hbm_tbs_achievable=g.hbm_tbs_achievable,
         tflops={s: v for s, (v, _) in roofs.items()},
         tflops_kind={s: k for s, (_, k) in roofs.items()},
         tflops_datasheet=dict(g.tflops_datasheet),
+        tflops_achievable=dict(g.tflops_achievable),
+        boost_clock_ghz=g.boost_clock_ghz,
+        sustained_clock_ghz=g.sustained_clock_ghz,
         achievable_method=g.achievable_method,
         unverified=unverified,
         sources=dict(g.sources),
     )
+
+
+TABLE_BEGIN = "<!-- gpu-table: generated from perf_models/data/gpus by server.tools.archs.markdown_table -->"
+TABLE_END = "<!-- /gpu-table -->"
+
+
+def markdown_table() -> str:
+    """The GPU table of docs/gpus.md (tests/server/tools/test_gpu_docs.py keeps the page equal to it)."""
+    head = ("| key | name | arch | SMs / CUs | memory GB | bf16 roof TFLOPS (kind) | fp8 roof | memory TB/s | "
+            "achievable bf16 (beside) |\n|---|---|---|---|---|---|---|---|---|")
+    lines = [TABLE_BEGIN, head]
+    for g in list_gpus():
+        bf16 = g.compute_roof("matrix_bf16") if "matrix_bf16" in g.specs() else None
+        fp8 = f"{g.peak_tflops('matrix_fp8')[0]:.4g}" if "matrix_fp8" in g.specs() else "—"
+        roof = f"{bf16.value:.4g} ({bf16.kind})" if bf16 else "—"
+        beside = f"{bf16.achievable:g}" if bf16 and bf16.achievable else ""
+        units = "?" if g.sm_count is None else f"{g.sm_count} {'CUs' if g.vendor == 'amd' else 'SMs'}"
+        memory = "?" if g.memory_gb is None else f"{g.memory_gb:g}"
+        lines.append(f"| `{g.key}` | {g.name} | {g.arch or '?'} | {units} | {memory} | {roof} | {fp8} | "
+                     f"{g.hbm_tbs_datasheet:g} | {beside} |")
+    lines.append(TABLE_END)
+    return "\n".join(lines)
 
 
 def list_architectures(ctx: ToolContext, args: ArchsInput) -> ArchList:
@@ -111,9 +147,8 @@ TOOL = ToolSpec(
     name="list_architectures",
     title="Known GPUs and their peaks",
     description=(
-        "The GPUs the tools know: a short table of each one's bf16/fp8 compute roof, HBM bandwidth roof and SM/CU "
-        "count; with gpu, that GPU in full: every roof (datasheet dense peak, or achievable measured with a stated "
-        "method), its kind and source, memory, and unverified figures (never used)."
+        "The GPUs the tools know: a short table of bf16/fp8 roofs, bandwidth, SMs/CUs, memory; with gpu, that GPU "
+        "in full: every roof (datasheet dense peak) with kind and source, measured figures beside it (never a roof)."
     ),
     input_model=ArchsInput,
     result_model=ArchList,

@@ -18,7 +18,7 @@ from pydantic import BeforeValidator, Field, StringConstraints
 
 from perf_models.dtypes import try_normalize_dtype
 from perf_models.errors import UnknownArchError
-from perf_models.hardware import GpuSpec, get_gpu, known_keys
+from perf_models.hardware import GpuSpec, get_gpu
 from server.errors import shorten_message
 from server.results import ResultModel
 from server.roots import DataRoots
@@ -56,8 +56,8 @@ def canonical_gpu(value: Any) -> Any:
         return value
     try:
         return get_gpu(value.strip()).key
-    except UnknownArchError:
-        raise ValueError(f"unknown GPU; pass one of {', '.join(known_keys())}") from None
+    except UnknownArchError as exc:
+        raise ValueError(f"unknown GPU; {exc.hint}") from None
 
 
 # The schema is a plain string, not an enum of the table's keys: the server takes every spelling the table knows
@@ -103,9 +103,15 @@ def resolve_output_dir(roots: DataRoots, output_dir: str) -> Path:
     return roots.resolve(output_dir, what="output_dir")
 
 
+# kinds (perf_models.hardware.ROOF_KINDS): sustained = datasheet rate at the part's sustained clock; achievable = a
+# user's peaks with no built-in match. Short: every result schema carries it (the listing-size budget)
+ROOF_KIND_HELP = "datasheet | sustained | achievable"
+ACHIEVABLE_HELP = "measured, shown beside the roof, never in a ratio"
+
+
 class PeaksUsed(ResultModel):
-    """The roofs a result was scored against, what they are and where they come from, and where the GPU came
-    from. A roof is the datasheet dense peak, or an achievable peak measured with a stated method (AMD MAF)."""
+    """The roofs a result was scored against (datasheet dense peaks), what they are and where they come from, and
+    where the GPU came from."""
 
     gpu_key: str
     gpu_name: str
@@ -118,11 +124,12 @@ class PeaksUsed(ResultModel):
         None, description="why there is no compute roof (no modeled row has a dtype), and the one the chart draws"
     )
     peak_tflops: float | None = Field(None, description="compute roof of that spec, TFLOP/s")
-    peak_tflops_kind: str | None = Field(None, description="achievable (measured, with a method) | datasheet")
+    peak_tflops_kind: str | None = Field(None, description=ROOF_KIND_HELP)
     peak_tflops_source: str | None = Field(None, description="where the compute roof comes from")
     peak_tflops_datasheet: float | None = Field(None, description="the datasheet dense peak of that spec, TFLOP/s")
+    peak_tflops_achievable: float | None = Field(None, description=f"TFLOP/s, {ACHIEVABLE_HELP}")
     peak_tbs: float = Field(description="HBM bandwidth roof, TB/s")
-    peak_tbs_kind: str = Field(description="achievable (measured, with a method) | datasheet")
+    peak_tbs_kind: str = Field(description=ROOF_KIND_HELP)
     peak_tbs_source: str | None = Field(None, description="where the bandwidth roof comes from")
     peak_tbs_datasheet: float | None = Field(None, description="the datasheet HBM bandwidth, TB/s")
     trace_gpu_name: str | None = Field(None, description="the GPU named in the trace's deviceProperties")
@@ -155,6 +162,7 @@ def peaks_of(gpu: GpuSpec, source: str, spec: str | None, *, detail: str | None 
         peak_tflops_kind=roof.kind if roof else None,
         peak_tflops_source=shorten_message(roof.source, SOURCE_LIMIT) if roof else None,
         peak_tflops_datasheet=roof.datasheet if roof else None,
+        peak_tflops_achievable=roof.achievable if roof else None,
         peak_tbs=bw.value,
         peak_tbs_kind=bw.kind,
         peak_tbs_source=shorten_message(bw.source, SOURCE_LIMIT),

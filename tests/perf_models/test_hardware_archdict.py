@@ -76,8 +76,11 @@ METADATA = {
 def test_tracelens_mi300x_loads_as_is() -> None:
     g = gpu_from_arch_dict(copy.deepcopy(TRACELENS_MI300X))
     assert (g.key, g.origin, g.name) == ("mi300x", "arch_json", "MI300X")
-    assert g.peak_tflops("matrix_bf16") == (708.0, "achievable")
-    assert g.peak_tflops("matrix_fp8") == (1273.0, "achievable")
+    # the file's numbers are achievable figures beside the datasheet roofs (one roof kind per ratio)
+    assert g.peak_tflops("matrix_bf16") == (1307.4, "datasheet")
+    assert g.peak_tflops("matrix_bf16", prefer="achievable") == (708.0, "achievable")
+    assert g.peak_tflops("matrix_fp8") == (2614.9, "datasheet")
+    assert g.compute_roof("matrix_fp8").achievable == 1273.0
     # 5300 GB/s is the MI300X datasheet value, so it is labelled as such
     assert g.peak_tbs() == (5.3, "datasheet")
     # 163 is within 1 % of the 163.4 datasheet FP32 matrix peak: the file's value, labelled datasheet
@@ -90,10 +93,12 @@ def test_tracelens_mi300x_loads_as_is() -> None:
 def test_tracelens_b200_with_zero_placeholder_loads() -> None:
     g = gpu_from_arch_dict(copy.deepcopy(TRACELENS_B200))
     assert g.key == "b200"
-    assert g.peak_tflops("matrix_bf16") == (1401.0, "achievable")
-    # 7476 GB/s differs from the 7.7 TB/s HGX datasheet: the file's number is the achievable roof
-    assert g.peak_tbs() == (7.476, "achievable")
-    assert g.peak_tbs(prefer="datasheet") == (7.7, "datasheet")
+    assert g.peak_tflops("matrix_bf16") == (2250.0, "datasheet")
+    assert g.compute_roof("matrix_bf16").achievable == 1401.0
+    # 7476 GB/s differs from the 7.7 TB/s HGX datasheet: the file's number is an achievable figure, beside the roof
+    assert g.peak_tbs() == (7.7, "datasheet")
+    assert g.peak_tbs(prefer="achievable") == (7.476, "achievable")
+    assert g.bandwidth_roof().achievable == pytest.approx(7.476)
     assert g.memory_gb == 178  # the file's own value wins over the table's 180
     with pytest.raises(ConfigError, match="matrix_fp6"):
         g.peak_tflops("matrix_fp6")  # 0 means "not measured": left out, and the lookup says so
@@ -103,13 +108,15 @@ def test_tracelens_b200_with_zero_placeholder_loads() -> None:
 def test_extra_keys_and_num_cus() -> None:
     g = gpu_from_arch_dict(dict(TRACELENS_ORIGAMI))
     assert g.key == "mi300x" and g.sm_count == 304
+    # no datasheet figure for vector_bf16: the file's number is the only one for that spec
     assert g.peak_tflops("vector_bf16") == (163.0, "achievable")
 
 
 def test_metadata_format(analysis_folders_dir: Path) -> None:
     g = gpu_from_arch_dict(dict(METADATA))
     assert (g.origin, g.key, g.name) == ("metadata", "mi300x", "MI300X")
-    assert g.peak_tflops("matrix_bf16") == (708.0, "achievable")
+    assert g.peak_tflops("matrix_bf16") == (1307.4, "datasheet")
+    assert g.compute_roof("matrix_bf16").achievable == 708.0
     assert g.peak_tbs() == (5.3, "datasheet")
     # and the real metadata files of the shared analysis folders, untouched
     files = sorted(analysis_folders_dir.glob("*/metadata/*_metadata.json"))
@@ -117,7 +124,9 @@ def test_metadata_format(analysis_folders_dir: Path) -> None:
     for path in files:
         meta = json.loads(path.read_text())
         g = gpu_from_arch_dict(meta, name=str(meta["platform"]))
-        assert g.peak_tflops("matrix_bf16") == (meta["max_achievable_tflops"]["matrix_bf16"], "achievable")
+        assert g.peak_tflops("matrix_bf16", prefer="achievable") == (
+            meta["max_achievable_tflops"]["matrix_bf16"], "achievable")
+        assert g.peak_tflops("matrix_bf16")[1] == "datasheet"
 
 
 def test_unknown_gpu_name_keeps_the_numbers() -> None:
@@ -134,7 +143,7 @@ def test_unknown_gpu_name_keeps_the_numbers() -> None:
 def test_name_argument_overrides() -> None:
     g = gpu_from_arch_dict(dict(TRACELENS_B200), name="NVIDIA B200")
     assert g.key == "b200" and g.name == "NVIDIA B200"
-    assert g.peak_tflops("matrix_bf16") == (1401.0, "achievable")
+    assert g.peak_tflops("matrix_bf16") == (2250.0, "datasheet")
 
 
 def test_numbers_above_the_named_datasheet_are_not_merged() -> None:
@@ -152,7 +161,7 @@ def test_numbers_above_the_named_datasheet_are_not_merged() -> None:
 
 def test_older_metadata_bf16_scalar() -> None:
     g = gpu_from_arch_dict({"platform": "MI300X", "peak_hbm_bw_tbs": 5.3, "peak_bf16_maf_tflops": 708})
-    assert g.peak_tflops("matrix_bf16") == (708.0, "achievable")
+    assert g.peak_tflops("matrix_bf16") == (1307.4, "datasheet") and g.achievable_tflops("matrix_bf16") == 708.0
 
 
 def _with(base: dict[str, Any], **changes: Any) -> dict[str, Any]:

@@ -139,9 +139,12 @@ def test_dense_datasheet_spot_checks() -> None:
 
 def test_mi300x_achievable_is_only_what_the_amd_source_states() -> None:
     """AMD's MAF blog (part 2) gives the MI300X BF16 MAF, 708 TFLOPS; TraceLens' other MI300X entries (654 fp16,
-    1273 fp8, 163 fp32, 81 vector fp32, ...) are not in it: unverified, and those specs use the datasheet."""
+    1273 fp8, 163 fp32, 81 vector fp32, ...) are not in it: unverified. The roof of every spec is the datasheet
+    (issue 32 item 4); the 708 is the achievable figure shown beside the bf16 roof."""
     g = get_gpu("mi300x")
-    assert g.peak_tflops("matrix_bf16") == (708.0, "achievable")
+    assert g.peak_tflops("matrix_bf16") == (1307.4, "datasheet")
+    assert g.peak_tflops("matrix_bf16", prefer="achievable") == (708.0, "achievable")
+    assert g.achievable_tflops("matrix_bf16") == 708.0 and g.achievable_tflops("matrix_fp16") is None
     assert set(g.tflops_achievable) == {"matrix_bf16"}
     assert g.peak_tflops("matrix_fp16") == (1307.4, "datasheet")
     assert g.peak_tflops("matrix_fp8") == (2614.9, "datasheet")
@@ -149,7 +152,36 @@ def test_mi300x_achievable_is_only_what_the_amd_source_states() -> None:
     assert g.tflops_unverified["matrix_fp16"] == 654 and g.tflops_unverified["matrix_fp8"] == 1273
     assert "rocm.blogs.amd.com" in g.source("tflops_achievable.matrix_bf16")
     assert g.peak_tbs() == (5.3, "datasheet")  # no measured bandwidth: falls back and says so
-    assert g.peak_tflops("matrix_bf16", prefer="datasheet") == (1307.4, "datasheet")
+
+
+def test_one_roof_kind_per_dtype_on_mi300x() -> None:
+    """The issue's case: one kernel time scored in bf16 and fp16 on MI300X. Hand computation: a 1 ms call of
+    654 GFLOP runs at 654 TFLOPS; against the datasheet 1307.4 that is 50.0 % in both dtypes (before: 654 / 708 =
+    92.4 % in bf16 against 50 % in fp16). Every spec's roof has the same kind."""
+    g = get_gpu("mi300x")
+    achieved = 654e9 / 1e-3 / 1e12
+    bf16, fp16 = g.compute_roof("matrix_bf16"), g.compute_roof("matrix_fp16")
+    assert 100 * achieved / bf16.value == pytest.approx(50.02, abs=0.01)
+    assert 100 * achieved / fp16.value == pytest.approx(50.02, abs=0.01)
+    assert {g.compute_roof(s).kind for s in g.specs()} == {"datasheet"}
+    # fp8 / bf16 roof ratio is the datasheet's 2614.9 / 1307.4 = 2.0, not 2614.9 / 708 = 3.69
+    assert g.compute_roof("matrix_fp8").value / bf16.value == pytest.approx(2.0, abs=1e-3)
+    assert (bf16.achievable, fp16.achievable) == (708.0, None)
+    assert bf16.achievable_source is not None and "MAF" in bf16.achievable_source
+
+
+@pytest.mark.parametrize("gpu", list_gpus(), ids=lambda g: g.key)
+def test_every_builtin_roof_is_datasheet_dense(gpu: GpuSpec) -> None:
+    """No built-in roof is an achievable figure: each is the datasheet value (times the clock ratio for a part
+    that states a sustained clock), kinds agree across specs, and the bandwidth roof is the datasheet one."""
+    factor = gpu.sustained_clock_ghz / gpu.boost_clock_ghz if gpu.sustained_clock_ghz else 1.0
+    kinds = set()
+    for spec, ds in gpu.tflops_datasheet.items():
+        roof = gpu.compute_roof(spec)
+        assert roof.value == pytest.approx(ds * factor) and roof.datasheet == ds
+        kinds.add(roof.kind)
+    assert kinds == {"sustained" if factor != 1.0 else "datasheet"}
+    assert gpu.bandwidth_roof().value == gpu.hbm_tbs_datasheet and gpu.bandwidth_roof().kind == "datasheet"
 
 
 def test_fallback_to_datasheet_and_labels() -> None:
@@ -168,10 +200,10 @@ def test_fallback_to_datasheet_and_labels() -> None:
     assert h200.tflops_unverified["matrix_bf16"] == 790
     for key in ("mi350x", "mi355x"):
         assert get_gpu(key).peak_tflops("matrix_bf16")[1] == "datasheet"
-    # a measured roof (AMD MAF) stays the default and names its method
+    # a measured figure (AMD MAF) is shown beside the datasheet roof, with its method
     roof = get_gpu("mi300x").compute_roof("matrix_bf16")
-    assert (roof.value, roof.kind, roof.datasheet) == (708.0, "achievable", pytest.approx(1307.4))
-    assert "MAF" in roof.source and "rocm.blogs.amd.com" in roof.source
+    assert (roof.value, roof.kind, roof.datasheet, roof.achievable) == (1307.4, "datasheet", 1307.4, 708.0)
+    assert "MAF" in (roof.achievable_source or "") and "rocm.blogs.amd.com" in (roof.achievable_source or "")
 
 
 @pytest.mark.parametrize(
@@ -215,8 +247,8 @@ def test_table_invariants(gpu: GpuSpec) -> None:
         # the fp32 decision: matrix_fp32 is the CUDA-core peak; TF32 and 3xTF32 are separate keys
         assert ds["matrix_fp32"] == ds["vector_fp32"]
         assert ds["matrix_fp32_3xtf32"] == pytest.approx(ds["matrix_tf32"] / 3, abs=0.06)
-    else:
-        assert gpu.llc_mb == 256 and gpu.l2_cache_mb == 32  # 8 XCDs x 4 MB L2 + Infinity Cache
+    elif gpu.sm_count in (304, 256):  # the 8-XCD parts: 8 x 4 MB L2 + 256 MB Infinity Cache
+        assert gpu.llc_mb == 256 and gpu.l2_cache_mb == 32
     assert gpu.origin == "builtin"
     assert gpu.memory_gb and gpu.part_family and gpu.form_factor
     for name in ("sm_count", "l2_cache_mb"):  # unknown only where a note says why

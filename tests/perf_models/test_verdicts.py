@@ -201,6 +201,10 @@ def test_where_nothing_is_published_the_band_is_derived_and_says_what_it_rests_o
     assert "derived from the fa3 ceiling model" in r.verdict
     r = model(batch=1, heads_q=32, seq_q=4096, head_dim=128, arch="mi300x", measured_us=2000.0)  # no MI300X data
     assert r.band.basis == "derived" and "amd ceiling model" in r.band.rests_on and "mi355x" in r.band.rests_on
+    # one roof kind per ratio: the datasheet 1307.4; AMD's MAF 708 is shown beside it, never the roof
+    assert r.peaks.peak_tflops_kind == "datasheet" and r.peaks.peak_tflops == 1307.4
+    # 4·B·H·N²·d = 4·32·4096²·128 = 274.9 GFLOP in 2 ms = 137.4 TFLOPS = 10.51 % of 1307.4
+    assert r.efficiency_pct == pytest.approx(10.51, abs=0.01) == r.efficiency_datasheet_pct
     assert r.efficiency_datasheet_pct == pytest.approx(
         100 * max(fwd_flops(1, 32, 4096, 128) / 1307.4e12, r.bytes_compulsory / 5.3e12) / 2000e-6, rel=1e-3)
 

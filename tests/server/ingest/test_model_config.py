@@ -22,7 +22,7 @@ from server.synthetic import SyntheticAttentionCall, build_trace_with_truth, wri
 from tests.support import need
 
 MI300X, H100 = "AMD Instinct MI300X", "NVIDIA H100 80GB HBM3"
-MAF_BF16, HBM = 708e12, 5.3e12  # MI300X achievable bf16 (AMD MAF) and datasheet bandwidth
+BF16, HBM = 1307.4e12, 5.3e12  # MI300X datasheet dense bf16 and bandwidth (the roofs; the MAF 708 is shown beside)
 H100_HBM = 3.35e12
 # gpt-oss (openai/gpt-oss-20b config.json): 24 layers, layer_types alternating from sliding_attention, window 128,
 # 64 query heads, 8 KV heads, head_dim 64; gpt-oss-120b has 36 layers of the same pattern
@@ -273,10 +273,14 @@ def test_real_vllm_piecewise_step_with_a_gpt_oss_config(traces_dir: Path, tmp_pa
     full = r[r["mask"].str.startswith("causal")].iloc[0]
     sliding = r[r["mask"].str.startswith("sliding window (left=127")].iloc[0]
     assert full["flops_useful"] == 65_076_985_856 and full["work_bound"] == "exact"
-    assert full["efficiency_pct"] == pytest.approx(100 * 65_076_985_856 / MAF_BF16 / (full["mean_us"] * 1e-6))
-    assert 29 < full["efficiency_pct"] < 32  # the full layers alone: ~31 %, where one causal row read 42.9 %
+    assert full["efficiency_pct"] == pytest.approx(100 * 65_076_985_856 / BF16 / (full["mean_us"] * 1e-6))
+    # the full layers alone: 29-32 % of AMD's MAF 708 = 15.7-17.3 % of the 1307.4 datasheet roof (one causal row
+    # for all layers read 42.9 % of 708)
+    assert 29 * 708 / 1307.4 < full["efficiency_pct"] < 32 * 708 / 1307.4
     assert sliding["flops_useful"] == 17_179_869_184 and sliding["work_bound"] == "upper"
-    assert sliding["efficiency_pct"] < full["efficiency_pct"]
+    # the window's FLOPs at the datasheet roof give a floor: its efficiency is at least the compute share
+    # (the sliding calls read more bytes per FLOP, so the memory roof can bind them instead)
+    assert sliding["efficiency_pct"] >= 100 * 17_179_869_184 / BF16 / (sliding["mean_us"] * 1e-6) * (1 - 1e-9)
     # the layers the position gives agree with the kernel times: the sliding rows are the fast calls
     assert sliding["mean_us"] < 140 < full["mean_us"]
     assert float(r["time_ms"].sum()) == pytest.approx(5.146906, rel=1e-6)  # every call modeled, none left out

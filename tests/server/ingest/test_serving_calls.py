@@ -20,7 +20,7 @@ from server.scoring.category import score_category
 from server.synthetic import SyntheticAttentionCall, build_trace_with_truth, write_serving_run, write_trace
 
 MI300X = "AMD Instinct MI300X"
-MAF_BF16, HBM = 708e12, 5.3e12  # MI300X achievable bf16 (AMD MAF) and datasheet bandwidth
+BF16, HBM = 1307.4e12, 5.3e12  # MI300X datasheet dense bf16 and bandwidth (the roofs; the MAF 708 is shown beside)
 SAGE_ROOF = 1e12 / (0.5 / 2614.9 + 0.5 / 2614.9)  # int8 Q·Kᵀ and fp8 P·V at the datasheet (AMD MAF states bf16 only)
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from perf_models.hardware import get_gpu
 from server.errors import InputError
 from server.ingest.analyze import analyze_trace
 from server.ingest.errors import TraceError
@@ -136,7 +137,10 @@ def test_cpu_only_trace(tmp_path: Path) -> None:
 def test_unknown_explicit_arch_lists_known_names(tmp_path: Path) -> None:
     p = _write(tmp_path, "t.json", _kernel_trace([{"name": "aten::scaled_dot_product_attention"}]))
     msg = _assert_fails(p, tmp_path / "out", "unknown", arch="tpu-v5")
-    assert "h100-sxm" in msg and "mi300x" in msg
+    # the nearest keys (each one arch= accepts) and where every key is
+    assert "list_architectures shows all" in msg
+    named = msg.split("known GPUs: ", 1)[1].split(";", 1)[0].split(", ")
+    assert named and all(get_gpu(k).key == k for k in named)
 
 
 def test_no_attention_is_no_data(tmp_path: Path) -> None:

@@ -54,4 +54,7 @@ async def test_a_name_the_table_lacks_is_one_line_naming_every_key(tmp_path: Pat
             assert r.is_error
             text = r.content[0].text
             assert "\n" not in text and "unknown GPU" in text
-            assert all(k in text for k in known_keys())
+            # every key when they fit in one line; else the nearest ones (each a key arch= accepts) and where
+            # the rest are
+            listed = [k for k in known_keys() if k in text]
+            assert listed and ("list_architectures shows all" in text or len(listed) == len(known_keys()))

@@ -77,21 +77,37 @@ def _trace_on(tmp_path: Path, device: dict) -> Path:
     return path
 
 
-def test_a_device_no_part_fits_is_not_scored_as_a_sibling(tmp_path: Path) -> None:
-    # a 40 GB A100 whose name says only "A100": not the 80 GB part (2.039 TB/s); one line says why and the fix
-    trace = _trace_on(tmp_path, {"name": "NVIDIA A100", "totalGlobalMem": 40536 * 2**20, "numSms": 108,
+def test_a_40gb_a100_named_as_the_80gb_part_is_scored_from_its_memory(tmp_path: Path) -> None:
+    # issue 33: a 40 GB A100 whose name says the 80 GB SXM (and whose analysis metadata says so too): not refused,
+    # not the 80 GB part (2.039 TB/s) either: its 39.6 GiB pick the 40 GB A100, 1.555 TB/s, and the warning says so
+    trace = _trace_on(tmp_path, {"name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 40536 * 2**20, "numSms": 108,
                                  "computeMajor": 8, "computeMinor": 0, "warpSize": 32})
     roots = DataRoots([tmp_path])
     res = call("analyze_trace", roots, trace_path=str(trace), output_dir=str(tmp_path / "out"))
-    assert res.gpu.arch is None
+    assert res.gpu.arch == "a100-40gb"
     (msg,) = [w for w in res.warnings if "its name fits a100-sxm-80gb" in w]
-    assert "39.6 GiB is not 80 GB" in msg and "fit a100-40gb" in msg and "pass arch=" in msg
+    assert "39.6 GiB is not 80 GB" in msg and "scored as a100-40gb" in msg
+    scored = call("compute_roofline", roots, output_dir=str(tmp_path / "out"), category="sdpa_fwd")
+    assert scored.peaks.gpu_key == "a100-40gb" and scored.peaks.peak_tbs == pytest.approx(1.555)
+    assert scored.peaks.peak_tbs_kind == "datasheet" and scored.peaks.peak_tflops_kind == "datasheet"
+
+
+def test_a_device_no_part_fits_is_not_scored_as_a_sibling(tmp_path: Path) -> None:
+    # a 95 GiB, 132-SM Hopper whose name says only "H100": the H100 NVL (835.5 TFLOPS) and the GH200 (989.4) both
+    # fit its properties, with different roofs: refused with both keys, then scored with the arch the hint names
+    trace = _trace_on(tmp_path, {"name": "NVIDIA H100", "totalGlobalMem": 95 * 2**30, "numSms": 132,
+                                 "computeMajor": 9, "computeMinor": 0, "warpSize": 32})
+    roots = DataRoots([tmp_path])
+    res = call("analyze_trace", roots, trace_path=str(trace), output_dir=str(tmp_path / "out"))
+    assert res.gpu.arch is None
+    (msg,) = [w for w in res.warnings if "its name fits h100-sxm" in w]
+    assert "95.0 GiB is not 80 GB" in msg and "gh200 (96 GB" in msg and "h100-nvl (94 GB" in msg
+    assert "pass arch=" in msg
     with pytest.raises(ToolFailure) as exc:  # scoring it needs the GPU named
         call("compute_roofline", roots, output_dir=str(tmp_path / "out"), category="sdpa_fwd")
     assert "arch=" in str(exc.value)
-    scored = call("compute_roofline", roots, output_dir=str(tmp_path / "out"), category="sdpa_fwd", arch="a100-40gb")
-    assert scored.peaks.gpu_key == "a100-40gb" and scored.peaks.peak_tbs == pytest.approx(1.555)
-    assert scored.peaks.peak_tbs_kind == "datasheet" and scored.peaks.peak_tflops_kind == "datasheet"
+    scored = call("compute_roofline", roots, output_dir=str(tmp_path / "out"), category="sdpa_fwd", arch="gh200")
+    assert scored.peaks.gpu_key == "gh200" and scored.peaks.peak_tbs == pytest.approx(4.0)
 
 
 def test_a_stated_best_match_reaches_the_warnings(tmp_path: Path) -> None:

@@ -92,7 +92,8 @@ async def test_unknown_arch(tmp_path: Path) -> None:
     msg = await tool_error(
         tmp_path, "compute_roofline", {"output_dir": str(folder), "category": "sdpa_fwd", "arch": "rtx-9999"}
     )
-    assert "rtx-9999" in msg and "h100-sxm" in msg and "mi300x" in msg
+    # the nearest keys, and where all are
+    assert "rtx-9999" in msg and "rtx-4090" in msg and "list_architectures" in msg
 
 
 @pytest.mark.parametrize("path", ["../outside", "/etc", "link"])
