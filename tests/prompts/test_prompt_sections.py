@@ -45,7 +45,9 @@ def _headings(text: str) -> list[str]:
     return [line[3:].strip() for line in text.splitlines() if line.startswith("## ")]
 
 
-@pytest.mark.parametrize(("args", "sections", "blocks"), SITUATIONS, ids=lambda v: str(v)[:40])
+# ids from the arguments alone: a set's text order changes with the hash seed, and xdist workers must agree
+@pytest.mark.parametrize(("args", "sections", "blocks"), SITUATIONS,
+                         ids=[f"{a[1]}-{a[2]}-{a[0]}-prefix={bool(a[3])}" for a, _, _ in SITUATIONS])
 def test_each_run_gets_the_parts_that_apply_to_it(args: tuple, sections: list[str], blocks: set[str]) -> None:
     text = render_analysis_prompt(*args[:3], prefix=args[3])
     assert _headings(text) == sections
