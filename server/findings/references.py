@@ -42,6 +42,13 @@ BAND_TEXT = {
 }
 WORKLOAD_TEXT = {"prefill_heavy": "prefill-heavy", "decode_heavy": "decode-heavy", "mixed": "mixed prefill and decode"}
 WORK_BOUND_TEXT = {"lower": "at least", "upper": "at most"}
+# The binding roof among three (perf_models.exp_roof: tensor cores, exponential units, HBM), as prose writes it.
+BINDING_TEXT = {
+    "tensor": "bound by the tensor cores",
+    "exp": "bound by the exponential (special-function) units",
+    "hbm": "bound by HBM bandwidth",
+}
+BAND_BASIS_TEXT = {"published": "a published result", "derived": "derived from the ceiling model"}
 
 
 @dataclass(frozen=True)
@@ -130,6 +137,12 @@ def _op_refs(table: RefTable, rank: int | None, k: int, op: dict[str, Any], scop
     table.add(f"{p}.ctx_ratio", rank, "number", profile.get("ctx_ratio"), f"context-token share of the step of {what}")
     table.add(f"{p}.bound", rank, "word", BOUND_TEXT.get(str(eff.get("bound_type"))), f"bound of {what}")
     table.add(f"{p}.regime", rank, "word", REGIME_TEXT.get(str(roof.get("regime"))), f"regime of {what}")
+    table.add(f"{p}.binding_roof", rank, "word", BINDING_TEXT.get(str(roof.get("binding_roof"))),
+              f"the binding roof among tensor, exponential unit and HBM of {what}")  # fmt: skip
+    table.add(f"{p}.ceiling_pct", rank, "pct", roof.get("ceiling_pct"),
+              f"the ceiling model's best efficiency for {what} on this GPU")  # fmt: skip
+    table.add(f"{p}.band_basis", rank, "word", BAND_BASIS_TEXT.get(str(roof.get("band_basis"))),
+              f"what the expected band of {what} rests on")  # fmt: skip
     work = str(roof.get("work_bound"))
     if work not in WORK_BOUND_TEXT:  # a bounded work has no band verdict
         table.add(f"{p}.band", rank, "word", BAND_TEXT.get(str(roof.get("band_status"))), f"band verdict of {what}")

@@ -222,6 +222,9 @@ def _identification_hint(finding: FindingView, ops: list[dict[str, Any]]) -> str
         glossary = {"compute": "the compute roof limits it", "memory": "the bandwidth roof limits it",
                     "balanced": "neither roof alone limits it"}  # fmt: skip
         facts.append("regime: " + "; ".join(f"{r} = {glossary[r]}" if r in glossary else r for r in regimes))
+    if any(_roofline_of(op).get("binding_roof") for op in ops):
+        facts.append(f"binding roof among tensor cores, exponential units and HBM: P{finding.rank}.op1.binding_roof "
+                     f"(by reference; the ceiling model's best efficiency: P{finding.rank}.op1.ceiling_pct)")
     split = [r for r in map(_roofline_of, ops) if r.get("regime_compulsory") and r.get("regime_tiled")
              and r.get("regime_compulsory") != r.get("regime_tiled")]  # fmt: skip
     if split:
