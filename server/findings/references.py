@@ -260,6 +260,11 @@ def reference_table(
     ours = _dict(metrics.get("sdpa_analyzer"))
     table.add(f"{CATEGORY}.e2e_ms", None, "ms", ours.get("e2e_baseline_ms"), "the profiled window (E2E)")
     table.add(f"{CATEGORY}.gpu", None, "word", _dict(ours.get("gpu")).get("name"), "the GPU the roofline used")
+    base = _dict(ours.get("time_base"))
+    table.add(f"{CATEGORY}.busy_ms", None, "ms", base.get("gpu_busy_ms"), "the GPU's busy time in the window")
+    table.add(f"{CATEGORY}.idle_ms", None, "ms", base.get("gpu_idle_ms"), "the GPU's idle time in the window")
+    table.add(f"{CATEGORY}.share_busy", None, "pct", base.get("percent_of_busy"),
+              "the category's kernel time as a share of the GPU's busy time")  # fmt: skip
     facts = _dict(ours.get("facts"))
     _facts_refs(table, CATEGORY, None, facts)
     for trace, x in _dict(facts.get("attention_outside_rows")).items():

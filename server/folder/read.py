@@ -76,6 +76,19 @@ class CategoryData:
     dims_plain: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     dims_other: dict[int, Any] = field(default_factory=dict)
 
+    def time_base(self) -> tuple[float | None, float | None]:
+        """(GPU busy ms, GPU idle ms) of the profiled window as analyze_trace recorded them (metadata `e2e_window`);
+        None where the metadata has no such number (an orchestrator's folder, an older analysis)."""
+        window = self.metadata.get("e2e_window") if isinstance(self.metadata, dict) else None
+        if not isinstance(window, dict):
+            return None, None
+
+        def ms(v: Any) -> float | None:
+            ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+            return float(v) if ok else None
+
+        return ms(window.get("busy_time_ms")), ms(window.get("idle_time_ms"))
+
     def input_dims(self, i: int) -> Any:
         """Row i's parsed Input Dims: a list nest for plain cells (as JSON), the literal otherwise, None if empty."""
         if len(self.dims_plain) and self.dims_plain[i]:

@@ -120,6 +120,7 @@ class CategorySection(BaseModel):
     chart_alt: str = "Roofline chart"
     total_time_ms: float | None = None
     percent_of_e2e: float | None = None
+    percent_of_busy: float | None = None  # the same time against the GPU's busy time of the window
     notes: list[str] = Field(default_factory=list)
     consistency_warnings: list[str] = Field(
         default_factory=list, description="the findings and the roofline shown disagree (GPU, bytes model, roofs)"
@@ -145,6 +146,8 @@ class ReportContext(BaseModel):
     title: str
     source: str | None = Field(default=None, description="analysis folder / trace the report is about")
     e2e_ms: float | None = Field(default=None, description="E2E baseline (gpu_utilization.total_time_ms)")
+    gpu_busy_ms: float | None = Field(default=None, description="GPU busy time of the window (analyze_trace's)")
+    gpu_idle_ms: float | None = Field(default=None, description="GPU idle time of the window")
     bytes_model: str = "compulsory"
     bytes_model_note: str | None = None
     peaks: list[PeakSource] = Field(default_factory=list)
@@ -486,7 +489,9 @@ def _section_pieces(sec: CategorySection) -> Iterator[str]:
     if sec.total_time_ms is not None or sec.percent_of_e2e is not None:
         parts.append(
             f'<p class="meta">GPU kernel time {_fmt(sec.total_time_ms, ".3f")} ms · '
-            f"{_fmt(sec.percent_of_e2e, '.2f')} % of E2E</p>"
+            f"{_fmt(sec.percent_of_e2e, '.2f')} % of E2E"
+            + (f" · {_fmt(sec.percent_of_busy, '.2f')} % of GPU busy time" if sec.percent_of_busy is not None else "")
+            + "</p>"
         )
     parts.append(_alert_html(sec))
     parts.extend(f'<p class="warn">{_esc(n)}</p>' for n in sec.notes)
@@ -521,7 +526,10 @@ def report_pieces(ctx: ReportContext) -> Iterator[str]:
     if ctx.source:
         meta.append(f'<p class="meta">Source: {_esc(ctx.source)}</p>')
     if ctx.e2e_ms is not None:
-        meta.append(f'<p class="meta">E2E baseline: {_fmt(ctx.e2e_ms, ".3f")} ms</p>')
+        base = f"E2E baseline: {_fmt(ctx.e2e_ms, '.3f')} ms"
+        if ctx.gpu_busy_ms is not None:
+            base += f" · GPU busy {_fmt(ctx.gpu_busy_ms, '.3f')} ms · idle {_fmt(ctx.gpu_idle_ms, '.3f')} ms"
+        meta.append(f'<p class="meta">{base}</p>')
     bytes_line = f"Bytes model: {_esc(ctx.bytes_model)}"
     if ctx.bytes_model_note:
         bytes_line += f" ({_esc(ctx.bytes_model_note)})"

@@ -290,6 +290,7 @@ def build_metrics(
             "run_id": current_run_id(data.manifest),  # the analysis these numbers come from (None: no run record)
             "e2e_baseline_ms": finite(e2e, 4),
             "trace2_e2e_baseline_ms": finite(data.trace2_e2e_ms, 4),
+            "time_base": _time_base(data, total_ms),
             "bytes_model": table.bytes_model,
             "impact_unit": IMPACT_UNIT,
             "gpu": {"key": table.gpu.key, "name": table.gpu.name, "origin": table.gpu.origin},
@@ -299,6 +300,16 @@ def build_metrics(
         },
     }
     return Metrics(document, Obj(fields), n)
+
+
+def _time_base(data: CategoryData, total_ms: float) -> dict[str, Any] | None:
+    """E2E beside the GPU's busy and idle time of the window, and the category's share of the busy time (a window
+    that is mostly idle makes a small share of E2E out of a large share of the GPU's work)."""
+    busy, idle = data.time_base()
+    if busy is None:
+        return None
+    return {"gpu_busy_ms": finite(busy, 4), "gpu_idle_ms": finite(idle, 4),
+            "percent_of_busy": finite(100.0 * total_ms / busy, 2) if busy > 0 else None}
 
 
 def _workload_profiles(r: pd.DataFrame, table: RooflineTable, att: np.ndarray) -> tuple[Obj, int, int]:

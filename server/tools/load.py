@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -13,6 +13,9 @@ from server.numbers import finite
 from server.results import ResultModel
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from server.tools.common import CategoryArg, OutputDir, resolve_output_dir
+
+if TYPE_CHECKING:  # the folder reader imports pandas: a tool's declaration stays light
+    from server.folder.read import CategoryData
 
 TOP_OPS = 5
 
@@ -99,7 +102,7 @@ def load_category_data(ctx: ToolContext, args: LoadInput) -> LoadResult:
     res.total_kernel_time_ms = round(float(ksum.sum()), 4)
     res.e2e_baseline_ms = finite(data.e2e_ms, 4)
     res.percent_of_e2e = finite(100.0 * ksum.sum() / data.e2e_ms, 4) if data.e2e_ms else None
-    _time_base(res, md, float(ksum.sum()))
+    _time_base(res, data, float(ksum.sum()))
 
     impl: dict[str, int] = {}
     for name, cnt in zip(df["name"].astype(str), df["operation_count"].astype(int), strict=True):
@@ -121,17 +124,16 @@ def load_category_data(ctx: ToolContext, args: LoadInput) -> LoadResult:
     return res
 
 
-def _time_base(res: LoadResult, md: dict[str, Any] | None, kernel_ms: float) -> None:
-    """Busy and idle time of the window and the attention kernels outside it, from the metadata analyze_trace
-    writes (numbers only; anything else is left None)."""
-    window = md.get("e2e_window") if isinstance(md, dict) else None
-    if isinstance(window, dict):
-        busy, idle = window.get("busy_time_ms"), window.get("idle_time_ms")
-        if _number(busy) and busy >= 0:
-            res.gpu_busy_ms = finite(float(busy), 4)
-            res.percent_of_busy = finite(100.0 * kernel_ms / busy, 4) if busy > 0 else None
-        if _number(idle) and idle >= 0:
-            res.gpu_idle_ms = finite(float(idle), 4)
+def _time_base(res: LoadResult, data: CategoryData, kernel_ms: float) -> None:
+    """Busy and idle time of the window (CategoryData.time_base) and the attention kernels outside it, from the
+    metadata analyze_trace writes (numbers only; anything else is left None)."""
+    busy, idle = data.time_base()
+    if busy is not None:
+        res.gpu_busy_ms = finite(busy, 4)
+        res.percent_of_busy = finite(100.0 * kernel_ms / busy, 4) if busy > 0 else None
+    if idle is not None:
+        res.gpu_idle_ms = finite(idle, 4)
+    md = data.metadata
     outside = md.get("attention_outside_rows") if isinstance(md, dict) else None
     trace1 = outside.get("trace1") if isinstance(outside, dict) else None
     late = trace1.get("outside_window") if isinstance(trace1, dict) else None

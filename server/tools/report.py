@@ -159,6 +159,7 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
     peaks: list[PeakSource] = []
     warnings: list[str] = []
     e2e = None
+    busy = idle = None
     if resolved is not None:
         ceil = chart_ceilings(resolved, [s.table for s in with_rows if s.table is not None])
         src = _SOURCE_WORDS.get(resolved.source, resolved.source)
@@ -193,6 +194,7 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
         )
         release_free_heap()  # the chart's points and figure (~250 MB at 10^5 ops) go back before the page is written
         total = float(table.records["time_ms"].sum())
+        busy, idle = data.time_base()
         prose, prose_file, prose_notes = _prose(ctx.roots, out, cat, ranked)
         sections.append(
             CategorySection(
@@ -201,6 +203,7 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
                 chart_alt=f"Roofline chart of {cat}",
                 total_time_ms=total,
                 percent_of_e2e=100.0 * total / e2e,
+                percent_of_busy=100.0 * total / busy if busy else None,
                 notes=list(table.peak_notes),
                 consistency_warnings=[mismatch] if mismatch else [],
                 ranked_with=ranked.ranked_with() if ranked is not None and not ranked.error else None,
@@ -220,6 +223,8 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
         title=f"Attention performance report — {out.name}",
         source=str(out),
         e2e_ms=e2e,
+        gpu_busy_ms=busy,
+        gpu_idle_ms=idle,
         bytes_model=args.bytes_model,
         peaks=peaks,
         warnings=list(resolved.warnings) if resolved else [],

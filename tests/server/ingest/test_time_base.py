@@ -106,3 +106,22 @@ def test_compare_reports_trace2_kernels_outside(tmp_path: Path) -> None:
                for w in res.warnings)
     md = json.loads((tmp_path / "out/metadata/sdpa_fwd_metadata.json").read_text())
     assert md["attention_outside_rows"]["trace2"]["outside_window"]["time_us"] == 50.0
+
+
+def test_the_time_base_reaches_rank_template_and_report(tmp_path: Path) -> None:
+    """The same window through rank_findings, the template and the report: busy 150 µs, idle 250 µs (by hand above),
+    and attention 50 µs = 33.33 % of the busy time beside 12.5 % of E2E."""
+    from server.tools import call
+
+    out = tmp_path / "out"
+    analyze_trace(_window_trace(tmp_path / "t.json"), out)
+    roots = DataRoots([tmp_path])
+    call("rank_findings", roots, output_dir=str(out), category="sdpa_fwd")
+    metrics = json.loads((out / "category_data" / "sdpa_fwd_metrics.json").read_text())
+    assert metrics["sdpa_analyzer"]["time_base"] == {"gpu_busy_ms": 0.15, "gpu_idle_ms": 0.25, "percent_of_busy": 33.33}
+    tpl = call("render_findings_template", roots, output_dir=str(out), category="sdpa_fwd")
+    text = Path(tpl.findings_file).read_text()
+    assert "{{cat.busy_ms}} = 0.15 ms" in text and "{{cat.share_busy}} = 33.33 %" in text
+    call("render_report", roots, output_dir=str(out))
+    html = (out / "report.html").read_text()
+    assert "GPU busy 0.150 ms · idle 0.250 ms" in html and "12.50 % of E2E · 33.33 % of GPU busy time" in html
