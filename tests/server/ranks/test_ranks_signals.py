@@ -207,3 +207,51 @@ def test_serve_http_stops_every_child_during_analyze_ranks(tmp_path: Path, sig: 
     caller.start()
     children = _wait_for_workers(proc, at_least=4)
     _stop_and_check(proc, sig, children)
+
+
+# ---- issue 31: a parent killed outright, and Ctrl-C from a terminal ---------------------------------------------
+
+
+def _analyze_ranks(tmp_path: Path, **popen: Any) -> subprocess.Popen[Any]:
+    traces = _job(tmp_path)
+    return subprocess.Popen(
+        [sys.executable, "-m", "server.cli.main", "analyze-ranks", str(traces), "-o", str(tmp_path / "out"),
+         "--workers", "2"],
+        env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **popen,
+    )  # fmt: skip
+
+
+@SLOW
+def test_sigkill_of_analyze_ranks_takes_every_child_with_it(tmp_path: Path) -> None:
+    """SIGKILL runs no handler: the fork server sees its parent's pipe close and exits, and the workers (blocked in
+    a 120 s task) get the parent-death signal. Before, the workers stayed until their task ended and then waited on
+    the pool's pipes for good."""
+    proc = _analyze_ranks(tmp_path)
+    children = _wait_for_workers(proc, at_least=4)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    try:
+        left = _gone_within(children, 90.0)
+        assert not left, f"{sorted(left)} still running 90 s after the parent was killed"
+    finally:
+        for pid in _alive(children):
+            os.kill(pid, signal.SIGKILL)
+
+
+@SLOW
+def test_ctrl_c_from_a_terminal_prints_one_line(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C sends SIGINT to the whole foreground process group (parent, fork server, workers,
+    resource tracker): one line on stderr, exit 130, no traceback from any process, no child left."""
+    proc = _analyze_ranks(tmp_path, start_new_session=True)  # its own group, as a shell's job
+    children = _wait_for_workers(proc, at_least=4)
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        rc = proc.wait(timeout=90)
+        left = _gone_within(children, 90.0)
+        assert not left, f"{sorted(left)} still running 90 s after Ctrl-C"
+    finally:
+        for pid in _alive(children | {proc.pid}):
+            os.kill(pid, signal.SIGKILL)
+    err = proc.stderr.read().decode() if proc.stderr else ""
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("[")]  # not progress lines
+    assert rc == 130 and "Traceback" not in err and len(lines) == 1 and "interrupted" in lines[0], err
