@@ -84,9 +84,9 @@ class DataRoots:
         if self.root_of(real) is None:
             roots = shorten_middle(self.describe(), 100)
             if self.root_of(Path(os.path.abspath(p))) is not None:  # under a root as written: a link leads out
-                raise PathOutsideRootsError(
-                    f"{what} {shown(raw, 100)} leads through a symbolic link outside the allowed data roots (to "
-                    f"{shown(real, 70)}): refused; copy the data under a root instead of linking to it"
+                raise PathOutsideRootsError(  # the link's target is not named: what lies outside is not ours to show
+                    f"{what} {shown(raw)} leads through a symbolic link outside the allowed data roots: refused; "
+                    "copy the data under a root instead of linking to it"
                 )
             raise PathOutsideRootsError(
                 f"{what} {shown(raw)} is outside the allowed data roots ({roots}): "
