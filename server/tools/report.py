@@ -94,7 +94,10 @@ def _prose(
         st = roots.stat(path, what="findings file")
         if st is None:
             return None, None, []
-        text = roots.read_bytes(path, what="findings file").decode("utf-8", errors="replace")
+        from server.render.markdown import MAX_CHARS
+
+        with roots.open_read(path, what="findings file") as fh:  # the page shows MAX_CHARS: no more is read
+            text = fh.read(4 * MAX_CHARS + 4).decode("utf-8", errors="replace")  # (UTF-8: up to 4 bytes a char)
         mtime = st.st_mtime_ns
     except FileNotFoundError:
         return None, None, []

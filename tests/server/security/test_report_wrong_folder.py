@@ -46,3 +46,26 @@ def test_report_still_renders_an_analysis_folder(tmp_path: Path) -> None:
     folder = make_folder(tmp_path, [FLASH_ROW])
     res = call("render_report", DataRoots([tmp_path]), output_dir=str(folder), arch="h100-sxm")
     assert Path(res.report_file).is_file() and res.categories
+
+
+def test_a_huge_findings_file_is_read_only_as_far_as_the_page_shows(tmp_path: Path) -> None:
+    """The page shows the first MAX_CHARS characters of the prose: a 256 MiB (sparse) findings file costs the
+    report a few MB, not the file (tracemalloc's peak; before, the file was read and decoded whole)."""
+    import tracemalloc
+
+    from server.render.markdown import MAX_CHARS
+
+    folder = make_folder(tmp_path, [FLASH_ROW])
+    (folder / "category_findings").mkdir()
+    with (folder / "category_findings" / "sdpa_fwd_findings.md").open("wb") as fh:
+        fh.write(b"# Findings\n")
+        fh.truncate(256 << 20)
+    tracemalloc.start()
+    try:
+        res = call("render_report", DataRoots([tmp_path]), output_dir=str(folder), arch="h100-sxm")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 128 << 20, f"{peak >> 20} MiB"
+    page = Path(res.report_file).read_text()
+    assert f"longer than {MAX_CHARS:,} characters" in page
