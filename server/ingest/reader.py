@@ -374,30 +374,40 @@ class TraceReader:
 
     def _element_end(self, s: _Buffer, index: int) -> int:
         """The index just past the object that starts at s.pos (traceEvents[index]): strings skipped, brackets
-        counted, the scan resumed (never restarted) when more input is needed, so every byte is looked at about once;
-        an object longer than the held limit is refused."""
+        counted, the scan resumed (never restarted) when more input is needed, inside a string too, so every byte is
+        looked at about once; an object longer than the held limit is refused as soon as it is."""
         offset, depth = 0, 0  # the scan's progress, relative to s.pos (a compaction moves s.pos)
+        in_string = False  # the last block ended inside a string: its body goes on from `offset`
         while True:
-            for m in _TOKEN_RE.finditer(s.buf, s.pos + offset):
-                c = s.buf[m.start()]
-                if c == 0x22:  # '"'
-                    if m.end() - m.start() == 1:  # a string that runs past the buffer: wait for more
-                        offset = m.start() - s.pos
-                        break
-                    continue
-                if c in (0x7B, 0x5B):  # '{' '['
-                    depth += 1
-                    continue
-                depth -= 1
-                if depth == 0:
-                    if m.end() - s.pos > self.max_held:
-                        raise self._held_too_big(f"traceEvents[{index}]")
-                    return m.end()
-                if depth < 0:
-                    raise TraceError(f"{self.path}: unbalanced brackets in traceEvents[{index}] — {_FIX}")
-            else:
-                offset = len(s.buf) - s.pos
-            if offset > self.max_held:
+            if in_string:  # the body stops at its closing quote, or at the buffer's end (a lone backslash kept)
+                body_end = _STRING_BODY.match(s.buf, s.pos + offset).end()  # type: ignore[union-attr]
+                offset = body_end - s.pos
+                if body_end < len(s.buf) and s.buf[body_end] == 0x22:
+                    in_string = False
+                    offset += 1
+            if not in_string:
+                for m in _TOKEN_RE.finditer(s.buf, s.pos + offset):
+                    c = s.buf[m.start()]
+                    if c == 0x22:  # '"'
+                        if m.end() - m.start() == 1:  # a string that runs past the buffer: its body, block by block
+                            offset, in_string = m.end() - s.pos, True
+                            break
+                        continue
+                    if c in (0x7B, 0x5B):  # '{' '['
+                        depth += 1
+                        continue
+                    depth -= 1
+                    if depth == 0:
+                        if m.end() - s.pos > self.max_held:
+                            raise self._held_too_big(f"traceEvents[{index}]")
+                        return m.end()
+                    if depth < 0:
+                        raise TraceError(f"{self.path}: unbalanced brackets in traceEvents[{index}] — {_FIX}")
+                else:
+                    offset = len(s.buf) - s.pos
+                if in_string:
+                    continue  # its body, in what the buffer holds
+            if len(s.buf) - s.pos > self.max_held:
                 raise self._held_too_big(f"traceEvents[{index}]")
             if not s.more():
                 raise self._truncated("inside traceEvents")
