@@ -507,6 +507,26 @@ def _bandwidth_tbs(d: Mapping[str, Any]) -> tuple[float, str]:
     return tbs, f"peak_hbm_bw_tbs={d['peak_hbm_bw_tbs']}"
 
 
+# A user's compute peak outside this range (TFLOPS) is in another unit. The built-in GPUs span 1 TFLOPS (H20 FP64)
+# to 10,066 (MI355X dense FP4): the range leaves 100x below (a consumer part's FP64 at 1/64 rate is about 1) and
+# 10x above for parts to come, while a value in FLOPS (7.08e14), in GFLOPS (a tensor peak of 708 -> 708000),
+# an overflow (1e308) or a near-zero (1e-9) falls outside.
+_PLAUSIBLE_TFLOPS = (0.01, 100_000.0)
+
+
+def _plausible_tflops(value: Any, field_name: str) -> float:
+    tflops = _positive(value, field_name, "TFLOPS")
+    low, high = _PLAUSIBLE_TFLOPS
+    if not low <= tflops <= high:
+        raise ConfigError(
+            field_name,
+            value,
+            f"a peak in TFLOPS between {low:g} and {high:,.0f} (the built-in GPUs span 1 to 10,066; a value outside "
+            "is in another unit, e.g. FLOPS or GFLOPS)",
+        )
+    return tflops
+
+
 def _user_tflops(d: Mapping[str, Any]) -> tuple[dict[str, float], list[str]]:
     """Validated {spec: TFLOPS} and the specs dropped because the file gives 0 (TraceLens' 'not measured')."""
     raw = d.get("max_achievable_tflops")
@@ -528,7 +548,7 @@ def _user_tflops(d: Mapping[str, Any]) -> tuple[dict[str, float], list[str]]:
         if value == 0:
             dropped.append(spec)
             continue
-        out[normalize_spec(spec)] = _positive(value, name, "TFLOPS")
+        out[normalize_spec(spec)] = _plausible_tflops(value, name)
     if not out:
         raise ConfigError("max_achievable_tflops", raw, f"{example} with at least one non-zero value")
     return out, dropped

@@ -38,6 +38,10 @@ from typing import BinaryIO
 from server.errors import InputError, PathOutsideRootsError, shorten_middle
 
 _PATH_SHOWN = 120  # characters of a path quoted in an error (middle elided)
+# A configuration file read whole (a model's config.json, an arch JSON): kilobytes in practice (Llama 3 70B's
+# config.json is under 1 KiB; an image classifier's 21k-entry id2label about 1 MiB); 4 MiB keeps a trace or a
+# weights file passed by mistake from being read into memory.
+CONFIG_FILE_MAX_BYTES = 4 << 20
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -80,9 +84,9 @@ class DataRoots:
         if self.root_of(real) is None:
             roots = shorten_middle(self.describe(), 100)
             if self.root_of(Path(os.path.abspath(p))) is not None:  # under a root as written: a link leads out
-                raise PathOutsideRootsError(
-                    f"{what} {shown(raw, 100)} leads through a symbolic link outside the allowed data roots (to "
-                    f"{shown(real, 70)}): refused; copy the data under a root instead of linking to it"
+                raise PathOutsideRootsError(  # the link's target is not named: what lies outside is not ours to show
+                    f"{what} {shown(raw)} leads through a symbolic link outside the allowed data roots: refused; "
+                    "copy the data under a root instead of linking to it"
                 )
             raise PathOutsideRootsError(
                 f"{what} {shown(raw)} is outside the allowed data roots ({roots}): "
@@ -141,9 +145,22 @@ class DataRoots:
             os.close(fd)
             raise
 
-    def read_bytes(self, path: str | Path, *, what: str = "file") -> bytes:
+    def read_bytes(
+        self, path: str | Path, *, what: str = "file", limit: int | None = None, fix: str = "pass the right file"
+    ) -> bytes:
+        """The whole file. With `limit`: a file over `limit` bytes is refused from its size, before anything is read
+        (one line naming the path as given, the limit and `fix`); one that grows while read is cut at `limit` + 1."""
         with self.open_read(path, what=what) as fh:
-            return fh.read()
+            if limit is None:
+                return fh.read()
+            size = os.fstat(fh.fileno()).st_size
+            data = fh.read(limit + 1) if size <= limit else b""
+            if size > limit or len(data) > limit:
+                raise InputError(
+                    f"{what} {shown(path)} is {max(size, len(data))} bytes, over the {limit}-byte limit for a {what} "
+                    f"— {fix}"
+                )
+            return data
 
     def stat(self, path: str | Path, *, what: str = "path") -> os.stat_result | None:
         """The resolved path's status (links inside the roots followed), or None when nothing is there."""

@@ -208,6 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"sdpa-analyzer: error: {shorten_message(os_error_message(exc))}", file=sys.stderr)
         return EXIT_INPUT
     except (KeyboardInterrupt, Stopped):
+        print("sdpa-analyzer: interrupted: stopped, with every process it had started", file=sys.stderr)
         return 130
 
 

@@ -10,9 +10,10 @@ orjson for the template and the report), so what a caller gets is what the whole
 
 The streamed read vouches only for what it can: a file of another layout (another tool's, an older compact one, a
 pretty-printed one) and anything unusual (not UTF-8, nesting near the depth limit, a line that is not one JSON
-value, a second `operations` key) give None, and the caller reads the document whole as before, with its own
-errors word for word. One leniency, as in the trace reader: a number beyond the double range (`1e400`) in a field of
-an operation the caller never reads is skipped where the whole-document orjson parse rejects the file.
+value, a second top-level `operations` key however its name is escaped: keys are compared decoded) give None, and
+the caller reads the document whole as before, with its own errors word for word. One leniency, as in the trace
+reader: a number beyond the double range (`1e400`) in a field of an operation the caller never reads is skipped where
+the whole-document orjson parse rejects the file.
 """
 
 from __future__ import annotations
@@ -226,6 +227,19 @@ def _lines(fh: BinaryIO) -> Iterator[tuple[bytes, bool]]:
         yield rest, False
 
 
+def _top_level_keys(text: bytes) -> list[str]:
+    """The outermost object's keys as a JSON parser decodes them (`"operation\\u0073"` is `operations`), duplicates
+    kept: a parser keeps the last of a duplicated key, so a second `operations` anywhere, however spelled, would make
+    the whole read see another list than the one streamed. (`text` is valid JSON of bounded depth.)"""
+    outer: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> None:
+        outer[:] = [k for k, _ in items]  # the outermost object closes last
+
+    json.loads(text.decode("utf-8"), object_pairs_hook=pairs)
+    return outer
+
+
 def _read(fh: BinaryIO, numbers: Numbers) -> dict[str, Any] | None:
     head = fh.readline(MAX_HEAD_BYTES)
     if not head.endswith(OPERATIONS_HEAD) or head.count(b'"operations"') != 1:
@@ -273,7 +287,7 @@ def _read(fh: BinaryIO, numbers: Numbers) -> dict[str, Any] | None:
         top = parse(top_bytes)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(top, dict) or top.get("operations") != []:
+    if not isinstance(top, dict) or top.get("operations") != [] or _top_level_keys(top_bytes).count("operations") != 1:
         return None
     top["operations"] = StreamedOperations(fh, offsets, lengths, keys, numbers)  # in place: the key keeps its position
     return top

@@ -28,9 +28,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from server.errors import InputError, shorten_message
-from server.roots import UNRESTRICTED, DataRoots
+from server.roots import CONFIG_FILE_MAX_BYTES, UNRESTRICTED, DataRoots
 
-MAX_CONFIG_BYTES = 4 * 1024 * 1024  # a config.json is a few kB; anything far larger is not one
 MAX_LAYERS = 4096
 
 FULL, SLIDING, CHUNKED = "full_attention", "sliding_attention", "chunked_attention"
@@ -108,10 +107,7 @@ def _pattern(layers: tuple[str, ...], limit: int = 12) -> str:
 def load_model_config(path: Path, roots: DataRoots = UNRESTRICTED) -> ModelHints:
     """Read and check a config.json through the sandbox; InputError (one line naming the file and the field) on a
     bad file, nothing else read."""
-    data = roots.read_bytes(path, what="model_config")
-    if len(data) > MAX_CONFIG_BYTES:
-        raise InputError(f"{path}: {len(data)} bytes is not a model config.json (at most {MAX_CONFIG_BYTES}) — pass "
-                         "the model's config.json")
+    data = roots.read_bytes(path, what="model_config", limit=CONFIG_FILE_MAX_BYTES, fix="pass the model's config.json")
     try:
         raw: Any = orjson.loads(data)
     except orjson.JSONDecodeError as exc:

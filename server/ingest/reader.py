@@ -8,16 +8,24 @@ parse itself: a piece that starts at a true element boundary parses as a JSON ar
 ends at one, so a separator-looking `},{` inside a string or a nested object is rejected and the next
 candidate is tried. Only a few candidates are tried that way (each try parses the whole piece): when
 they all fail (a string full of `},{` or `}]`, an event orjson refuses), a token scan walks the events
-one by one, strings skipped and brackets counted, so the time stays linear in the input whatever it
-holds, and an event that is not valid JSON is named with orjson's reason.
+one by one, strings skipped and brackets counted, and an event that is not valid JSON is named with orjson's
+reason. The search for a candidate resumes where the last block left it (never restarting over the buffer), so
+the time stays linear in the input whatever it holds.
 
 The bytes around the array are never held whole: before it, the top-level object is walked at C speed
 (bytes.find, bytes.translate, one regex per string), its whitespace outside strings dropped and its
 depth counted, so the top-level `"traceEvents": [` is recognised where it stands (a nested key or a
 string holding those bytes is not) and megabytes of padding cost neither memory nor a Python loop;
 the other top-level keys (`deviceProperties`, ...) before and after the array are parsed once, when
-the stream ends. The uncompressed size is bounded (MAX_BYTES_ENV, default 64 GiB): a gzip bomb stops
-with one line naming the limit.
+the stream ends.
+
+Two limits, each a one-line error naming it and its environment variable: the uncompressed size (MAX_BYTES_ENV,
+default 16 GiB: 4x the largest trace we have met, 4 GB, and about five minutes of parsing) and the JSON held
+whole at once (MAX_HELD_ENV, default 16 MiB): one event, or the trace's header (its top-level keys other than
+traceEvents, kept whitespace-free). Events are hundreds of bytes and a header is kilobytes, so only a bomb meets
+the second; it bounds the reader's memory by what it needs (a piece, one event, the header) whatever the input,
+a gzip'd string of gigabytes included. (The parse that proves a cut does not look inside a piece: an event up to
+CHUNK_BYTES over the held limit may pass there; the token scan checks each event exactly.)
 
 Anything that is not a readable trace raises TraceError with one line.
 """
@@ -42,11 +50,14 @@ READ_BYTES = 4 << 20  # compressed (or plain) bytes read per block
 _MAX_OUT = 4 << 20  # decompressed bytes produced per zlib call
 
 MAX_BYTES_ENV = "SDPA_ANALYZER_MAX_TRACE_BYTES"  # the uncompressed-size limit: bytes, or with K/M/G/T (binary)
-DEFAULT_MAX_BYTES = 64 << 30
+DEFAULT_MAX_BYTES = 16 << 30
+MAX_HELD_ENV = "SDPA_ANALYZER_MAX_EVENT_BYTES"  # the JSON held whole: one event, or the header; same spellings
+DEFAULT_MAX_HELD = 16 << 20
 _SIZE_RE = re.compile(r"\s*(\d+)\s*([KMGT]?)(?:I?B)?\s*", re.I)
 
-_SEP_RE = re.compile(rb"\}\s*,\s*\{")
+_BOUNDARY_RE = re.compile(rb"\}\s*(?:,\s*\{|\])")  # between two events, or after the last one
 _END_RE = re.compile(rb"\}\s*\]")
+_OPEN_BOUNDARY = re.compile(rb"\}[ \t\r\n]*(?:,[ \t\r\n]*)?")  # a boundary the buffer's end may cut
 # a complete string, or a lone quote (a string the buffer cuts), or a bracket: what the token scan looks at
 _TOKEN_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|["{}\[\]]', re.S)
 _WS = b" \t\r\n"
@@ -62,14 +73,24 @@ Decode = Callable[[Any], Any]  # a piece's JSON array text -> its events (any fo
 
 
 def max_trace_bytes() -> int:
-    """The uncompressed-size limit: MAX_BYTES_ENV when set (bytes, or a number with K, M, G or T), else 64 GiB."""
-    raw = os.environ.get(MAX_BYTES_ENV)
+    """The uncompressed-size limit: MAX_BYTES_ENV when set (bytes, or a number with K, M, G or T), else 16 GiB."""
+    return _env_size(MAX_BYTES_ENV, DEFAULT_MAX_BYTES)
+
+
+def max_held_bytes() -> int:
+    """The JSON held whole (one event, or the header): MAX_HELD_ENV when set, else 16 MiB."""
+    return _env_size(MAX_HELD_ENV, DEFAULT_MAX_HELD)
+
+
+def _env_size(name: str, default: int) -> int:
+    raw = os.environ.get(name)
     if raw is None or not raw.strip():
-        return DEFAULT_MAX_BYTES
+        return default
     m = _SIZE_RE.fullmatch(raw)
     if m is None or int(m.group(1)) == 0:
         raise TraceError(
-            f"{MAX_BYTES_ENV}={raw[:40]!r} is invalid: expected a positive size such as 64G or 68719476736 (bytes)"
+            f"{name}={raw[:40]!r} is invalid: expected a positive size such as {_size_label(default).replace(' ', '')}"
+            f" or {default} (bytes)"
         )
     return int(m.group(1)) << (10 * "_KMGT".index(m.group(2).upper() or "_"))
 
@@ -87,7 +108,8 @@ class TraceReader:
     `decode` turns each piece of the array (a JSON array text) into what `chunks()` yields (default: orjson's list of
     event dicts); the token scan and the whole-document parse always yield lists of dicts. `stream=False` parses the
     document whole (the reference the streamed read is tested against). `max_bytes`: the uncompressed-size limit
-    (default: max_trace_bytes())."""
+    (default: max_trace_bytes()); `max_held`: the JSON held whole, one event or the header (default:
+    max_held_bytes())."""
 
     def __init__(
         self,
@@ -98,6 +120,7 @@ class TraceReader:
         decode: Decode | None = None,
         stream: bool = True,
         max_bytes: int | None = None,
+        max_held: int | None = None,
     ) -> None:
         self.path = Path(path)
         self.progress = progress
@@ -105,6 +128,7 @@ class TraceReader:
         self.decode = decode or _orjson_array
         self.stream = stream
         self.max_bytes = max_trace_bytes() if max_bytes is None else max_bytes
+        self.max_held = max_held_bytes() if max_held is None else max_held
         self.header: dict[str, Any] = {}
         self.n_events = 0
         self.bytes_in = 0  # uncompressed size
@@ -125,6 +149,12 @@ class TraceReader:
             f"{self.path}: more than {_size_label(self.max_bytes)} of uncompressed JSON, the trace size limit — if the "
             f"trace is real, raise the limit with the environment variable {MAX_BYTES_ENV} (e.g. "
             f"{MAX_BYTES_ENV}={_size_label(4 * self.max_bytes).replace(' ', '')})"
+        )
+
+    def _held_too_big(self, what: str) -> TraceError:
+        return TraceError(
+            f"{self.path}: {what} is over {_size_label(self.max_held)}, the limit for JSON held whole "
+            f"— {_FIX}; if it is real, raise it with {MAX_HELD_ENV}={_size_label(4 * self.max_held).replace(' ', '')}"
         )
 
     # ---- byte source -------------------------------------------------------------------------
@@ -203,6 +233,8 @@ class TraceReader:
             at = head.feed(block)
             if at is not None:
                 break
+            if head.size > self.max_held:
+                raise self._held_too_big("the JSON before the traceEvents array")
         else:
             yield from self._full_parse(head.text(), exact=not head.removed)
             return
@@ -232,17 +264,7 @@ class TraceReader:
                 )
             if len(s.buf) - s.pos < CHUNK_BYTES and s.more():
                 continue
-            events = self._cut(s, _SEP_RE, min(s.pos + CHUNK_BYTES, len(s.buf)), 1)
-            ended = False
-            if events is None:
-                if s.more():
-                    continue
-                events = self._cut(s, _END_RE, s.pos, 0)  # the last element, followed by ']'
-                if events is None:
-                    events = _SCAN
-                ended = events is not _SCAN
-            if events is _SCAN:
-                events, ended = self._scan_events(s)
+            events, ended = self._piece(s)
             self.n_events += len(events)
             yield events
             if ended:
@@ -253,7 +275,11 @@ class TraceReader:
         tail.feed(s.buf, s.pos)
         del s.buf[:]
         for block in blocks:
+            if tail.size > self.max_held:
+                raise self._held_too_big("the JSON after the traceEvents array")
             tail.feed(block)
+        if prefix and len(prefix) + tail.size > self.max_held:
+            raise self._held_too_big("the trace header (the top-level keys besides traceEvents)")
         suffix = tail.text()
         del tail
         try:
@@ -266,17 +292,43 @@ class TraceReader:
         header.pop("traceEvents", None)
         self.header = header
 
-    def _cut(self, s: _Buffer, pattern: re.Pattern[bytes], search_from: int, resume_back: int) -> Any:
-        """Parse from s.pos to the first candidate boundary at/after `search_from` that parses: the events, None
-        when the buffer holds no candidate, or _SCAN after _FAST_TRIES candidates that did not parse."""
-        for tries, m in enumerate(pattern.finditer(s.buf, search_from)):
+    def _piece(self, s: _Buffer) -> tuple[Any, bool]:
+        """The events from s.pos up to the first boundary at least CHUNK_BYTES on that parses, and whether the array's
+        ']' ends them. The search resumes where the last block left it (a boundary the buffer's end may cut is looked
+        at again, nothing else), and _FAST_TRIES failed parses, or more than the held limit past CHUNK_BYTES without a
+        boundary (an event that long, or what follows the array), hand over to the token scan."""
+        at = CHUNK_BYTES  # where the search resumes, relative to s.pos (a compaction moves s.pos, not this)
+        tries = 0
+        while True:
+            start = min(s.pos + at, len(s.buf))
+            for m in _BOUNDARY_RE.finditer(s.buf, start):  # (the iterator holds the buffer: no resize inside)
+                if tries == _FAST_TRIES:
+                    break
+                tries += 1
+                events = _parse_span(s.buf, s.pos, m.start() + 1, self.decode)
+                if events is not None:
+                    ended = s.buf[m.end() - 1] == 0x5D  # ']'
+                    s.pos = m.end() if ended else m.end() - 1  # past the ']', or at the next '{'
+                    return events, ended
+                start = m.end()
             if tries == _FAST_TRIES:
-                return _SCAN
+                return self._scan_events(s)
+            brace = s.buf.rfind(b"}", start)
+            open_end = brace >= 0 and _OPEN_BOUNDARY.fullmatch(s.buf, brace) is not None
+            at = (brace if open_end else len(s.buf)) - s.pos
+            if not s.more():
+                break
+            if len(s.buf) - s.pos > CHUNK_BYTES + self.max_held:
+                return self._scan_events(s)
+        # the input ended: the array's last piece, shorter than CHUNK_BYTES, ends at the first '}]' that parses
+        for tries, m in enumerate(_END_RE.finditer(s.buf, s.pos)):
+            if tries == _FAST_TRIES:
+                break
             events = _parse_span(s.buf, s.pos, m.start() + 1, self.decode)
             if events is not None:
-                s.pos = m.end() - resume_back  # at the next '{' (or just past ']')
-                return events
-        return None
+                s.pos = m.end()
+                return events, True
+        return self._scan_events(s)
 
     def _scan_events(self, s: _Buffer) -> tuple[list[Any], bool]:
         """The slow, linear path: events one at a time, each found by the token scan and parsed alone, up to
@@ -284,7 +336,7 @@ class TraceReader:
         events: list[Any] = []
         taken = 0
         while True:
-            end = self._element_end(s)
+            end = self._element_end(s, self.n_events + len(events))
             try:
                 with memoryview(s.buf) as mv, mv[s.pos : end] as span:
                     events.append(orjson.loads(span))
@@ -320,28 +372,43 @@ class TraceReader:
             if not s.more():
                 raise self._truncated("inside traceEvents")
 
-    def _element_end(self, s: _Buffer) -> int:
-        """The index just past the object that starts at s.pos: strings skipped, brackets counted, the scan
-        resumed (never restarted) when more input is needed, so every byte is looked at about once."""
+    def _element_end(self, s: _Buffer, index: int) -> int:
+        """The index just past the object that starts at s.pos (traceEvents[index]): strings skipped, brackets
+        counted, the scan resumed (never restarted) when more input is needed, inside a string too, so every byte is
+        looked at about once; an object longer than the held limit is refused as soon as it is."""
         offset, depth = 0, 0  # the scan's progress, relative to s.pos (a compaction moves s.pos)
+        in_string = False  # the last block ended inside a string: its body goes on from `offset`
         while True:
-            for m in _TOKEN_RE.finditer(s.buf, s.pos + offset):
-                c = s.buf[m.start()]
-                if c == 0x22:  # '"'
-                    if m.end() - m.start() == 1:  # a string that runs past the buffer: wait for more
-                        offset = m.start() - s.pos
-                        break
-                    continue
-                if c in (0x7B, 0x5B):  # '{' '['
-                    depth += 1
-                    continue
-                depth -= 1
-                if depth == 0:
-                    return m.end()
-                if depth < 0:
-                    raise TraceError(f"{self.path}: unbalanced brackets in traceEvents[{self.n_events}] — {_FIX}")
-            else:
-                offset = len(s.buf) - s.pos
+            if in_string:  # the body stops at its closing quote, or at the buffer's end (a lone backslash kept)
+                body_end = _STRING_BODY.match(s.buf, s.pos + offset).end()  # type: ignore[union-attr]
+                offset = body_end - s.pos
+                if body_end < len(s.buf) and s.buf[body_end] == 0x22:
+                    in_string = False
+                    offset += 1
+            if not in_string:
+                for m in _TOKEN_RE.finditer(s.buf, s.pos + offset):
+                    c = s.buf[m.start()]
+                    if c == 0x22:  # '"'
+                        if m.end() - m.start() == 1:  # a string that runs past the buffer: its body, block by block
+                            offset, in_string = m.end() - s.pos, True
+                            break
+                        continue
+                    if c in (0x7B, 0x5B):  # '{' '['
+                        depth += 1
+                        continue
+                    depth -= 1
+                    if depth == 0:
+                        if m.end() - s.pos > self.max_held:
+                            raise self._held_too_big(f"traceEvents[{index}]")
+                        return m.end()
+                    if depth < 0:
+                        raise TraceError(f"{self.path}: unbalanced brackets in traceEvents[{index}] — {_FIX}")
+                else:
+                    offset = len(s.buf) - s.pos
+                if in_string:
+                    continue  # its body, in what the buffer holds
+            if len(s.buf) - s.pos > self.max_held:
+                raise self._held_too_big(f"traceEvents[{index}]")
             if not s.more():
                 raise self._truncated("inside traceEvents")
 
@@ -375,9 +442,6 @@ class TraceReader:
 
     def _truncated(self, where: str) -> TraceError:
         return TraceError(f"{self.path}: the JSON ends {where} (truncated file?) — copy the complete file or {_FIX}")
-
-
-_SCAN = object()  # _cut's answer when the token scan must take over
 
 
 class _Buffer:

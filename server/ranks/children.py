@@ -10,15 +10,25 @@ happen: `Stopped`), ends every descendant process (SIGTERM, then SIGKILL after a
 tracker ignores SIGTERM), and unwinds with SystemExit (KeyboardInterrupt for SIGINT); a watchdog ends the
 process after EXIT_GRACE_S if unwinding hangs (a worker thread of the MCP server blocked somewhere), killing
 the descendants once more first. Descendants are found in /proc (Linux); elsewhere, the direct children.
+
+A parent killed outright (SIGKILL, the OOM killer) runs no handler, so the pool workers also watch the process
+that made the pool (`die_with`, the pool's initializer: a thread waits on a pidfd of that process and ends the
+worker when it ends). A parent-death signal (PR_SET_PDEATHSIG) would not do: a worker's parent is the fork server,
+and the fork server stays while any worker holds its alive pipe. Once the workers are gone, the fork server sees
+that pipe close and exits, and the resource tracker follows when the last holder of its pipe is gone. Workers
+ignore SIGINT, as the fork server and the resource tracker already do: a terminal's Ctrl-C reaches the whole
+process group, and it is this process's handler that stops them, without a traceback from each.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
@@ -42,6 +52,34 @@ def check_running() -> None:
     """Raise Stopped once a stop signal arrived (before starting a pool or a cluster, and before retrying)."""
     if _stopping.is_set():
         raise Stopped("stopped by a signal")
+
+
+def die_with(owner: int) -> None:
+    """A pool worker's initializer: ignore SIGINT (the owner's handler stops us) and end this process (SIGKILL)
+    as soon as the process `owner` ends, however it ends, watched by a thread."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch, args=(owner,), name="die-with-owner", daemon=True).start()
+
+
+def _watch(owner: int) -> None:
+    try:
+        fd = os.pidfd_open(owner)  # Linux 5.3+: readable once the process has ended
+    except ProcessLookupError:
+        fd = -1  # already gone
+    except (AttributeError, OSError):  # elsewhere: ask every second
+        fd = None
+    if fd is None:
+        while True:
+            try:
+                os.kill(owner, 0)
+            except ProcessLookupError:
+                break
+            except PermissionError:  # the pid was reused by someone else's process: the owner is gone
+                break
+            time.sleep(1.0)
+    elif fd >= 0:
+        select.select([fd], [], [])
+    os.kill(os.getpid(), getattr(signal, "SIGKILL", signal.SIGTERM))
 
 
 def descendants(pid: int | None = None) -> list[int]:
@@ -75,6 +113,9 @@ def stop_children(grace: float = TERM_GRACE_S) -> int:
     """Mark this process as stopping and end every descendant: SIGTERM, then SIGKILL for those left after
     `grace` seconds (new ones that appear meanwhile, e.g. a nanny's restart, are ended too). Returns how many."""
     _stopping.set()
+    # we end the resource tracker on purpose: multiprocessing's warning when it restarts it for the pool's clean-up
+    # would be a second line after the one the interrupted run prints
+    warnings.filterwarnings("ignore", message="resource_tracker: process died unexpectedly")
     seen: set[int] = set()
     deadline = time.monotonic() + grace
     sig = signal.SIGTERM

@@ -38,7 +38,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from server.errors import InputError, shorten_message
-from server.ranks.children import check_running, stopping
+from server.ranks.children import check_running, die_with, stopping
 from server.ranks.forkserver import pool_context
 from server.ranks.task import RankOutcome, RankTask, analyze_rank, error_outcome
 
@@ -75,7 +75,10 @@ def _pool_round(tasks: list[RankTask], workers: int, on_done: OnDone) -> list[Ra
     """Run the tasks on one pool; returns the tasks lost to a dead worker process."""
     check_running()
     broken: list[RankTask] = []
-    pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(tasks))), mp_context=pool_context())
+    pool = ProcessPoolExecutor(
+        max_workers=max(1, min(workers, len(tasks))), mp_context=pool_context(), initializer=die_with,
+        initargs=(os.getpid(),),
+    )
     try:
         futures: dict[Future[RankOutcome], RankTask] = {pool.submit(analyze_rank, t): t for t in tasks}
         todo = set(futures)

@@ -27,7 +27,7 @@ from perf_models.hardware import GpuSpec, get_gpu, gpu_from_arch_dict, known_key
 from perf_models.kernels import kernel_vendor
 from server.errors import InputError, PathOutsideRootsError, shorten_message, shorten_middle
 from server.ingest.device import device_properties
-from server.roots import DataRoots
+from server.roots import CONFIG_FILE_MAX_BYTES, DataRoots
 
 SOURCES = ("argument", "arch_json", "trace", "metadata")
 _VENDOR_WORDS = {"nvidia": "NVIDIA", "amd": "AMD"}
@@ -78,7 +78,9 @@ def read_arch_file(arch: str, roots: DataRoots) -> tuple[dict[str, Any], GpuSpec
     GPU it describes (checked: every bad field is one InputError naming the file)."""
     path = roots.resolve(arch, what="arch file")
     try:
-        data: Any = orjson.loads(roots.read_bytes(path, what="arch file"))
+        data: Any = orjson.loads(
+            roots.read_bytes(path, what="arch file", limit=CONFIG_FILE_MAX_BYTES, fix="pass a GPU's arch JSON")
+        )
     except FileNotFoundError:
         raise InputError(f"arch file not found: {path}") from None
     except orjson.JSONDecodeError as exc:

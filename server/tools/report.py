@@ -105,7 +105,10 @@ def _prose(
         st = roots.stat(path, what="findings file")
         if st is None:
             return None, None, []
-        text = roots.read_bytes(path, what="findings file").decode("utf-8", errors="replace")
+        from server.render.markdown import MAX_CHARS
+
+        with roots.open_read(path, what="findings file") as fh:  # the page shows MAX_CHARS: no more is read
+            text = fh.read(4 * MAX_CHARS + 4).decode("utf-8", errors="replace")  # (UTF-8: up to 4 bytes a char)
         mtime = st.st_mtime_ns
     except FileNotFoundError:
         return None, None, []
@@ -143,6 +146,7 @@ def report_target(roots: DataRoots, out: Path, name: str | None) -> Path:
 def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
     # Imported here: matplotlib costs ~40 MB and ~0.5 s, and only chart-drawing calls need it; the page and the
     # scoring (numpy, pandas) are imported when a tool runs, never to declare it.
+    from server.folder.read import check_analysis_folder
     from server.render.plots import render_roofline_png
     from server.render.report import REPORT_GENERATOR, CategorySection, PeakSource, ReportContext, report_pieces
     from server.scoring.category import scored_categories
@@ -150,6 +154,7 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
     from server.scoring.ranked import NOT_RANKED, ranking_mismatch
 
     out = resolve_output_dir(ctx.roots, args.output_dir)
+    check_analysis_folder(out, ctx.roots)  # an empty folder or one of traces: refused, as load and template do
     target = report_target(ctx.roots, out, args.output)
     check_replaceable(target, ctx.roots, REPORT_GENERATOR.encode(), what="report file", tool="render_report")
     scored = scored_categories(ctx.roots, out, "all", args.arch, args.bytes_model)

@@ -237,10 +237,35 @@ def test_eight_concurrent_writers_leave_one_complete_run(tmp_path: Path) -> None
     assert not (out / PENDING_MARKER).exists() and not list(out.glob(f"{STAGE_PREFIX}*"))
 
 
+PAUSE_HOOK = """
+import os, time
+_at = os.environ.get("SDPA_TEST_PAUSE_AT")
+if _at:
+    import server.folder.write as _w
+    _name, _nth = _at.split(":")
+    _real, _count = getattr(_w, _name), [0]
+
+    def _paused(*args, **kwargs):
+        _count[0] += 1
+        if _count[0] == int(_nth):
+            open(os.environ["SDPA_TEST_PAUSE_MARK"], "w").close()
+            time.sleep(600)
+        return _real(*args, **kwargs)
+
+    setattr(_w, _name, _paused)
+"""
+# where a real analyze process is killed: the n-th call of a step of the folder write (a staged file, the staged
+# metadata, the pending marker, each move into place, the manifest that commits: the 4th JSON of this trace's run);
+# the last point is never reached, so that run completes
+KILL_POINTS = ["write_text_atomic:1", "write_json_atomic:1", "write_json_atomic:3", "_move:1", "_move:3",
+               "write_json_atomic:4", "write_json_atomic:99"]  # fmt: skip
+
+
 @pytest.mark.slow
 def test_sigkill_at_any_moment_never_reads_as_no_data(tmp_path: Path) -> None:
-    """Kill a real analyze process at spread-out moments; whatever is left either loads as one complete run
-    (the old one or the new one) or says the analysis is incomplete."""
+    """Kill a real analyze process (SIGKILL) at chosen steps of its folder write, each reached for sure: the process
+    signals it has got there and waits, and only then is it killed (no guess from how long a run takes). Whatever
+    is left either loads as one complete run (the old one or the new one) or says the analysis is incomplete."""
     roots = DataRoots([tmp_path])
     out = tmp_path / "out"
     big = SyntheticAttentionCall(flavour="aten_flash", batch=1, heads_q=8, seq_q=256, head_dim_qk=64,
@@ -248,18 +273,24 @@ def test_sigkill_at_any_moment_never_reads_as_no_data(tmp_path: Path) -> None:
     path = tmp_path / "big.json"
     write_trace(build_trace([big], gpu_name="NVIDIA H100 80GB HBM3"), path)
     small = trace(tmp_path, "small.json", 50.0)
-    timing = [sys.executable, "-m", "server.cli.main", "analyze", str(path), "-o", str(tmp_path / "timing")]
-    start = time.monotonic()
-    subprocess.run([*timing, "--root", str(tmp_path)], check=True, capture_output=True, cwd=REPO)
-    full = time.monotonic() - start
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(PAUSE_HOOK)
     cmd = [sys.executable, "-m", "server.cli.main", "analyze", str(path), "-o", str(out), "--root", str(tmp_path)]
     outcomes = set()
-    for fraction in (0.6, 0.85, 0.97):
+    for point in KILL_POINTS:
         call("analyze_trace", roots, trace_path=str(small), output_dir=str(out))  # the old, complete run
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO)
-        time.sleep(full * fraction)
+        mark = tmp_path / f"paused-{point}"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(REPO), os.environ.get("PYTHONPATH", "")]),
+               "SDPA_TEST_PAUSE_AT": point, "SDPA_TEST_PAUSE_MARK": str(mark)}  # fmt: skip
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO, env=env)
+        deadline = time.monotonic() + 300  # a generous wait for the step (or for a run that never reaches it)
+        while not mark.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        paused = mark.exists()
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        assert paused or proc.returncode == 0, f"{point}: exited with {proc.returncode} before the step"
         for cat in ("sdpa_fwd", "sdpa_bwd"):
             try:
                 res = load(roots, out, cat)
@@ -270,7 +301,7 @@ def test_sigkill_at_any_moment_never_reads_as_no_data(tmp_path: Path) -> None:
             assert res["status"] == "OK", res  # both traces have both directions: never NO_DATA
             assert res["instances"] in (4, 200)  # one run's data, not a mixture
             outcomes.add(res["instances"])
-    assert outcomes  # (which outcomes occur depends on timing; each one is checked above)
+    assert {"incomplete", 4, 200} <= outcomes  # killed after the marker, before it, and never
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o027, 0o077])

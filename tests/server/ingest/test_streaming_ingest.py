@@ -236,7 +236,7 @@ def test_limit_spellings(value: str, size: int, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv(R.MAX_BYTES_ENV, value)
     assert R.max_trace_bytes() == size
     monkeypatch.delenv(R.MAX_BYTES_ENV)
-    assert R.max_trace_bytes() == R.DEFAULT_MAX_BYTES == 64 << 30
+    assert R.max_trace_bytes() == R.DEFAULT_MAX_BYTES == 16 << 30
 
 
 def test_padding_before_the_key_is_not_kept(tmp_path: Path) -> None:
