@@ -271,7 +271,8 @@ def repo_with_a_tool(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _edit(tools / "__init__.py", "from server.tools import (\n", "from server.tools import (\n    guide_echo,\n")
     _edit(tools / "__init__.py", "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n",
           "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n    guide_echo.TOOL,\n")
-    _edit(root / "README.md", "- Tools: `", "- Tools: `guide_echo`, `")
+    _edit(root / "README.md", "| tool | CLI | what it does |\n|---|---|---|\n",
+          "| tool | CLI | what it does |\n|---|---|---|\n| `guide_echo` | `guide-echo` | the guide's echo |\n")
     _edit(root / "README.md", "\n$S ", "\n$S guide-echo hello                        # the guide's tool\n$S ")
     return root
 

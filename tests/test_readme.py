@@ -1,4 +1,5 @@
-"""The README and the set-up are true for a new user: every tool named, every path there, every CLI line parses,
+"""The README, the pages it points to and the set-up are true for a new user: every tool named once, every path there,
+every page linked, every CLI line parses,
 the Claude Code steps leave the checkout clean, the install prints no deprecation banner, and a run without
 ../shared says why its tests skipped."""
 
@@ -19,20 +20,32 @@ from server.tools import TOOLS
 from tests.support import REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
+# the README points to these pages for everything beyond the first steps; what it says there must hold too
+PAGES = {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8")
+         for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "bench" / "README.md"]}
+FINDINGS_PAGE = PAGES["docs/findings.md"]
 _REPO_PATH = re.compile(r"(?<![\w/.:-])((?:perf_models|server|prompts|tests|bench|docs|\.ci)/[\w./-]*|agent\.md|"
                         r"\.mcp\.json\.example|pyproject\.toml|Makefile)")  # fmt: skip
 
 
-def test_every_mcp_tool_is_in_the_readme_tool_list() -> None:
-    (bullet,) = re.findall(r"^- Tools: (.*?)(?=\. Inputs)", README, flags=re.M | re.S)  # no count: it would be a
-    names = re.findall(r"`(\w+)`", bullet)  # second place to change when a tool is added
-    mcp = [spec.name for spec in TOOLS if spec.mcp]
-    assert sorted(names) == sorted(mcp)
+def test_every_mcp_tool_is_in_the_readme_tool_table_once_with_its_command() -> None:
+    section = README.split("## Tools", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \| `([\w-]+)` \| .+ \|$", section, flags=re.M)
+    mcp = {spec.name: spec.cli.command for spec in TOOLS if spec.mcp}
+    assert sorted(name for name, _ in rows) == sorted(mcp)  # each once, none missing, none extra
+    assert all(mcp[name] == command for name, command in rows)
 
 
-def test_every_repository_path_the_readme_names_exists() -> None:
+def test_the_readme_is_a_front_door_and_every_page_it_names_exists() -> None:
+    assert len(README.encode()) <= 12 * 1024  # the reference lives in docs/, one line each here
+    linked = set(re.findall(r"\]\(((?:docs|bench)/[\w./-]+)\)", README))
+    assert linked == set(PAGES) - {"README.md"}  # every page of docs/ and the benchmarks, one line each
+    assert all((REPO / p).exists() for p in linked)
+
+
+def test_every_repository_path_the_readme_and_its_pages_name_exists() -> None:
     named = set()
-    for line in README.splitlines():
+    for line in (line for text in PAGES.values() for line in text.splitlines()):
         line = re.sub(r"--method \S+", "", line)  # `--method prompts/get` is an MCP method, not a path
         named |= {m.rstrip(".,:;)") for m in _REPO_PATH.findall(line) if not re.search(r"[<{*…]", m)}
     missing = sorted(p for p in named if not (REPO / p).exists())
@@ -70,7 +83,7 @@ def test_the_claude_code_steps_leave_the_checkout_clean() -> None:
     written = [".claude/agents/sdpa-analyzer.md", ".mcp.json", "report.png", "demo-out/report.png"]
     proc = subprocess.run(["git", "check-ignore", *written], cwd=REPO, capture_output=True, text=True, check=False)
     assert sorted(proc.stdout.split()) == sorted(written)
-    assert "--screenshot=demo-out/report.png" in README
+    assert "--screenshot=demo-out/report.png" in PAGES["docs/report.md"]
 
 
 def test_the_license_is_an_spdx_expression_setuptools_reads_without_a_banner() -> None:
@@ -104,8 +117,8 @@ def test_a_run_without_shared_says_why_its_tests_skipped(tmp_path) -> None:
                    "SDPA_SHARED_DIR to point elsewhere)" and skipped > 0
 
 
-def test_the_readme_finding_example_passes_the_validator_on_its_trace(tmp_path: Path) -> None:
-    """The filled P-item the README shows is what the validator accepts on the H100 Qwen trace, numbers included:
+def test_the_findings_page_example_passes_the_validator_on_its_trace(tmp_path: Path) -> None:
+    """The filled P-item docs/findings.md shows is what the validator accepts on the H100 Qwen trace, numbers included:
     its block replaces the template's P-item (the rest filled by tests.support.fill_findings)."""
     import json
 
@@ -114,8 +127,8 @@ def test_the_readme_finding_example_passes_the_validator_on_its_trace(tmp_path: 
     from tests.support import TRACES, fill_findings, need
 
     trace = need(TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")
-    (example,) = re.findall(r"```markdown\n(### P1:.*?)```", README, flags=re.S)
-    example_lines = re.sub(r"\n(?![#*<])", " ", example.strip()).splitlines()  # the README wraps long lines
+    (example,) = re.findall(r"```markdown\n(### P1:.*?)```", FINDINGS_PAGE, flags=re.S)
+    example_lines = re.sub(r"\n(?![#*<])", " ", example.strip()).splitlines()  # the page wraps long lines
     roots = DataRoots([tmp_path, trace.parent])
     out = tmp_path / "out"
     call("analyze_trace", roots, trace_path=str(trace), output_dir=str(out))
@@ -130,6 +143,6 @@ def test_the_readme_finding_example_passes_the_validator_on_its_trace(tmp_path: 
     assert tpl.p_items == 1
     report = call("validate_findings", roots, findings_path=str(path))
     assert report.passed, [str(e) for e in report.errors]
-    # and the numbers the README quotes around it are the tools' (a README kept in step with the models)
+    # and the numbers the page quotes around it are the tools' (a page kept in step with the models)
     for number in ("19.43", "1.523", "4.37", "2.766", "101.6", "2.194", "0.408"):
         assert number in path.read_text(), number
