@@ -3,6 +3,7 @@
 perf_models ← server basics ← {writers, folder, ingest, scoring, findings, render, synthetic} ← ranks ← tools ←
 prompts ← {mcp_server, cli}. Nothing imports the CLI but the CLI; nothing below the tools imports mcp or argparse; no
 import cycles; no importlib tricks or `except ImportError` around the project's own modules.
+Inside the middle floors each room (package) uses only the rooms declared for it (ROOMS_USED).
 """
 
 from __future__ import annotations
@@ -303,3 +304,45 @@ def test_no_subpackage_imports_a_module_above_it_that_imports_the_subpackage() -
                 if target != sub and any(t == sub or t.startswith(sub + ".") for t in edges[target]):
                     bad.append(f"{module} imports {target}, which imports {sub}")
     assert not bad, bad
+
+
+# The rooms of the middle floors, and which of the others each may use: the folder is the shared room below them; a
+# room reads another only for what is that room's job (the report's findings words, the chart's types). The scoring
+# read the metrics JSON through server.findings and the trace's deviceProperties through server.ingest (issue 35):
+# both readers now sit where they are used (server.folder.metrics_file, server.scoring.device).
+ROOMS_USED: dict[str, frozenset[str]] = {
+    "server.folder": frozenset(),
+    "server.synthetic": frozenset(),
+    "server.findings": frozenset({"server.folder"}),
+    "server.render": frozenset({"server.findings"}),
+    "server.ingest": frozenset({"server.folder"}),
+    "server.scoring": frozenset({"server.folder", "server.render"}),
+}
+
+
+def _room(module: str) -> str | None:
+    return next((r for r in ROOMS_USED if module == r or module.startswith(r + ".")), None)
+
+
+def test_rooms_use_only_the_rooms_declared_for_them() -> None:
+    bad = [
+        f"{path.relative_to(REPO)}:{line} imports {target} ({room} may use {sorted(ROOMS_USED[room]) or 'none'})"
+        for name, path in MODULES.items()
+        if (room := _room(name)) is not None
+        for target, line in _imports(path)
+        if target in MODULES and (used := _room(target)) not in (None, room) and used not in ROOMS_USED[room]
+    ]
+    assert not bad, "a room reaches into another (move the shared code to the room below both):\n" + "\n".join(bad)
+
+
+def test_the_metrics_json_is_read_through_one_reader() -> None:
+    """The streamed-or-whole fallback lives once, in server.folder.metrics_file.metrics_document: no other module of
+    ours calls the streamed read (open_streamed) and handles its None itself."""
+    bad = [
+        f"{path.relative_to(REPO)}:{node.lineno} imports open_streamed from {node.module}"
+        for name, path in MODULES.items()
+        if name != "server.folder.metrics_file"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "open_streamed" for alias in node.names)
+    ]
+    assert not bad, "read the metrics JSON with server.folder.metrics_file.metrics_document:\n" + "\n".join(bad)

@@ -23,10 +23,10 @@ from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import cached_property, lru_cache
 from typing import Any
 
-from server.findings.metrics_file import StreamedOperations
 from server.findings.metrics_view import MetricsFormatError, MetricsView, finding_operation_indices, view_metrics
 from server.findings.spec import CONTRACT_NUMBERS, SLOT_CLOSE, SLOT_OPEN, TIME_CONVERSIONS, UNIT_WORDS, as_float
 from server.findings.template import render_findings_template
+from server.folder.metrics_file import StreamedOperations
 
 # ---- numbers in text --------------------------------------------------------------------------------------------
 _NUMBER = re.compile(r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?")

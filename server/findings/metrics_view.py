@@ -17,7 +17,6 @@ from typing import Any
 
 from server.errors import InputError
 from server.findings.levers import band_comparison
-from server.findings.metrics_file import MAX_DEPTH, OperationKeys, StreamedOperations, json_depth
 from server.findings.spec import (
     MISSING,
     VERDICT_COLUMNS,
@@ -28,6 +27,7 @@ from server.findings.spec import (
     has_efficiency,
     number_text,
 )
+from server.folder.metrics_file import MAX_DEPTH, OperationKeys, StreamedOperations, json_depth, operation_keys
 from server.roots import UNRESTRICTED, DataRoots
 
 
@@ -61,7 +61,7 @@ class MetricsView:
     scope: str | None
     error: str | None
     findings: list[FindingView] = field(default_factory=list)
-    operations: Sequence[dict[str, Any]] = field(default_factory=list)  # a list, or streamed (metrics_file)
+    operations: Sequence[dict[str, Any]] = field(default_factory=list)  # a list, or streamed (folder.metrics_file)
 
     def finding(self, rank: int) -> FindingView | None:
         for item in self.findings:
@@ -440,7 +440,7 @@ def _name_index(operations: Sequence[dict[str, Any]]) -> dict[Any, _NameGroup]:
 def _entry(operations: Sequence[dict[str, Any]]) -> _Entry:
     entry = _NAME_INDEX.get(id(operations))
     if entry is None or entry[0] is not operations:
-        keys = operations.keys if isinstance(operations, StreamedOperations) else OperationKeys.of(operations)
+        keys = operation_keys(operations)
         index: dict[Any, _NameGroup] = {}
         for i, key in enumerate(keys.names):
             try:

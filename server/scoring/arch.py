@@ -26,8 +26,8 @@ from perf_models.errors import PerfModelError, UnknownArchError
 from perf_models.hardware import GpuSpec, get_gpu, gpu_from_arch_dict, known_keys
 from perf_models.kernels import kernel_vendor
 from server.errors import InputError, PathOutsideRootsError, shorten_message, shorten_middle
-from server.ingest.device import device_properties
 from server.roots import CONFIG_FILE_MAX_BYTES, DataRoots
+from server.scoring.device import device_properties
 
 SOURCES = ("argument", "arch_json", "trace", "metadata")
 _VENDOR_WORDS = {"nvidia": "NVIDIA", "amd": "AMD"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,9 @@ import orjson
 
 from perf_models.assess import spec_roof
 from server.errors import InputError
-from server.findings.metrics_file import open_streamed
 from server.folder import layout
 from server.folder.manifest import older_analysis, read_run_id
+from server.folder.metrics_file import metrics_document, operation_keys
 from server.roots import UNRESTRICTED, DataRoots
 from server.scoring.category import ScoredCategory
 from server.scoring.ranking import Metrics
@@ -120,30 +121,40 @@ def load_ranked(output_dir: Path, category: str, roots: DataRoots = UNRESTRICTED
         return RankedMetrics(path, error=str(exc))
     except OSError as exc:
         return RankedMetrics(path, error=exc.strerror or type(exc).__name__)
-    streamed = open_streamed(path, roots, "float")  # operations[] not held: only their difference_ms is read
-    if streamed is not None:
-        ops = streamed["operations"]
-        streamed["operations"] = []
-        ops.close()
-        keys = ops.keys
-        differences = [_num(d) for d, is_object in zip(keys.differences, keys.objects, strict=True) if is_object]
-        return _ranked(output_dir, roots, path, streamed, differences, mtime)
+    try:  # operations[] streamed when the file allows it: only their difference_ms is read
+        with metrics_document(path, roots, "float", partial(_read_whole, path, roots)) as doc:
+            keys = operation_keys(doc.get("operations") or [])
+            differences = [_num(d) for d, is_object in zip(keys.differences, keys.objects, strict=True) if is_object]
+            return _ranked(output_dir, roots, path, doc, differences, mtime)
+    except _Unreadable as exc:
+        return exc.result
+
+
+class _Unreadable(Exception):
+    """The whole-document read found no document: what load_ranked returns instead (None: no file)."""
+
+    def __init__(self, result: RankedMetrics | None) -> None:
+        super().__init__()
+        self.result = result
+
+
+def _read_whole(path: Path, roots: DataRoots) -> dict[str, Any]:
+    """The metrics JSON read whole (a file the streamed read cannot vouch for); every failure an _Unreadable."""
     try:
         raw = roots.read_bytes(path, what="metrics JSON")
     except FileNotFoundError:
-        return None
+        raise _Unreadable(None) from None
     except InputError as exc:
-        return RankedMetrics(path, error=str(exc))
+        raise _Unreadable(RankedMetrics(path, error=str(exc))) from None
     except OSError as exc:
-        return RankedMetrics(path, error=exc.strerror or type(exc).__name__)
+        raise _Unreadable(RankedMetrics(path, error=exc.strerror or type(exc).__name__)) from None
     try:
         doc = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        return RankedMetrics(path, error=f"not valid JSON: {exc.msg}")
+        raise _Unreadable(RankedMetrics(path, error=f"not valid JSON: {exc.msg}")) from None
     if not isinstance(doc, dict):
-        return RankedMetrics(path, error="not a JSON object")
-    ops = [o for o in doc.get("operations") or [] if isinstance(o, dict)]
-    return _ranked(output_dir, roots, path, doc, [_num(o.get("difference_ms")) for o in ops], mtime)
+        raise _Unreadable(RankedMetrics(path, error="not a JSON object"))
+    return doc
 
 
 def _ranked(

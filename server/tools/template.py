@@ -52,7 +52,7 @@ def _slot_hint(line: str) -> str:
 
 def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateResult:
     # the folder reader, the ranking and the template (pandas): imported when the tool runs, never to declare it
-    from server.findings.metrics_file import metrics_document
+    from server.folder.metrics_file import metrics_document
     from server.folder.read import check_analysis_folder, read_json_file
     from server.scoring.ranking import OURS
 

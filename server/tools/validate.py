@@ -79,9 +79,9 @@ def _refuse_other_files(roots: DataRoots, path: Path) -> None:
 
 def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport:
     # the validator (markdown-it, the metrics view): imported when the tool runs, never to declare it
-    from server.findings.metrics_file import metrics_document
     from server.findings.metrics_view import load_metrics
     from server.findings.validate import find_metrics_for
+    from server.folder.metrics_file import metrics_document
 
     roots = ctx.roots
     path = roots.resolve(args.findings_path, what="findings_path")

@@ -471,7 +471,7 @@ def write_document(
 
 def _write_items(fh: Sink, item: Obj, n: int, chunk_rows: int) -> None:
     """The list one item a line: `[`, a newline, the items joined by `,` + newline, a newline, `]` (JSON whitespace:
-    the value is orjson's; a reader splits the items at the newlines, server.findings.metrics_file)."""
+    the value is orjson's; a reader splits the items at the newlines, server.folder.metrics_file)."""
     fh.write(b"[")
     if n:
         fh.write(b"\n")

@@ -1,4 +1,4 @@
-"""The findings tools read operations[] streamed (server.findings.metrics_file): what they give is what the
+"""The findings tools read operations[] streamed (server.folder.metrics_file): what they give is what the
 whole-document read gives, on the findings corpus, the shared analysis folders and folders made from the shared
 traces; the free-text pool that keeps only what the prose asks about answers as the whole pool does."""
 
@@ -15,8 +15,8 @@ import pytest
 
 from server.findings import load_metrics, render_findings_template, validate_findings_text
 from server.findings.grounding import build_grounding, numbers_in_text, skeleton_for
-from server.findings.metrics_file import StreamedOperations, metrics_document, open_streamed
 from server.findings.metrics_view import view_metrics
+from server.folder.metrics_file import StreamedOperations, metrics_document, open_streamed
 from server.folder.read import read_json_file
 from server.roots import DataRoots
 from server.scoring.ranked import load_ranked

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.findings.metrics_file import open_streamed
+from server.folder.metrics_file import open_streamed
 from server.roots import DataRoots
 from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
 from tests.server.findings.test_metrics_stream import line_layout

@@ -18,7 +18,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.findings.metrics_file import OperationKeys, open_streamed
+from server.folder.metrics_file import OperationKeys, open_streamed
 from server.roots import DataRoots
 
 PARSERS = {"decimal": lambda b: json.loads(b.decode(), parse_float=Decimal), "float": orjson.loads}

@@ -1,5 +1,7 @@
-"""Read a `<cat>_metrics.json` without holding its `operations[]`: the rest of the document whole, each operation
-parsed when it is asked for.
+"""The one reader of a `<cat>_metrics.json` (rank_findings writes it; the template, the validator, the report and
+the chart read it): `metrics_document` streams `operations[]` when the file allows it and falls back to the caller's
+whole-document read otherwise. Streamed, the rest of the document is read whole and each operation parsed when it is
+asked for.
 
 rank_findings writes the list one operation a line (server.writers.json_columns; docs/formats.md). One pass over the
 file keeps, per operation, where its line is and the few fields the member lookup and the report read of every
@@ -169,6 +171,11 @@ class StreamedOperations(Sequence[Any]):
     def close(self) -> None:
         self._cache.clear()
         self._fh.close()
+
+
+def operation_keys(operations: Sequence[Any]) -> OperationKeys:
+    """The fields read of every operation: kept by a streamed list, else read once from a whole one."""
+    return operations.keys if isinstance(operations, StreamedOperations) else OperationKeys.of(operations)
 
 
 @contextmanager
