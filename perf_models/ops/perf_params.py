@@ -12,10 +12,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from perf_models.config import Alignment, Mask, MaskKind
+from perf_models.config import Alignment, Direction, Mask, MaskKind
 from perf_models.dtypes import try_normalize_dtype
 from perf_models.literals import LiteralParseError, parse_literal
-from perf_models.ops.types import RowError
+from perf_models.ops.types import AttentionType, RowError
 
 SHAPE_KEYS = ("B", "N_Q", "H_Q", "N_KV", "H_KV", "d_h_qk", "d_h_v")
 
@@ -46,7 +46,7 @@ def positive_int(params: Mapping[str, Any], key: str) -> int:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise RowError(f"perf_params {key}={value!r} is not a positive integer")
+        raise RowError(f"perf_params {key}={value!r:.40} is not a positive integer")
     return value
 
 
@@ -58,7 +58,7 @@ def optional_int(params: Mapping[str, Any], *keys: str) -> int | None:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise RowError(f"perf_params {key}={value!r} is not a non-negative integer")
+            raise RowError(f"perf_params {key}={value!r:.40} is not a non-negative integer")
         return value
     return None
 
@@ -69,7 +69,7 @@ def causal_flag(params: Mapping[str, Any]) -> bool:
     value = params["causal"]
     if not isinstance(value, bool):
         raise RowError(
-            f"perf_params causal={value!r} is not True/False (the upstream parser read the wrong "
+            f"perf_params causal={value!r:.40} is not True/False (the upstream parser read the wrong "
             "argument slot; a softmax_scale of 1/sqrt(d) looks like this)"
         )
     return value
@@ -81,7 +81,7 @@ def dropout(params: Mapping[str, Any], warnings: list[str]) -> float:
         warnings.append("perf_params has no dropout: assumed 0")
         return 0.0
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise RowError(f"perf_params dropout={value!r} is not a number")
+        raise RowError(f"perf_params dropout={value!r:.40} is not a number")
     return float(value)
 
 
@@ -92,12 +92,12 @@ def dtypes(params: Mapping[str, Any]) -> tuple[str, str | None]:
         q = try_normalize_dtype(str(ab[0]))
         k = try_normalize_dtype(str(ab[1])) if len(ab) > 1 else None
         if q is None:
-            raise RowError(f"perf_params dtype_A_B={ab!r} does not name a tensor dtype")
+            raise RowError(f"perf_params dtype_A_B={ab!r:.40} does not name a tensor dtype")
         return q, k
     if params.get("dtype_Q"):
         q = try_normalize_dtype(str(params["dtype_Q"]))
         if q is None:
-            raise RowError(f"perf_params dtype_Q={params['dtype_Q']!r} is not a tensor dtype")
+            raise RowError(f"perf_params dtype_Q={params['dtype_Q']!r:.40} is not a tensor dtype")
         return q, None
     raise RowError("perf_params has no dtype (dtype_A_B or dtype_Q)")
 
@@ -109,7 +109,7 @@ def kv_cache_dtype(params: Mapping[str, Any]) -> str | None:
             if canon is None and str(params[key]).lower().startswith("fp8"):
                 canon = "fp8_e4m3"  # vLLM's kv_cache_dtype "fp8" means e4m3 on NVIDIA and ROCm
             if canon is None:
-                raise RowError(f"perf_params {key}={params[key]!r} is not a tensor dtype")
+                raise RowError(f"perf_params {key}={params[key]!r:.40} is not a tensor dtype")
             return canon
     return None
 
@@ -117,13 +117,34 @@ def kv_cache_dtype(params: Mapping[str, Any]) -> str | None:
 def window(params: Mapping[str, Any]) -> tuple[int, int]:
     ws = params.get("window_size")
     if isinstance(ws, list | tuple) and len(ws) >= 2:
-        return int(ws[0]), int(ws[1])
-    left = params.get("window_size_left", params.get("window_left", -1))
-    right = params.get("window_size_right", params.get("window_right", -1))
-    try:
-        return int(-1 if left is None else left), int(-1 if right is None else right)
-    except (TypeError, ValueError):
-        raise RowError(f"perf_params window ({left!r}, {right!r}) is not a pair of integers") from None
+        left, right = ws[0], ws[1]
+    else:
+        left = params.get("window_size_left", params.get("window_left", -1))
+        right = params.get("window_size_right", params.get("window_right", -1))
+    edges = [-1 if v is None else int(v) if isinstance(v, float) and v.is_integer() else v for v in (left, right)]
+    if any(isinstance(v, bool) or not isinstance(v, int) or v < -1 for v in edges):
+        raise RowError(f"perf_params window ({left!r:.20}, {right!r:.20}) is not a pair of integers >= -1")
+    return edges[0], edges[1]
+
+
+def direction(params: Mapping[str, Any]) -> Direction:
+    """The direction a row states in its perf_params (the ingest writes the row's own: its kernels' family)."""
+    value = params.get("direction")
+    if value is None:
+        raise RowError("perf_params has no direction ('fwd' or 'bwd')")
+    if not isinstance(value, str) or value not in {d.value for d in Direction}:
+        raise RowError(f"perf_params direction={value!r:.40} is not 'fwd' or 'bwd'")
+    return Direction(value)
+
+
+def attention_type(params: Mapping[str, Any]) -> AttentionType:
+    value = params.get("attention_type")
+    if value is None:
+        raise RowError("perf_params has no attention_type")
+    if not isinstance(value, str) or value not in {t.value for t in AttentionType}:
+        allowed = ", ".join(t.value for t in AttentionType)
+        raise RowError(f"perf_params attention_type={value!r:.40} is not one of {allowed}")
+    return AttentionType(value)
 
 
 def mask_from(causal: bool, alignment: Alignment | None, left: int, right: int, seq_kv: int) -> Mask:

@@ -7,6 +7,10 @@ name is `perf_models.registry` (which re-exports this module); it lives inside `
 None: when no config can be built, `reason` says why in one line ("unknown op 'x'", "missing Concrete
 Inputs for causal flag 'is_causal' (slot 4)", "unparseable Input Dims: ...").
 
+An op name the registry does not know is modeled only from perf_params that hold a full config, a `direction` and an
+`attention_type` (what the trace reader writes for a backward launched under a model's own autograd node: its linked
+forward's config): read with the autograd spec of that attention type. Any other unknown op keeps the reason.
+
 Conventions of the returned `AttentionConfig`:
 - dense ops: logical batch / heads / sequence lengths, whatever the op's argument layout (`layout`).
 - varlen ops (cu_seqlens): batch = number of sequences, seq_q/seq_kv = the max lengths; the totals are in
@@ -18,13 +22,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
 from perf_models.config import AttentionConfig, Direction
+from perf_models.ops import perf_params as pp
 from perf_models.ops.build import Built, build_from_perf_params, build_from_row
-from perf_models.ops.perf_params import as_mapping
+from perf_models.ops.perf_params import SHAPE_KEYS, as_mapping
 from perf_models.ops.row import Row
 from perf_models.ops.specs import (
     SPEC_BY_NAME,
@@ -150,9 +155,7 @@ def _parse(name: str, input_dims: Any, input_types: Any, concrete_inputs: Any, p
     if spec is None and name.startswith(GRAPH_PREFIX):
         return ParsedOp(name=name, config=None, reason=GRAPH_REPLAY_REASON, family="graph")
     if spec is None:
-        return ParsedOp(
-            name=name, config=None, reason=f"unknown op {name!r}: not an attention op in the registry"
-        )
+        return _unknown_op(name, perf_params)
     base = {
         "name": name,
         "family": spec.family,
@@ -198,4 +201,47 @@ def _ok(base: dict[str, Any], built: Built, source: Source, extra: tuple[str, ..
     fields = {**base, "family": built.family, "layout": built.layout, "attention_type": built.attention_type}
     return ParsedOp(
         config=built.config, reason=None, warnings=extra + built.warnings, source=source, **fields
+    )
+
+
+# Per attention type, the autograd backward node that reads a config of that type from perf_params alone: the first
+# the registry declares. An op the registry does not know is read with it (its causal rule when perf_params state no
+# alignment, its layout), in the direction the row states.
+_AUTOGRAD_BY_TYPE: dict[AttentionType, OpSpec] = {}
+for _spec in SPEC_BY_NAME.values():
+    if _spec.is_autograd_node:
+        _AUTOGRAD_BY_TYPE.setdefault(_spec.attention_type, _spec)
+
+
+def _unknown_op(name: str, perf_params: Any) -> ParsedOp:
+    """An op name the registry does not know. Its row is still modeled when its perf_params hold a full config (the
+    ingest writes its linked forward's config, and the row's own direction from its kernels' family, there for a
+    backward launched under a model's own autograd node): read with the autograd spec of the config's attention type
+    and the stated direction. Anything less is the one-line reason, never a guess."""
+    unknown = f"unknown op {name!r}: not an attention op in the registry"
+    try:
+        params = as_mapping(perf_params)
+    except RowError as exc:
+        return ParsedOp(name=name, config=None, reason=f"{unknown}; {exc}")
+    if not params or not any(key in params for key in SHAPE_KEYS):
+        return ParsedOp(name=name, config=None, reason=unknown)  # no config to fall back on (annotations, hints)
+    try:
+        direction = pp.direction(params)
+        atype = pp.attention_type(params)
+        template = _AUTOGRAD_BY_TYPE.get(atype)
+        if template is None:
+            known = ", ".join(t.value for t in _AUTOGRAD_BY_TYPE)
+            raise RowError(f"perf_params attention_type={atype.value!r} has no autograd spec to read it with ({known})")
+        spec = replace(template, name=name, direction=direction, note=f"unknown op read as {template.name}")
+        built = build_from_perf_params(spec, params)
+    except RowError as exc:
+        return ParsedOp(name=name, config=None, reason=f"{unknown}, and its perf_params give no config: {exc}")
+    note = (
+        f"config from perf_params: {name!r} is not in the registry, so its perf_params were read with "
+        f"{template.name}'s rules in the direction the row states ({direction.value})"
+    )
+    return ParsedOp(
+        name=name, config=built.config, reason=None, family=None, layout=built.layout,
+        attention_type=built.attention_type, direction=direction, warnings=(note, *built.warnings),
+        source=Source.PERF_PARAMS,
     )

@@ -7,7 +7,8 @@ groups every attention kernel no call holds by the innermost host event around i
 user annotation or Python frame: the call's *caller*, whose name the row keeps), cuts each group into calls the way a
 graph replay is cut (`segment_calls`: one call per main kernel, its helpers beside it), and takes the direction from
 the kernel family (perf_models.kernels.kernel_direction). A backward whose caller carries an autograd Sequence number
-is paired with the forward call whose caller has the same number.
+is paired with the forward call whose ops (or, when they carry none, the nearest op around them: a model's own autograd
+Function) have the same number, takes its config and is modeled from it.
 
 What stays outside every call after this pass is only what has no CPU launch at all (the previous step's kernels,
 lost runtime records): analyze lists it as outside every op, with its time.
@@ -90,7 +91,7 @@ def find_kernel_calls(ctx: TraceContext, calls: list[Call]) -> list[Call]:
         for members, main in segment_calls(k, gpu["name"][idx]):
             for part, first in _split_by_direction(ctx, idx, k, members, main):
                 out.append(_kernel_call(ctx, int(owner[a]), idx[part], int(idx[first])))
-    _pair_backward(out, calls + out)
+    _pair_backward(ctx, out, calls + out)
     return out
 
 
@@ -190,14 +191,41 @@ def _kernel_call(ctx: TraceContext, caller: int, rows: np.ndarray, main_row: int
     )
 
 
-def _pair_backward(new: list[Call], every: list[Call]) -> None:
+def _pair_backward(ctx: TraceContext, new: list[Call], every: list[Call]) -> None:
     """A backward kernel call -> the forward call (a known op's or one made from kernels) whose ops carry its
-    autograd Sequence number: a backward made from its kernels then takes that forward's shapes."""
+    autograd Sequence number: a backward made from its kernels then takes that forward's shapes (and is modeled from
+    them: perf_models.ops.registry reads an unknown op's full perf_params). A forward call whose own ops carry no
+    Sequence number (a known op run inside a model's own autograd Function's forward, where grad mode is off) is
+    keyed by the nearest op around it that carries one: the Function, whose backward node has the same number."""
+    wanted = [c for c in new if c.direction == "bwd" and c.fwd_key is not None]
+    if not wanted:
+        return
     by_seq: dict[int, list[tuple[float, object, Call]]] = {}
+    around = _enclosing_sequence(ctx, [c.top for c in every if c.direction == "fwd" and not c.seq_keys])
     for c in every:
-        if c.direction == "fwd":
-            for tid, seq in c.seq_keys:
-                by_seq.setdefault(seq, []).append((c.ts, tid, c))
-    for c in new:
-        if c.direction == "bwd" and c.fwd_key is not None:
-            c.forward = match_forward(by_seq, c.fwd_key, c.ts)
+        if c.direction != "fwd":
+            continue
+        keys = c.seq_keys or ([around[c.top]] if c.top in around else [])
+        for tid, seq in keys:
+            by_seq.setdefault(seq, []).append((c.ts, tid, c))
+    for c in wanted:
+        c.forward = match_forward(by_seq, c.fwd_key, c.ts)
+
+
+def _enclosing_sequence(ctx: TraceContext, nodes: list[int]) -> dict[int, tuple[object, int]]:
+    """node -> (thread id, Sequence number) of the nearest CPU op strictly around it that carries one (one pass over
+    the host forest, whatever the nesting depth)."""
+    nodes = [n for n in nodes if n >= 0]
+    if not nodes:
+        return {}
+    f, cpu = ctx.forest, ctx.ev.cpu
+    is_cpu = np.flatnonzero(f.fam == CPU)
+    seq = np.full(len(f), -1, dtype=np.int64)
+    seq[is_cpu] = cpu["seq"][is_cpu - f.offset[CPU]]
+    up = f.nearest(seq >= 0)
+    out: dict[int, tuple[object, int]] = {}
+    for n in nodes:
+        a = int(up[n])
+        if a >= 0:
+            out[n] = (ctx.thread_tid(int(f.thread[a])), int(seq[a]))
+    return out

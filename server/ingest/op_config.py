@@ -76,6 +76,7 @@ def perf_params_from_config(cfg: AttentionConfig, attention_type: str | None) ->
         "dropout": float(cfg.dropout_p),
         "causal": cfg.mask.kind is MaskKind.CAUSAL,
         "flash_impl": attention_type == "flash",
+        "direction": cfg.direction.value,  # read back for an op the registry does not know (its row states it)
         "dtype_A_B": (_C10.get(cfg.dtype_q, cfg.dtype_q), _C10.get(cfg.kv_dtype, cfg.kv_dtype)),
     }
     if cfg.mask.kind is MaskKind.SLIDING_WINDOW:

@@ -135,13 +135,13 @@ def _parse_row(ctx: TraceContext, row: Row, fwd_params: dict[int, dict[str, Any]
     given: dict[str, Any] | None = dict(extra) if extra else None
     if c.direction == "bwd" and not c.has_shapes and c.forward is not None:
         base = fwd_params.get(id(c.forward))
-        if base:
-            given = {**base, **(given or {})}
+        if base:  # the forward's config, in this row's own direction (what the registry reads for an unknown op)
+            given = {**base, **(given or {}), "direction": c.direction}
     # graph replays: a call whose capture was found has its captured op's name and shapes; the others are named
     # cuda_graph::<kernel>, for which the registry gives the one graph-replay reason (the roofline says the same)
-    # a backward made from its kernels under an op the registry does not know keeps its linked forward's config as
-    # its perf_params (shape_source "linked forward"); the registry, which scores rows by their op name, leaves it
-    # unmodeled: the ingest models no row the scoring would not
+    # a backward made from its kernels under an op the registry does not know keeps its linked forward's config and
+    # its own direction as its perf_params (shape_source "linked forward"): the registry models it from them, here
+    # and when scoring re-reads the row
     parsed = op_config.parse(name, c.dims, c.types, c.concrete, given)
     if parsed.attention_type is None:
         parsed.attention_type = c.attention_type

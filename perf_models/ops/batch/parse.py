@@ -60,8 +60,8 @@ def parse_ops_table(
 
 def _parse_group(g: Group, rows: Rows, res: Results) -> None:
     spec = g.info.spec
-    if spec is None:
-        res.broadcast(g.rows, rows.parse(int(g.rows[0])))
+    if spec is None:  # an unknown op: rows with perf_params may hold a full config (registry._unknown_op)
+        _broadcast_unless_params(g.rows, rows, res)
         return
     if spec.is_autograd_node:
         _broadcast_unless_params(g.rows, rows, res)

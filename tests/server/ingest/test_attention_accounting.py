@@ -18,6 +18,8 @@ import pandas as pd
 import pytest
 
 from server.ingest.analyze import analyze_trace
+from server.roots import DataRoots
+from server.scoring.category import score_category
 from tests.support import TRACES, need
 
 # --- an attention family test of this file's own --------------------------------------------------------------
@@ -249,8 +251,8 @@ def test_missing_input_dims_warning_names_the_recording(tmp_path: Path) -> None:
 def test_backward_under_unknown_node_takes_the_linked_forwards_shapes(tmp_path: Path) -> None:
     """Forward through a known op with shapes (Sequence number 41); the backward launched by a model's own autograd
     node the registry does not know: the backward row is made from its kernels, paired through Sequence number 41,
-    and carries the forward's config as its perf_params (the registry, which scores rows by op name, does not model
-    an op it does not know: that row stays unmodeled in the ingest too)."""
+    carries the forward's config and its own direction as its perf_params, and is modeled from them (in the ingest
+    and when scoring re-reads the row by its op name)."""
     t = T()
     t.op("aten::_scaled_dot_product_flash_attention", 10, 80, **{"Sequence number": 41}, **{
         "Input Dims": [[2, 8, 128, 64], [2, 8, 128, 64], [2, 8, 128, 64], [], [], [], []],
@@ -270,13 +272,94 @@ def test_backward_under_unknown_node_takes_the_linked_forwards_shapes(tmp_path: 
     bwd = pd.read_csv(tmp_path / "out/category_data/sdpa_bwd_ops.csv").iloc[0]
     assert (bwd["name"], bwd["call_kind"], bwd["linked_forward"]) == (
         "MyAttnBackward", "kernel", "aten::_scaled_dot_product_flash_attention")
-    assert not bool(bwd["has_perf_model"]) and bwd["shape_source"] == "linked forward"
-    assert "unknown op 'MyAttnBackward'" in bwd["perf_model_reason"]
+    assert bool(bwd["has_perf_model"]) and bwd["shape_source"] == "linked forward"
     fp, bp = ast.literal_eval(fwd["perf_params"]), ast.literal_eval(bwd["perf_params"])
     for k in ("B", "N_Q", "H_Q", "N_KV", "H_KV", "d_h_qk", "d_h_v", "causal"):
         assert bp[k] == fp[k]
     assert (bp["B"], bp["H_Q"], bp["N_Q"], bp["d_h_qk"]) == (2, 8, 128, 64)
+    assert (fp["direction"], bp["direction"]) == ("fwd", "bwd")
     assert bwd["Kernel Time (µs)_sum"] == pytest.approx(120.0)
+    # scored by op name: the causal B2 H8 N128 d64 call keeps Σ_{i=1..128} i = 8256 pairs per head; the forward's
+    # two GEMMs count 2·B·H·pairs·(64 + 64), the backward's five 2·B·H·pairs·(3·64 + 2·64): 2.5× the forward
+    fwd_flops, bwd_flops = _scored_flops(tmp_path / "out", "sdpa_fwd"), _scored_flops(tmp_path / "out", "sdpa_bwd")
+    pairs = sum(range(1, 129))
+    assert fwd_flops == 2 * 2 * 8 * pairs * 128 == 33_816_576
+    assert bwd_flops == 2 * 2 * 8 * pairs * 320 == 2.5 * fwd_flops
+
+
+def _scored_flops(out: Path, category: str) -> float:
+    """The FLOPs the scoring gives the category's one row (it re-reads the row by its op name and perf_params)."""
+    scored = score_category(DataRoots([out.parent]), out, category, None, "compulsory")
+    assert scored.table is not None
+    (row,) = scored.table.records.to_dict("records")
+    assert row["has_model"], row.get("no_model_reason")
+    return float(row["flops_useful"])
+
+
+def _fa3_forward_op(t: T, ts: float, dims: tuple[int, int, int, int, int, int]) -> None:
+    """flash_attn_3::fwd recorded with its arguments (hopper/flash_api.cpp TORCH_LIBRARY: q, k, v, 20 optional
+    tensors and ints, softmax_scale (23), is_causal (24), window_size_left/right, attention_chunk, softcap,
+    is_rotary_interleaved, scheduler_metadata, num_splits, pack_gqa, sm_margin), causal."""
+    b, n, hq, hkv, dqk, dv = dims
+    t.op("flash_attn_3::fwd", ts, 50, **{
+        "Input Dims": [[b, n, hq, dqk], [b, n, hkv, dqk], [b, n, hkv, dv]] + [[]] * 31,
+        "Input type": ["c10::BFloat16"] * 3 + [""] * 20 + ["double", "bool", "Scalar", "Scalar", "Scalar", "double",
+                                                           "bool", "", "Scalar", "", "Scalar"],
+        "Concrete Inputs": [""] * 23 + ["0.072168783648703216", "True", "-1", "-1", "0", "0.0", "False", "", "1",
+                                        "", "0"]})
+
+
+def test_autograd_function_around_fa3_with_the_forward_recorded(tmp_path: Path) -> None:
+    """The autograd Function around FA3 of test_autograd_function_around_fa3_without_shapes (forward 4900 µs,
+    backward 100 + 17000 + 200 µs under MLAAttentionFnBackward, an autograd node no list knows), with the forward's
+    FA3 op recorded with its arguments inside MLAAttentionFn (Sequence number 77): the backward row takes the
+    forward's shapes through Sequence number 77 and is modeled from them. B2 N4096 H16 d 192/128 (the kernels'
+    head dims), causal: the forward's GEMMs count 2·B·H·pairs·(192 + 128), the backward's five
+    2·B·H·pairs·(3·192 + 2·128) = 2.6× (2.5× holds for equal head dims)."""
+    t = T()
+    t.op("ProfilerStep#1", 0, 40000)
+    t.op("MLAAttentionFn", 10, 100, **{"Sequence number": 77})
+    _fa3_forward_op(t, 15, (2, 4096, 16, 16, 192, 128))
+    t.launch(20, FA3_FWD_2024, 200, 4900)
+    t.op("autograd::engine::evaluate_function: MLAAttentionFnBackward", 6000, 300, tid=2,
+         **{"Sequence number": 77, "Fwd thread id": 1})
+    t.op("MLAAttentionFnBackward", 6005, 290, tid=2, **{"Sequence number": 77, "Fwd thread id": 1})
+    t.launch(6010, FA3_PRE, 6100, 100, tid=2)
+    t.launch(6020, FA3_BWD_2024, 6200, 17000, tid=2)
+    t.launch(6030, FA3_POST, 23200, 200, tid=2)
+    res = analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    assert res.status == "OK" and res.unlinked.attention_kernels_outside_rows == 0
+    f = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
+    b = pd.read_csv(tmp_path / "out/category_data/sdpa_bwd_ops.csv").iloc[0]
+    assert f["name"] == "flash_attn_3::fwd" and bool(f["has_perf_model"]) and f["shape_source"] == "recorded inputs"
+    assert (b["name"], b["call_kind"], b["direction"], b["linked_forward"]) == (
+        "MLAAttentionFnBackward", "kernel", "bwd", "flash_attn_3::fwd")
+    assert bool(b["has_perf_model"]) and b["shape_source"] == "linked forward"
+    assert pd.isna(b["shape_unknown"]) and pd.isna(b["shape_advice"])  # nothing stays unknown
+    assert f["Kernel Time (µs)_sum"] == pytest.approx(4900.0) and b["Kernel Time (µs)_sum"] == pytest.approx(17300.0)
+    pairs = 4096 * 4097 // 2  # causal, N_Q = N_KV = 4096
+    fwd_flops, bwd_flops = _scored_flops(tmp_path / "out", "sdpa_fwd"), _scored_flops(tmp_path / "out", "sdpa_bwd")
+    assert fwd_flops == 2 * 2 * 16 * pairs * (192 + 128) == 171_840_634_880
+    assert bwd_flops == 2 * 2 * 16 * pairs * (3 * 192 + 2 * 128) == 446_785_650_688
+    assert bwd_flops == pytest.approx(2.6 * fwd_flops)
+
+
+def test_backward_under_unknown_node_with_a_malformed_forward_config_says_why(tmp_path: Path) -> None:
+    """The forward's recorded config is read, but the backward's perf_params cell is edited to a malformed one (a
+    zero batch, as a hand-edited or foreign folder might hold): scoring gives the one-line reason, never a crash."""
+    test_backward_under_unknown_node_takes_the_linked_forwards_shapes(tmp_path)
+    csv = tmp_path / "out/category_data/sdpa_bwd_ops.csv"
+    df = pd.read_csv(csv)
+    params = ast.literal_eval(df.loc[0, "perf_params"])
+    df.loc[0, "perf_params"] = repr({**params, "B": 0})
+    df.to_csv(csv, index=False)
+    scored = score_category(DataRoots([tmp_path]), tmp_path / "out", "sdpa_bwd", None, "compulsory")
+    assert scored.table is not None
+    (row,) = scored.table.records.to_dict("records")
+    assert not row["has_model"]
+    reason = str(row["no_model_reason"])
+    assert reason.startswith("unknown op 'MyAttnBackward'") and "B=0 is not a positive integer" in reason
+    assert "\n" not in reason
 
 
 def test_forward_and_backward_back_to_back_under_one_caller_are_two_calls(tmp_path: Path) -> None:
