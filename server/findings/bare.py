@@ -33,11 +33,14 @@ def _written(run: Run, number: Number) -> str:
     return run.text[number.start : max(number.stop, number.end)]
 
 
-def check_bare(runs: list[tuple[Run, int | None]], table: RefTable, resolved: bool, out: Collector) -> None:
+def check_bare(runs: list[tuple[Run, int | None]], table: RefTable, resolved: bool, out: Collector,
+               digits: bool = True) -> None:
     """R13-bare (digits), R13-words (number words) and R19-unit (a unit typed after a reference) on masked runs,
-    each with the rank whose content it holds (None: free text)."""
+    each with the rank whose content it holds (None: free text). `digits=False` (prose written against an
+    orchestrator's metrics JSON, whose typed numbers the number rules check against its fields) leaves digits to
+    those rules: number words and a unit after a reference can be checked against nothing, in any file."""
     for run, rank in runs:
-        for number in run.numbers:
+        for number in run.numbers if digits else ():
             if (number.text, number.unit) in _CONSTANTS and not number.e2e:
                 continue
             before = run.text[max(0, number.start - 16) : number.start]  # a window: linear however many numbers

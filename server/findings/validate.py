@@ -447,7 +447,7 @@ def _check_prose(
             compares[rank] = True
         if run.region == "candidate" and run.raw.lstrip().startswith("**Identification:**"):
             check_citation(run, grounding.citations.get(rank) if rank is not None else None, out)
-    if refs is not None and refs.strict:
+    if refs is not None:
         masked = refs.resolution.masked
         masked_doc = parse_document(masked, read_blocks(masked), Collector())
         masked_runs = []
@@ -456,7 +456,7 @@ def _check_prose(
             rank = owners_of[run.index].prose_rank if owners_of is not None and run.index < len(owners_of) else None
             if rank is None or rank in ranks:
                 masked_runs.append((run, rank))
-        check_bare(masked_runs, refs.table, refs.resolved, out)
+        check_bare(masked_runs, refs.table, refs.resolved, out, digits=refs.strict)
     if scope == "comparative":
         for item, owner in zip(doc.p_items, item_owners, strict=True):
             rank = owner.prose_rank

@@ -16,7 +16,7 @@ from typing import Any
 
 from server.findings import render_findings_template, validate_findings_text
 from tests.server.findings.test_prose_mistakes import Case, cases  # noqa: F401  (the fixture: eight folders)
-from tests.support import fill_findings
+from tests.support import ANALYSIS_FOLDERS, fill_findings
 
 CATCH_RATE = 0.95
 Mistake = Callable[[Case], str | None]
@@ -180,7 +180,7 @@ def _apply_edits(text: str, errors: list[Any]) -> str | None:
 
 
 def test_careful_first_fills_pass(cases: list[Case]) -> None:  # noqa: F811
-    assert len(cases) >= 6
+    assert len(cases) >= (6 if ANALYSIS_FOLDERS.exists() else 4)  # without ../shared: the demo's and the corpus's
     for case in map(_source, cases):
         report = validate_findings_text(case.text, case.metrics)
         assert report.passed, (case.name, [str(e) for e in report.errors])
@@ -233,7 +233,7 @@ def test_harmless_edits_raise_no_error(cases: list[Case]) -> None:  # noqa: F811
             if errors:
                 alarms.append((kind, case.name, [str(e) for e in errors]))
     print(f"{edits} harmless edits, {len(alarms)} false alarm(s)")
-    assert edits >= 40 and alarms == []
+    assert edits >= (40 if ANALYSIS_FOLDERS.exists() else 30) and alarms == []
 
 
 def test_a_reference_resolves_to_one_canonical_rendering(cases: list[Case]) -> None:  # noqa: F811
