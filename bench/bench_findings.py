@@ -37,10 +37,12 @@ imports when it runs timed apart: ~0.5 s more) against a control, the metrics JS
     100,000                             5.52 / 5.54 / 6.35                         9.1 / 9.1 / 9.4
 
 The 10.7 s was a backticked name of free text (the skeleton's overview names the op) looked up in every string of
-every operation before the category's: 20,000 operations parsed and walked. What is left at 20,000 rows: one pass
-over the metrics JSON for the member lookup (~0.45 s, the streamed reader), the pools of the finding's members
-(~0.6 s: up to 500 operations of ~1,000 leaves each, bounded whatever the rows), the rest ~0.1 s. Per row the work
-falls from 79 us at 20,000 rows to 55 us at 100,000 (the bench checks it stays within 1.5x): linear.
+every operation before the category's: 20,000 operations parsed and walked. What is left at 20,000 rows (in process,
+warm): one pass over the metrics JSON for the member lookup (0.48 s, the streamed reader; a bare read and split is
+0.1-0.2 s), the category's pool walking `sdpa_analyzer.in_band` (0.35 s: one entry of 14 fields per op within its
+band, 11,010 entries here, so it grows with the rows), the member lookup 0.06 s, the finding's 171 members' pool
+0.07 s (at most 500 members, whatever the rows), the rest ~0.1 s. Per row the work falls from 79 us at 20,000 rows
+to 55 us at 100,000 (the bench checks it stays within 1.5x): linear.
 
     .venv/bin/python bench/bench_findings.py [--rows 20000 100000] [--repeat 3] [--one-time] [--no-report]
 """
