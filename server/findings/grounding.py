@@ -38,7 +38,10 @@ _UNIT_AFTER = re.compile(
 _E2E_AFTER = re.compile(r"\s*(?:of\s+(?:the\s+)?)?(?:E2E|end-to-end|profiled window|total GPU time)", re.IGNORECASE)
 _RANGE_NEXT = re.compile(r"\s*(?:[–—-]|to)\s*")
 _MAX_PLACES = 4  # a rounded spelling is recognised up to this many decimals
-_TIME_UNITS = frozenset(unit for pair in TIME_CONVERSIONS for unit in pair)
+# per unit converted from: (the unit converted to, the factor as a Decimal, the factor as a path writes it)
+_CONVERSIONS: dict[str, list[tuple[str, Decimal, str]]] = {}
+for (_src, _dst), _factor in TIME_CONVERSIONS.items():
+    _CONVERSIONS.setdefault(_src, []).append((_dst, Decimal(str(_factor)), f"{_factor:g}"))
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,8 @@ def unit_of(key: str) -> str | None:
 
 
 def as_decimal(value: Any) -> Decimal | None:
+    if type(value) is Decimal:  # the validator's parser gives Decimals: no copy (most leaves of a pool)
+        return value if value.is_finite() else None
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
         return None
     try:
@@ -166,17 +171,23 @@ class NumberSet:
         self._rounded: dict[tuple[int, Decimal], list[Source]] | None = None
 
     def add(self, value: Decimal, unit: str | None, path: str) -> None:
+        conversions = _CONVERSIONS.get(unit) if unit is not None else None
         for number in (value, -value) if value < 0 else (value,):
             self._add_one(number, unit, path)
-            if unit in _TIME_UNITS:
-                for (src, dst), factor in TIME_CONVERSIONS.items():
-                    if unit == src:
-                        self._add_one(number * Decimal(str(factor)), dst, f"{path} × {factor:g}")
+            if conversions:
+                for dst, factor, factor_text in conversions:
+                    self._add_one(number * factor, dst, f"{path} × {factor_text}")
 
     def _add_one(self, value: Decimal, unit: str | None, path: str) -> None:
-        sources = self.values.setdefault(value, [])
-        if len(sources) < 8 and not any(s.unit == unit for s in sources):
-            sources.append(Source(value, unit, path))
+        sources = self.values.get(value)
+        if sources is None:
+            self.values[value] = [Source(value, unit, path)]
+        elif len(sources) < 8:
+            for s in sources:
+                if s.unit == unit:
+                    break
+            else:
+                sources.append(Source(value, unit, path))
         self._rounded = None
 
     def sources(self, value: Decimal) -> list[Source]:
@@ -285,6 +296,7 @@ class _NameSearch(list[str]):
 
 
 # ---- walking the metrics JSON -----------------------------------------------------------------------------------
+_LEAF_TYPES = frozenset({str, int, float, Decimal})  # exactly these types (not bool): never None, never a container
 def _walk(obj: Any, path: str, key: str) -> Iterator[tuple[str, str, Any]]:
     """(path, key, leaf) for every number and string under obj, iteratively (a metrics JSON nests ≤ 64 deep)."""
     stack: list[tuple[Any, str, str]] = [(obj, path, key)]
@@ -292,7 +304,9 @@ def _walk(obj: Any, path: str, key: str) -> Iterator[tuple[str, str, Any]]:
         node, where, name = stack.pop()
         if isinstance(node, dict):
             for k, v in node.items():
-                if isinstance(v, dict | list | StreamedOperations):
+                if type(v) in _LEAF_TYPES:  # most leaves: no container check through the ABC
+                    yield (f"{where}.{k}" if where else str(k)), str(k), v
+                elif isinstance(v, dict | list | StreamedOperations):
                     stack.append((v, f"{where}.{k}" if where else str(k), str(k)))
                 elif v is not None and not isinstance(v, bool):
                     yield (f"{where}.{k}" if where else str(k)), str(k), v

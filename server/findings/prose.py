@@ -233,7 +233,8 @@ def _check_span(
     if is_field_path(span, grounding.keys):
         return
     if rank is None:
-        if grounding.has_free_name(span) or grounding.name_owners(span):
+        # the category's strings and the P-items' first (cheap): all_names holds every operation's strings too
+        if span in grounding.category_names or grounding.name_owners(span) or grounding.has_free_name(span):
             return
     elif grounding.has_name(rank, span) or span in grounding.category_names:
         return

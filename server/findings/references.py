@@ -283,7 +283,8 @@ def reference_table(
     for finding in view.findings:
         indices = finding_operation_indices(finding, view.operations)
         members.update(indices)
-        _finding_refs(table, finding, [view.operations[i] for i in indices], scope)
+        # only the members with references of their own are parsed (a finding of 10^4 members reads 8 of them)
+        _finding_refs(table, finding, [view.operations[i] for i in indices[:MAX_MEMBER_REFS]], scope)
     # the ops in no finding (in band, under the threshold): their facts get references too, the first few of them
     others = (i for i in range(min(len(view.operations), MAX_MEMBER_REFS + len(members))) if i not in members)
     for k, i in enumerate(list(others)[:MAX_MEMBER_REFS], start=1):
