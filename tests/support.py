@@ -231,6 +231,7 @@ __all__ = [
     "make_folder",
     "make_large_folder",
     "roots_for",
+    "run_cli",
     "snapshot",
 ]
 
@@ -464,3 +465,16 @@ def _identification(finding: Any, op: dict[str, Any], impl: str) -> str:
             and roofline.get("band_low") is not None):  # fmt: skip
         text += f"; its efficiency sits {{{{{p}.band}}}} ({{{{{p}.band_low}}}} to {{{{{p}.band_high}}}})"
     return text + "."
+
+
+def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
+    """One `sdpa-analyzer` command in this process: its exit code (argparse's usage errors included) and what it
+    printed on stdout and stderr (read from pytest's capsys)."""
+    from server.cli.main import main
+
+    try:
+        rc = main(list(argv))
+    except SystemExit as exc:  # argparse usage errors
+        rc = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return rc, out, err

@@ -7,17 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from server.cli.main import main
 from tests.support import FLASH_ROW, make_folder
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        rc = main(list(argv))
-    except SystemExit as exc:  # argparse usage errors
-        rc = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return rc, out, err
+from tests.support import run_cli as run
 
 
 def test_roofline_rank_validate_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,6 +26,7 @@ from server.cli.main import main
 from server.synthetic import build_trace, demo_calls, write_trace
 from server.vocab import CATEGORIES
 from tests.support import TRACES, need
+from tests.support import run_cli as _run
 
 
 def _cli(*argv: str) -> None:
@@ -141,15 +142,6 @@ def test_run_on_two_traces_ranks_what_trace_2_gains(tmp_path: Path) -> None:
     _assert_same_files(tmp_path / "one" / "out", tmp_path / "separate" / "out")
     metrics = (tmp_path / "one" / "out" / "category_data").glob("*_metrics.json")
     assert {json.loads(p.read_bytes())["comparison_scope"] for p in metrics} == {"comparative"}
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        rc = main(list(argv))
-    except SystemExit as exc:  # argparse usage errors
-        rc = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return rc, out, err
 
 
 def test_bad_input_is_one_line_and_nothing_is_written(
