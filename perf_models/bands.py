@@ -33,7 +33,7 @@ from importlib import resources
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perf_models.errors import PerfModelError
+from sdpa_analyzer.perf_models.errors import PerfModelError
 
 KINDS = ("fwd", "bwd", "decode")
 MASKS = ("none", "causal", "any")
@@ -176,7 +176,7 @@ def _family(where: str, f: dict[str, object], sources: dict[str, str]) -> BandFa
 @cache
 def _table() -> _Table:
     where = "perf_models/data/bands.json"
-    raw = json.loads(resources.files("perf_models").joinpath("data", "bands.json").read_text(encoding="utf-8"))
+    raw = json.loads(resources.files(__package__).joinpath("data", "bands.json").read_text(encoding="utf-8"))
     if raw.get("defined_against") != "datasheet":
         raise PerfModelError(f"{where}: bands must be defined against the datasheet peak")
     sources = {str(k): str(v) for k, v in raw["sources"].items()}

@@ -41,14 +41,14 @@ from importlib import resources
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.config import AttentionConfig, Direction, Mask, MaskKind
-from perf_models.errors import PerfModelError
-from perf_models.estimate import WorkEstimate, estimate_work
-from perf_models.exp_roof import arch_units, exponentials, part_exp_roof
-from perf_models.hardware import GpuSpec, get_gpu
-from perf_models.objects import filled
-from perf_models.table import ConfigTable
-from perf_models.waves import wave_factor
+from sdpa_analyzer.perf_models.config import AttentionConfig, Direction, Mask, MaskKind
+from sdpa_analyzer.perf_models.errors import PerfModelError
+from sdpa_analyzer.perf_models.estimate import WorkEstimate, estimate_work
+from sdpa_analyzer.perf_models.exp_roof import arch_units, exponentials, part_exp_roof
+from sdpa_analyzer.perf_models.hardware import GpuSpec, get_gpu
+from sdpa_analyzer.perf_models.objects import filled
+from sdpa_analyzer.perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.waves import wave_factor
 
 F64 = NDArray[np.float64]
 KERNEL_CLASSES = {
@@ -200,7 +200,7 @@ def _class_params(where: str, d: dict[str, object]) -> ClassParams:
 def ceiling_params() -> CeilingParams:
     """The fitted parameters, as checked in (perf_models/data/ceiling_params.json; refit by perf_models.ceiling_fit)."""
     where = "perf_models/data/ceiling_params.json"
-    raw = json.loads(resources.files("perf_models").joinpath("data", "ceiling_params.json")
+    raw = json.loads(resources.files(__package__).joinpath("data", "ceiling_params.json")
                      .read_text(encoding="utf-8"))
     classes = {str(k): _class_params(f"{where}: class {k}", v) for k, v in raw["classes"].items()}
     d = raw["decode"]
@@ -240,7 +240,7 @@ def calibration_points() -> tuple[CalPoint, ...]:
     """Every published anchor of perf_models/data/bands.json as a calibration point (decode compute-bound anchors
     are left out: one point, FlashMLA's 660 TFLOPS, with no size axis of its own)."""
     where = "perf_models/data/bands.json"
-    raw = json.loads(resources.files("perf_models").joinpath("data", "bands.json").read_text(encoding="utf-8"))
+    raw = json.loads(resources.files(__package__).joinpath("data", "bands.json").read_text(encoding="utf-8"))
     out = []
     for f in raw["families"]:
         cls = class_of(f["arch"])

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perf_models.errors import PerfModelError
+from sdpa_analyzer.perf_models.errors import PerfModelError
 
 ROOFS = ("tensor", "exp", "hbm")
 F64 = NDArray[np.float64]
@@ -50,7 +50,7 @@ class ArchUnits:
 @cache
 def _units() -> dict[str, ArchUnits]:
     where = "perf_models/data/arch_units.json"
-    raw = json.loads(resources.files("perf_models").joinpath("data", "arch_units.json").read_text(encoding="utf-8"))
+    raw = json.loads(resources.files(__package__).joinpath("data", "arch_units.json").read_text(encoding="utf-8"))
     sources = {str(k): str(v) for k, v in raw["sources"].items()}
     out = {}
     for arch, a in raw["archs"].items():

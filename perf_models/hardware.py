@@ -44,7 +44,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-from perf_models.errors import ConfigError, PerfModelError, UnknownArchError
+from sdpa_analyzer.perf_models.errors import ConfigError, PerfModelError, UnknownArchError
 
 PREFER_CHOICES = ("datasheet", "achievable")
 ROOF_KINDS = ("datasheet", "sustained", "achievable")  # achievable is a roof only for user peaks without a datasheet
@@ -237,7 +237,7 @@ class _Registry:
 
 @cache
 def _registry() -> _Registry:
-    folder = resources.files("perf_models").joinpath("data", "gpus")
+    folder = resources.files(__package__).joinpath("data", "gpus")
     gpus = []
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".json"):

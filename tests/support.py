@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from dataclasses import fields, replace
 from html.parser import HTMLParser
 from pathlib import Path
@@ -15,16 +16,44 @@ from typing import Any
 
 import numpy as np
 import pytest
+from mcp import StdioServerParameters
+from mcp.client.stdio import get_default_environment
 
-from perf_models.config import AttentionConfig
-from perf_models.dtypes import matrix_compute_spec
-from perf_models.errors import ConfigError
-from perf_models.ops.batch import ParsedTable, parse_ops_table
-from perf_models.registry import parse_op
-from perf_models.table import ConfigTable
-from server.ranks.task import RankOutcome, RankTask, analyze_rank
+from sdpa_analyzer.perf_models.config import AttentionConfig
+from sdpa_analyzer.perf_models.dtypes import matrix_compute_spec
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.ops.batch import ParsedTable, parse_ops_table
+from sdpa_analyzer.perf_models.registry import parse_op
+from sdpa_analyzer.perf_models.table import ConfigTable
+from sdpa_analyzer.server.ranks.task import RankOutcome, RankTask, analyze_rank
 
 REPO = Path(__file__).resolve().parents[1]
+# The installed name the repo's folders live under (pyproject.toml's package-dir): a copy of the packages is imported
+# from a folder that holds NAMESPACE/server, NAMESPACE/perf_models and NAMESPACE/prompts (see package_view).
+NAMESPACE = "sdpa_analyzer"
+PACKAGES = ("perf_models", "server", "prompts")
+# the CLI in a child process, as `python -m` runs it (the console script is the same entry point)
+CLI_COMMAND = (sys.executable, "-m", f"{NAMESPACE}.server.cli.main")
+
+
+def stdio_server(root: Path) -> StdioServerParameters:
+    """`serve --root ROOT` as a stdio child importing the same code as the test.
+
+    The SDK gives a child a minimal environment, without PYTHONPATH; a test running a copy of the packages sets it.
+    """
+    env = get_default_environment()
+    if "PYTHONPATH" in os.environ:
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    return StdioServerParameters(command=CLI_COMMAND[0], args=[*CLI_COMMAND[1:], "serve", "--root", str(root)], env=env)
+
+
+def package_view(checkout: Path, into: Path) -> Path:
+    """A folder for PYTHONPATH whose NAMESPACE/<package> links to `checkout`'s folders (imports the checkout's code)."""
+    view = into / NAMESPACE
+    view.mkdir(parents=True, exist_ok=True)
+    for pkg in PACKAGES:
+        (view / pkg).symlink_to(checkout / pkg, target_is_directory=True)
+    return into
 SHARED = Path(os.environ.get("SDPA_SHARED_DIR", REPO.parent / "shared"))
 TRACES = SHARED / "traces"
 ANALYSIS_FOLDERS = SHARED / "analysis-folders"
@@ -361,7 +390,7 @@ def fill_findings(skeleton: str, metrics: dict[str, Any]) -> str:
     from the metrics JSON's numbers and names (each copied as the JSON writes it) and the contract's words: the slot
     kind comes from the label its line starts with, the facts from the finding of the region (P-item or block) the
     slot sits in. A slot the helper does not know gets a sentence without numbers."""
-    from server.findings.metrics_view import finding_operation_indices, view_metrics
+    from sdpa_analyzer.server.findings.metrics_view import finding_operation_indices, view_metrics
 
     view = view_metrics(metrics)
     findings = {f.rank: f for f in view.findings}
@@ -470,7 +499,7 @@ def _identification(finding: Any, op: dict[str, Any], impl: str) -> str:
 def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
     """One `sdpa-analyzer` command in this process: its exit code (argparse's usage errors included) and what it
     printed on stdout and stderr (read from pytest's capsys)."""
-    from server.cli.main import main
+    from sdpa_analyzer.server.cli.main import main
 
     try:
         rc = main(list(argv))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO, SHARED
+from tests.support import NAMESPACE, PACKAGES, REPO, SHARED, package_view
 
 pytestmark = pytest.mark.slow  # a copy of the packages and a fresh interpreter per walk-through
 
@@ -28,8 +28,8 @@ OP_MODULE = '''"""A library the guide adds: one attention op (BNHD, q/k/v first,
 
 from __future__ import annotations
 
-from perf_models.ops.specs.base import FWD, OpSpec, Signature, op_specs
-from perf_models.ops.types import AttentionType, CausalRule, Layout
+from sdpa_analyzer.perf_models.ops.specs.base import FWD, OpSpec, Signature, op_specs
+from sdpa_analyzer.perf_models.ops.types import AttentionType, CausalRule, Layout
 
 GUIDELIB = "guidelib"
 SPECS: list[OpSpec] = []
@@ -57,8 +57,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from server.results import ResultModel
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from sdpa_analyzer.server.results import ResultModel
+from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 
 
 class EchoInput(ToolInput):
@@ -89,43 +89,58 @@ def _edit(path: Path, old: str, new: str) -> None:
 def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The packages with one of each thing the guide adds, done as the guide says."""
     root = tmp_path_factory.mktemp("guide")
-    for pkg in ("perf_models", "server", "prompts"):
-        shutil.copytree(REPO / pkg, root / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    pkgs = root / NAMESPACE  # the copy is imported as the installed name, from PYTHONPATH=root
+    for pkg in PACKAGES:
+        shutil.copytree(REPO / pkg, pkgs / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     # an attention op of a new library: a module under perf_models/ops/specs/, added to SPECS in __init__
-    specs = root / "perf_models" / "ops" / "specs"
+    specs = pkgs / "perf_models" / "ops" / "specs"
     (specs / "guidelib.py").write_text(OP_MODULE, encoding="utf-8")
-    _edit(specs / "__init__.py", "from perf_models.ops.specs import ", "from perf_models.ops.specs import guidelib, ")
+    _edit(
+        specs / "__init__.py",
+        "from sdpa_analyzer.perf_models.ops.specs import ",
+        "from sdpa_analyzer.perf_models.ops.specs import guidelib, ",
+    )
     _edit(specs / "__init__.py", "SPECS: list[OpSpec] = [\n", "SPECS: list[OpSpec] = [\n    *guidelib.SPECS,\n")
     # a GPU: one JSON file in perf_models/data/gpus/ (an H100 SXM's numbers under a new key, name and arch)
-    gpus = root / "perf_models" / "data" / "gpus"
+    gpus = pkgs / "perf_models" / "data" / "gpus"
     gpu = json.loads((gpus / "h100-sxm.json").read_text(encoding="utf-8"))
     gpu.update(key=GPU_KEY, name="Guide GPU 80GB", arch="sm_guide", aliases=[], device_names=["Guide GPU 80GB"],
                device_patterns=[r"\bguide gpu\b"], part_family="guide", tflops_datasheet={
                    **gpu["tflops_datasheet"], "matrix_bf16": 1000.0})  # fmt: skip
     (gpus / f"{GPU_KEY}.json").write_text(json.dumps(gpu), encoding="utf-8")
     # a band: one entry in perf_models/data/bands.json, with its anchors and their source
-    bands_path = root / "perf_models" / "data" / "bands.json"
+    bands_path = pkgs / "perf_models" / "data" / "bands.json"
     bands = json.loads(bands_path.read_text(encoding="utf-8"))
     family = json.loads(json.dumps(bands["families"][0]))
     family.update(id="guide-fwd-none", arch="sm_guide", measured_on=[GPU_KEY], measured_on_name="Guide GPU 80GB")
     bands["families"].append(family)
     bands_path.write_text(json.dumps(bands), encoding="utf-8")
     # a lever: one Lever in LEVERS (server/scoring/advice.py), as the guide writes it
-    _edit(root / "server" / "scoring" / "advice.py", "LEVERS: tuple[Lever, ...] = (\n",
-          "LEVERS: tuple[Lever, ...] = (\n" + LEVER_LINE + ",\n")
+    _edit(
+        pkgs / "server" / "scoring" / "advice.py",
+        "LEVERS: tuple[Lever, ...] = (\n",
+        "LEVERS: tuple[Lever, ...] = (\n" + LEVER_LINE + ",\n",
+    )
     # a tool: one module under server/tools/, added to TOOLS
-    tools = root / "server" / "tools"
+    tools = pkgs / "server" / "tools"
     (tools / "guide_echo.py").write_text(TOOL_MODULE, encoding="utf-8")
-    _edit(tools / "__init__.py", "from server.tools import (\n", "from server.tools import (\n    guide_echo,\n")
-    _edit(tools / "__init__.py", "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n",
-          "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n    guide_echo.TOOL,\n")
+    _edit(
+        tools / "__init__.py",
+        "from sdpa_analyzer.server.tools import (\n",
+        "from sdpa_analyzer.server.tools import (\n    guide_echo,\n",
+    )
+    _edit(
+        tools / "__init__.py",
+        "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n",
+        "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n    guide_echo.TOOL,\n",
+    )
     return root
 
 
 def _guide_lever() -> str:
     """The guide's example lever, copied from its text (the walk-through does what the guide shows)."""
     text = " ".join(GUIDE.read_text(encoding="utf-8").split())
-    start = text.index("`Lever(\"guide_half\"")
+    start = text.index('`Lever("guide_half"')
     return "    " + text[start + 1 : text.index("`", start + 1)]
 
 
@@ -162,58 +177,81 @@ def _trace_with(op: str, dims: list, types: list, concrete: list, kernel: str, d
 
 def test_a_new_op_and_a_new_gpu_flow_to_compute_roofline(copy: Path, tmp_path: Path) -> None:
     # guidelib::attn_fwd B2 N2048 H16 d128 causal bf16 on the guide GPU: 4·2·16·(2048·2049/2)·128 FLOPs
-    trace = _trace_with("guidelib::attn_fwd", [[2, 2048, 16, 128]] * 3 + [[], []], ["c10::BFloat16"] * 3 +
-                        ["Scalar", "Scalar"], ["", "", "", "0.0884", "True"], "guidelib_fwd_kernel", "Guide GPU 80GB")
+    trace = _trace_with(
+        "guidelib::attn_fwd",
+        [[2, 2048, 16, 128]] * 3 + [[], []],
+        ["c10::BFloat16"] * 3 + ["Scalar", "Scalar"],
+        ["", "", "", "0.0884", "True"],
+        "guidelib_fwd_kernel",
+        "Guide GPU 80GB",
+    )
     path = tmp_path / "t.json"
     path.write_text(json.dumps(trace))
-    out = _run(copy, f"""
+    out = _run(
+        copy,
+        f"""
         import json
-        from server.roots import DataRoots
-        from server.tools import call
+        from sdpa_analyzer.server.roots import DataRoots
+        from sdpa_analyzer.server.tools import call
         roots = DataRoots([{str(tmp_path)!r}])
         call("analyze_trace", roots, trace_path={str(path)!r}, output_dir={str(tmp_path / "out")!r})
         r = call("compute_roofline", roots, output_dir={str(tmp_path / "out")!r}, category="sdpa_fwd")
         row = r.rows[0]
         print(json.dumps({{"name": row.name, "flops": row.flops_useful, "gpu": r.peaks.gpu_key,
                            "peak": r.peaks.peak_tflops, "band": row.band_status}}))
-    """)
+    """,
+    )
     got = json.loads(out.strip().splitlines()[-1])
     assert got["name"] == "guidelib::attn_fwd" and got["gpu"] == GPU_KEY and got["peak"] == 1000.0
     assert got["flops"] == 4 * 2 * 16 * (2048 * 2049 // 2) * 128
 
 
 def test_a_new_paged_op_lands_in_inferenceattention(copy: Path, tmp_path: Path) -> None:
-    trace = _trace_with("guidelib::paged_attn", [[4, 32, 128], [4096, 16, 8, 128], [4096, 16, 8, 128], [5]],
-                        ["c10::BFloat16"] * 3 + ["int"], ["", "", "", ""], "guidelib_paged_kernel", "Guide GPU 80GB")
+    trace = _trace_with(
+        "guidelib::paged_attn",
+        [[4, 32, 128], [4096, 16, 8, 128], [4096, 16, 8, 128], [5]],
+        ["c10::BFloat16"] * 3 + ["int"],
+        ["", "", "", ""],
+        "guidelib_paged_kernel",
+        "Guide GPU 80GB",
+    )
     path = tmp_path / "p.json"
     path.write_text(json.dumps(trace))
-    out = _run(copy, f"""
-        from server.roots import DataRoots
-        from server.tools import call
+    out = _run(
+        copy,
+        f"""
+        from sdpa_analyzer.server.roots import DataRoots
+        from sdpa_analyzer.server.tools import call
         roots = DataRoots([{str(tmp_path)!r}])
         res = call("analyze_trace", roots, trace_path={str(path)!r}, output_dir={str(tmp_path / "paged")!r})
         print([c.name for c in res.categories])
-    """)
+    """,
+    )
     assert "inferenceattention" in out and "sdpa_fwd" not in out
 
 
 def test_a_new_band_is_the_verdict_on_its_gpu(copy: Path) -> None:
-    out = _run(copy, f"""
-        from server.roots import DataRoots
-        from server.tools import call
+    out = _run(
+        copy,
+        f"""
+        from sdpa_analyzer.server.roots import DataRoots
+        from sdpa_analyzer.server.tools import call
         r = call("model_attention", DataRoots(["/"]), batch=8, heads_q=16, seq_q=4096, head_dim=128,
                  arch={GPU_KEY!r}, measured_us=2000.0)
         print(r.band.id if r.band else None, r.peaks.gpu_key)
-    """)
+    """,
+    )
     assert out.split() == ["guide-fwd-none", GPU_KEY]
 
 
 def test_a_new_tool_reaches_the_cli_and_the_mcp_listing(copy: Path) -> None:
-    out = _run(copy, """
+    out = _run(
+        copy,
+        """
         import anyio
         from mcp import Client
-        from server.cli.main import main
-        from server.mcp_server import create_server
+        from sdpa_analyzer.server.cli.main import main
+        from sdpa_analyzer.server.mcp_server import create_server
         assert main(["guide-echo", "hello", "--json"]) == 0
 
         async def listed() -> list[str]:
@@ -221,7 +259,8 @@ def test_a_new_tool_reaches_the_cli_and_the_mcp_listing(copy: Path) -> None:
                 return [t.name for t in (await c.list_tools()).tools]
 
         print("listed:", "guide_echo" in anyio.run(listed))
-    """)
+    """,
+    )
     assert '"echoed": "hello"' in out and "listed: True" in out
 
 
@@ -268,11 +307,21 @@ def repo_with_a_tool(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copy2(REPO / name, root / name)
     tools = root / "server" / "tools"
     (tools / "guide_echo.py").write_text(TOOL_MODULE, encoding="utf-8")
-    _edit(tools / "__init__.py", "from server.tools import (\n", "from server.tools import (\n    guide_echo,\n")
-    _edit(tools / "__init__.py", "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n",
-          "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n    guide_echo.TOOL,\n")
-    _edit(root / "README.md", "| tool | CLI | what it does |\n|---|---|---|\n",
-          "| tool | CLI | what it does |\n|---|---|---|\n| `guide_echo` | `guide-echo` | the guide's echo |\n")
+    _edit(
+        tools / "__init__.py",
+        "from sdpa_analyzer.server.tools import (\n",
+        "from sdpa_analyzer.server.tools import (\n    guide_echo,\n",
+    )
+    _edit(
+        tools / "__init__.py",
+        "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n",
+        "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n    guide_echo.TOOL,\n",
+    )
+    _edit(
+        root / "README.md",
+        "| tool | CLI | what it does |\n|---|---|---|\n",
+        "| tool | CLI | what it does |\n|---|---|---|\n| `guide_echo` | `guide-echo` | the guide's echo |\n",
+    )
     _edit(root / "README.md", "\n$S ", "\n$S guide-echo hello                        # the guide's tool\n$S ")
     return root
 
@@ -283,14 +332,16 @@ def test_a_tool_added_as_the_guide_says_touches_only_the_files_it_names(repo_wit
     assert changed == set(TOOL_FILES)
 
 
-def test_a_tool_added_as_the_guide_says_keeps_the_tool_tests_green(repo_with_a_tool: Path) -> None:
-    env = {**os.environ, "SDPA_SHARED_DIR": str(SHARED)}
-    env.pop("PYTHONPATH", None)
+def test_a_tool_added_as_the_guide_says_keeps_the_tool_tests_green(
+    repo_with_a_tool: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    view = package_view(repo_with_a_tool, tmp_path_factory.mktemp("guide-tool-view"))
+    env = {**os.environ, "SDPA_SHARED_DIR": str(SHARED), "PYTHONPATH": str(view)}  # the copy's code, not the venv's
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
                           "--deselect", INSTALLED_SCRIPT, *TOOL_TESTS], cwd=repo_with_a_tool, env=env,
                          capture_output=True, text=True, timeout=900)  # fmt: skip
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    listed = subprocess.run([sys.executable, "-c", "from server.tools import TOOLS; print(len(TOOLS))"],
+    listed = subprocess.run([sys.executable, "-c", "from sdpa_analyzer.server.tools import TOOLS; print(len(TOOLS))"],
                             cwd=repo_with_a_tool, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert int(listed.stdout) == len(_tree_tools(REPO)) + 1  # the copy's tests ran on the copy's tools
 
@@ -298,15 +349,19 @@ def test_a_tool_added_as_the_guide_says_keeps_the_tool_tests_green(repo_with_a_t
 def _tree_tools(root: Path) -> list[str]:
     text = (root / "server" / "tools" / "__init__.py").read_text(encoding="utf-8")
     return re.findall(r"^    (\w+)\.TOOL,$", text, flags=re.M)
+
+
 def test_a_new_lever_reaches_the_metrics_and_the_template(copy: Path, tmp_path: Path) -> None:
     from tests.support import FLASH_ROW, make_folder
 
     folder = make_folder(tmp_path, [FLASH_ROW])
-    out = _run(copy, f"""
+    out = _run(
+        copy,
+        f"""
         import json
         from pathlib import Path
-        from server.roots import DataRoots
-        from server.tools import call
+        from sdpa_analyzer.server.roots import DataRoots
+        from sdpa_analyzer.server.tools import call
         roots = DataRoots([{str(tmp_path)!r}])
         call("compute_roofline", roots, output_dir={str(folder)!r}, category="sdpa_fwd")
         call("rank_findings", roots, output_dir={str(folder)!r}, category="sdpa_fwd")
@@ -314,7 +369,8 @@ def test_a_new_lever_reaches_the_metrics_and_the_template(copy: Path, tmp_path: 
         tpl = call("render_findings_template", roots, output_dir={str(folder)!r}, category="sdpa_fwd")
         levers = metrics["category_findings"][0]["advice"]["levers"]
         print(json.dumps({{"levers": levers, "template": Path(tpl.findings_file).read_text()}}))
-    """)
+    """,
+    )
     got = json.loads(out.strip().splitlines()[-1])
     half = next(x for x in got["levers"] if x["id"] == "guide_half")
     assert half["saved_ms"] == round(half["time_ms"] / 2, 3)  # half of the members' time, by hand

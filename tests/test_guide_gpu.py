@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import REPO
+from tests.support import NAMESPACE, PACKAGES, REPO
 
 pytestmark = pytest.mark.slow  # a copy of the packages and a fresh interpreter
 
@@ -40,7 +40,8 @@ ALLOWED = {f"perf_models/data/gpus/{KEY}.json", "docs/gpus.md"}
 
 
 def _digests(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+    """sha256 by repository path (the copy's NAMESPACE/ prefix taken off: the guide names repository paths)."""
+    return {str(p.relative_to(root)).removeprefix(NAMESPACE + "/"): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}  # fmt: skip
 
 
@@ -55,22 +56,27 @@ def _run(copy: Path, code: str) -> str:
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("guide-gpu")
-    for pkg in ("perf_models", "server", "prompts"):
-        shutil.copytree(REPO / pkg, root / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    for pkg in PACKAGES:  # imported as the installed name, from PYTHONPATH=root
+        shutil.copytree(REPO / pkg, root / NAMESPACE / pkg, ignore=shutil.ignore_patterns("__pycache__"))
     (root / "docs").mkdir()
     shutil.copy2(REPO / "docs" / "gpus.md", root / "docs" / "gpus.md")
     before = _digests(root)
     # steps 1-3: the one data file
-    (root / "perf_models" / "data" / "gpus" / f"{KEY}.json").write_text(json.dumps(PART, indent=2), encoding="utf-8")
+    (root / NAMESPACE / "perf_models" / "data" / "gpus" / f"{KEY}.json").write_text(
+        json.dumps(PART, indent=2), encoding="utf-8"
+    )
     # step 5: regenerate the docs table as the guide says
-    _run(root, """
+    _run(
+        root,
+        """
         from pathlib import Path
-        from server.tools.archs import TABLE_BEGIN, TABLE_END, markdown_table
+        from sdpa_analyzer.server.tools.archs import TABLE_BEGIN, TABLE_END, markdown_table
         page = Path("docs/gpus.md")
         text = page.read_text(encoding="utf-8")
         start, end = text.index(TABLE_BEGIN), text.index(TABLE_END) + len(TABLE_END)
         page.write_text(text[:start] + markdown_table() + text[end:], encoding="utf-8")
-    """)
+    """,
+    )
     after = _digests(root)
     changed = {k for k in after if before.get(k) != after[k]} | (set(before) - set(after))
     assert changed == ALLOWED, f"the walk-through touched {sorted(changed - ALLOWED)} beyond the files it names"
@@ -79,23 +85,33 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_guide_walks_through_adding_a_gpu() -> None:
     text = GUIDE.read_text(encoding="utf-8")
-    entry = text[text.index("- **A GPU**"):text.index("- **A band**")]
-    for step in ("perf_models/data/gpus/<key>.json", "tflops_datasheet", "sustained_clock_ghz", "device_patterns",
-                 "IDENTIFIED", "docs/gpus.md", "tests/test_guide_gpu.py"):
+    entry = text[text.index("- **A GPU**") : text.index("- **A band**")]
+    for step in (
+        "perf_models/data/gpus/<key>.json",
+        "tflops_datasheet",
+        "sustained_clock_ghz",
+        "device_patterns",
+        "IDENTIFIED",
+        "docs/gpus.md",
+        "tests/test_guide_gpu.py",
+    ):
         assert step in entry, step
 
 
 def test_the_new_gpu_is_identified_from_device_properties(copy: Path) -> None:
-    out = _run(copy, """
+    out = _run(
+        copy,
+        """
         import json
-        from perf_models.devices import identify_device
+        from sdpa_analyzer.perf_models.devices import identify_device
         props = {"totalGlobalMem": 61 * 2**30, "numSms": 100, "computeMajor": 9, "computeMinor": 0, "warpSize": 32}
         named = identify_device({**props, "name": "Guide Accelerator 64GB"})
         unknown = identify_device({**props, "name": "GA-64 engineering sample"})
         wrong = identify_device({**props, "name": "Guide Accelerator 64GB", "numSms": 96})
         print(json.dumps([named.gpu.key, named.warning, unknown.gpu.key if unknown.gpu else None,
                           unknown.warning, wrong.gpu, wrong.reason]))
-    """)
+    """,
+    )
     named, named_warning, unknown, unknown_warning, wrong, wrong_reason = json.loads(out)
     assert (named, named_warning) == (KEY, None)
     # a name the table does not know, with the new part's properties (no other part has 100 SMs on sm_90)
@@ -105,11 +121,13 @@ def test_the_new_gpu_is_identified_from_device_properties(copy: Path) -> None:
 
 
 def test_the_new_gpu_is_scored_against_its_datasheet_roofs(copy: Path, tmp_path: Path) -> None:
-    out = _run(copy, f"""
+    out = _run(
+        copy,
+        f"""
         import json
         from pathlib import Path
-        from server.roots import DataRoots
-        from server.tools import call
+        from sdpa_analyzer.server.roots import DataRoots
+        from sdpa_analyzer.server.tools import call
         from tests.support import kernel_trace
         roots = DataRoots(["/"])
         m = call("model_attention", roots, batch=4, heads_q=16, seq_q=4096, head_dim=128, arch={KEY!r},
@@ -125,7 +143,8 @@ def test_the_new_gpu_is_scored_against_its_datasheet_roofs(copy: Path, tmp_path:
         print(json.dumps([m.peaks.gpu_key, m.peaks.peak_tflops, m.peaks.peak_tflops_kind, m.efficiency_pct,
                           res.gpu.arch, roof.peaks.gpu_key, roof.peaks.peak_tflops, roof.peaks.peak_tbs,
                           roof.modeled_rows, table.sources["sm_count"]]))
-    """)
+    """,
+    )
     key, peak, kind, eff, traced, scored, roof_peak, roof_tbs, modeled, source = json.loads(out)
     # 4·B·H·N²·d = 4·4·16·4096²·128 = 549.8 GFLOP in 2 ms = 274.9 TFLOPS: 54.98 % of the file's 500 (compute-bound:
     # intensity ~N/2 = 2048 FLOP/B against a ridge of 500 / 2.5 = 200)

@@ -11,8 +11,8 @@ from importlib import resources
 
 import pytest
 
-from perf_models.errors import ConfigError
-from perf_models.hardware import GpuSpec, get_gpu, list_gpus
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.hardware import GpuSpec, get_gpu, list_gpus
 
 REQUIRED = {
     "h100-sxm",
@@ -29,7 +29,7 @@ NUMBER_FIELDS = ("sm_count", "l2_cache_mb", "llc_mb", "memory_gb", "hbm_tbs_data
 
 
 def _raw_files() -> dict[str, dict]:
-    folder = resources.files("perf_models").joinpath("data", "gpus")
+    folder = resources.files("sdpa_analyzer.perf_models").joinpath("data", "gpus")
     return {e.name: json.loads(e.read_text(encoding="utf-8")) for e in folder.iterdir() if e.name.endswith(".json")}
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -14,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
+
+from tests.support import CLI_COMMAND
 
 
 def _free_port() -> int:
@@ -24,7 +25,7 @@ def _free_port() -> int:
 
 def _serve(tmp_path: Path, host: str, port: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "server.cli.main", "serve", "--http", "--host", host, "--port", str(port),
+        [*CLI_COMMAND, "serve", "--http", "--host", host, "--port", str(port),
          "--root", str(tmp_path)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -93,7 +94,7 @@ def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
         taken.listen()
         port = taken.getsockname()[1]
         proc = subprocess.run(
-            [sys.executable, "-m", "server.cli.main", "serve", "--http", "--port", str(port), "--root", str(tmp_path)],
+            [*CLI_COMMAND, "serve", "--http", "--port", str(port), "--root", str(tmp_path)],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
     assert proc.returncode == 2  # uvicorn's [Errno 98] and exit 3 before
@@ -129,8 +130,9 @@ async def test_a_long_call_does_not_block_another_client(http_server: str, tmp_p
 
     async def slow() -> None:
         async with Client(http_server) as c:
-            r = await c.call_tool("compute_roofline", {"output_dir": str(folder), "category": "sdpa_fwd",
-                                                         "arch": "h100-sxm"})
+            r = await c.call_tool(
+                "compute_roofline", {"output_dir": str(folder), "category": "sdpa_fwd", "arch": "h100-sxm"}
+            )
             assert not r.is_error, r.content[0].text
         slow_done.set()
 

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
-from server.tools import TOOLS
-from tests.support import FLASH_ROW, make_folder
+from sdpa_analyzer.server.tools import TOOLS
+from tests.support import FLASH_ROW, make_folder, stdio_server
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_every_tool_over_stdio(tmp_path: Path) -> None:
     folder = make_folder(tmp_path, [FLASH_ROW], e2e_ms=10.0)
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "server.cli.main", "serve", "--root", str(tmp_path)]
-    )
+    params = stdio_server(tmp_path)
     async with Client(params) as c:
         names = {t.name for t in (await c.list_tools()).tools}
         assert names == {spec.name for spec in TOOLS if spec.mcp}

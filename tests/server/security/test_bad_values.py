@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from mcp import Client
 
-from server.errors import InputError, printable, shorten_message
-from server.mcp_server import create_server
-from tests.support import FLASH_ROW, make_folder
+from sdpa_analyzer.server.errors import InputError, printable, shorten_message
+from sdpa_analyzer.server.mcp_server import create_server
+from tests.support import CLI_COMMAND, FLASH_ROW, make_folder
 
 pytestmark = pytest.mark.anyio
 CAT = "sdpa_fwd"
@@ -34,7 +33,11 @@ def files(folder: Path) -> dict[str, bytes]:
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.cli.main", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+        [*CLI_COMMAND, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
     )
 
 
@@ -78,9 +81,7 @@ def _set_e2e(folder: Path, value: Any) -> None:
 
 
 @pytest.mark.parametrize(("value", "said"), BAD_E2E, ids=[repr(v)[:12] for v, _ in BAD_E2E])
-async def test_bad_e2e_baselines_are_refused_before_anything_is_written(
-    tmp_path: Path, value: Any, said: str
-) -> None:
+async def test_bad_e2e_baselines_are_refused_before_anything_is_written(tmp_path: Path, value: Any, said: str) -> None:
     folder = make_folder(tmp_path, [FLASH_ROW])
     _set_e2e(folder, value)
     before = files(folder)
@@ -134,7 +135,7 @@ async def test_control_characters_in_a_path_are_escaped_in_errors(tmp_path: Path
 
 HOSTILE_ROW = (  # an op the registry does not know, named with control characters: its name lands in warnings
     f'"aten::my_attention{ESC_CLEAR}{RLO}",SDPA_fwd,"((2, 8, 1024, 64),)","(\'c10::BFloat16\',)","(\'\',)",3,300.0,'
-    f'100.0,"[{{\'name\': \'k{ESC_CLEAR}\', \'stream\': 7, \'count\': 3, \'total_duration_us\': 300.0}}]",x.py(1): f'
+    f"100.0,\"[{{'name': 'k{ESC_CLEAR}', 'stream': 7, 'count': 3, 'total_duration_us': 300.0}}]\",x.py(1): f"
 )
 
 
