@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
+from server.ranks.layout import RANK_FOLDER
 from server.tools import TOOLS
 from server.vocab import CATEGORIES, SCOPES
 
@@ -69,8 +70,6 @@ class Run:
 
 
 def _is_rank_folder(run: Run) -> bool:
-    from server.ranks.summary import RANK_FOLDER  # the layout's one name for it (imported when a prompt is rendered)
-
     name = PureWindowsPath(run.output_dir).name if "\\" in run.output_dir else PurePosixPath(run.output_dir).name
     return RANK_FOLDER.fullmatch(name) is not None
 

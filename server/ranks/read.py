@@ -16,8 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from server.errors import InputError, format_validation_error
 from server.folder.read import read_json_file
+from server.ranks.layout import RANK_FOLDER
 from server.ranks.result import RankError, Straggler
-from server.ranks.summary import RANK_FOLDER, SCHEMA, SUMMARY_JSON
+from server.ranks.summary import SCHEMA, SUMMARY_JSON
 from server.roots import DataRoots
 
 

@@ -31,16 +31,9 @@ from server.errors import InputError
 from server.ranks.discover import RankPlan, plan_ranks
 from server.ranks.engines import Engine, default_workers, run_dask, run_pool
 from server.ranks.forkserver import start_fork_server
+from server.ranks.layout import RANK_FOLDER, rank_folder_name
 from server.ranks.result import RanksResult, ranks_result
-from server.ranks.summary import (
-    RANK_FOLDER,
-    SHAPES_CSV,
-    SUMMARY_CSV,
-    SUMMARY_JSON,
-    build_summary,
-    rank_folder_name,
-    write_summary,
-)
+from server.ranks.summary import SHAPES_CSV, SUMMARY_CSV, SUMMARY_JSON, build_summary, write_summary
 from server.ranks.task import RankOutcome, RankTask
 from server.roots import DataRoots
 

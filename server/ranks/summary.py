@@ -15,7 +15,6 @@ failed ranks with their error), `ranks_shapes.csv` (one line per shape and rank)
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +32,6 @@ SUMMARY_JSON = "ranks_summary.json"
 SUMMARY_CSV = "ranks_summary.csv"
 SHAPES_CSV = "ranks_shapes.csv"
 SCHEMA = "sdpa-analyzer/ranks-summary/1"
-RANK_FOLDER = re.compile(r"rank_\d+")  # OUT/rank_<r>/: one rank's analysis folder
-
-
-def rank_folder_name(rank: int) -> str:
-    return f"rank_{rank}"
-
 
 _KEY = ["category", "operation", "args"]
 _SPREAD_COLUMNS = ["folder", "median_ms", "median_calls", "median_eff", "ratio"]  # working columns, not output
