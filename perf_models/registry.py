@@ -4,7 +4,7 @@ the batch parser below it never imports upward."""
 
 from __future__ import annotations
 
-from perf_models.ops import registry as _implementation
-from perf_models.ops.registry import *  # noqa: F403 - the public names, listed once in its __all__
+from sdpa_analyzer.perf_models.ops import registry as _implementation
+from sdpa_analyzer.perf_models.ops.registry import *  # noqa: F403 - the public names, listed once in its __all__
 
 __all__ = _implementation.__all__

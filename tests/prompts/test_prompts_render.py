@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from prompts import render
-from prompts.render import (
+from sdpa_analyzer.prompts import render
+from sdpa_analyzer.prompts.render import (
     NO_PREFIX,
     PromptArgumentError,
     load_findings_format,
@@ -17,7 +17,7 @@ from prompts.render import (
     render_analysis_prompt,
     server_launch_command,
 )
-from server.tools import TOOLS
+from sdpa_analyzer.server.tools import TOOLS
 from tests.support import REPO
 
 NAMED_PLACEHOLDERS = ("{output_dir}", "{category}", "{comparison_scope}", "{prefix}")

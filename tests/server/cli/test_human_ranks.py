@@ -8,7 +8,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from server.cli.human_ranks import human_analyze_ranks, human_rank_summary
+from sdpa_analyzer.server.cli.human_ranks import human_analyze_ranks, human_rank_summary
 
 ERRORS = [NS(rank=3, error="not a trace: bad JSON at byte 9"), NS(rank=None, error="unreadable")]
 SPREAD = NS(category="sdpa_fwd", ranks=4, kernel_time_ms_min=1.0, kernel_time_ms_median=2.0, kernel_time_ms_max=3.5,

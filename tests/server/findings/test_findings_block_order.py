@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.findings import load_metrics, validate_findings_text
+from sdpa_analyzer.server.findings import load_metrics, validate_findings_text
 from tests.support import FINDINGS_CORPUS
 
 VALID = (FINDINGS_CORPUS / "valid" / "standalone.md").read_text(encoding="utf-8")
