@@ -264,6 +264,15 @@ def _scalar_text(value: Any) -> str | None:
     return str(value).strip()
 
 
+def _number_text(value: Any) -> str | None:
+    """The scalar's text, a NumPy scalar's repr (`np.float64(0.5)`, `np.int64(3)`) unwrapped to its number."""
+    text = _scalar_text(value)
+    if text is None:
+        return None
+    m = _NP_WRAPPED.fullmatch(text)
+    return m.group(1) if m else text
+
+
 def parse_bool_str(value: Any, field: str = "value") -> bool | None:
     """'True' / 'False' (any case) -> bool; '' / None / NaN -> None; anything else raises.
 
@@ -289,12 +298,9 @@ def parse_float_str(value: Any, field: str = "value") -> float | None:
         raise LiteralParseError(f"{field}: {value!r} is a boolean, not a number")
     if isinstance(value, int | float):
         return None if isinstance(value, float) and math.isnan(value) else float(value)
-    text = _scalar_text(value)
+    text = _number_text(value)
     if text is None:
         return None
-    m = _NP_WRAPPED.fullmatch(text)
-    if m:
-        text = m.group(1)
     if _NUMBER.fullmatch(text):
         return float(text)
     if text.lower() in ("inf", "+inf", "-inf"):
@@ -314,12 +320,9 @@ def parse_int_str(value: Any, field: str = "value") -> int | None:
         if value.is_integer():
             return int(value)
         raise LiteralParseError(f"{field}: {value!r} is not an integer")
-    text = _scalar_text(value)
+    text = _number_text(value)
     if text is None:
         return None
-    m = _NP_WRAPPED.fullmatch(text)
-    if m:
-        text = m.group(1)
     if _INT.fullmatch(text):
         return int(text)
     raise LiteralParseError(f"{field}: {_snippet(text)!r} is not an integer")

@@ -4,36 +4,7 @@ the batch parser below it never imports upward."""
 
 from __future__ import annotations
 
-from sdpa_analyzer.perf_models.ops.registry import (
-    ATTENTION_OP_NAMES,
-    GRAPH_PREFIX,
-    GRAPH_REPLAY_REASON,
-    AttentionType,
-    CausalRule,
-    Layout,
-    OpSpec,
-    ParsedOp,
-    Signature,
-    Source,
-    is_attention_op,
-    is_wrapper_op,
-    lookup,
-    parse_op,
-)
+from sdpa_analyzer.perf_models.ops import registry as _implementation
+from sdpa_analyzer.perf_models.ops.registry import *  # noqa: F403 - the public names, listed once in its __all__
 
-__all__ = [
-    "ATTENTION_OP_NAMES",
-    "GRAPH_PREFIX",
-    "GRAPH_REPLAY_REASON",
-    "AttentionType",
-    "CausalRule",
-    "Layout",
-    "OpSpec",
-    "ParsedOp",
-    "Signature",
-    "Source",
-    "is_attention_op",
-    "is_wrapper_op",
-    "lookup",
-    "parse_op",
-]
+__all__ = _implementation.__all__

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
+from sdpa_analyzer.server.ranks.layout import RANK_FOLDER
 from sdpa_analyzer.server.tools import TOOLS
 from sdpa_analyzer.server.vocab import CATEGORIES, SCOPES
 
@@ -69,10 +70,6 @@ class Run:
 
 
 def _is_rank_folder(run: Run) -> bool:
-    from sdpa_analyzer.server.ranks.summary import (
-        RANK_FOLDER,  # the layout's one name for it (imported when a prompt is rendered)
-    )
-
     name = PureWindowsPath(run.output_dir).name if "\\" in run.output_dir else PurePosixPath(run.output_dir).name
     return RANK_FOLDER.fullmatch(name) is not None
 
@@ -112,7 +109,7 @@ class PromptArgumentError(ValueError):
 
 def _read_packaged(name: str) -> str:
     try:
-        return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+        return resources.files("prompts").joinpath(name).read_text(encoding="utf-8")
     except NotADirectoryError:
         # An editable install made before prompts/__init__.py existed registers `prompts` as a namespace
         # package whose path holds a non-directory hook entry; the file still sits next to this module.

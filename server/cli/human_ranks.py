@@ -79,6 +79,14 @@ def _spreads(categories: list[Any]) -> str:
     return table(["category", "ranks", "min ms", "median ms", "max ms", "slowest", "stragglers"], rows)
 
 
+def _failures_and_spreads(r: Any) -> list[str]:
+    """The failed ranks, a line each, and the per-category spread table: the same in both results."""
+    lines = [f"rank {fmt(e.rank)} failed: {e.error}" for e in r.errors]
+    if r.categories:
+        lines.append(_spreads(r.categories))
+    return lines
+
+
 def human_analyze_ranks(r: Any) -> str:
     workers = f"{r.workers} worker{'s' if r.workers != 1 else ''}" if r.workers else "no workers"
     lines = [
@@ -90,9 +98,7 @@ def human_analyze_ranks(r: Any) -> str:
         lines.append(f"missing ranks ({r.missing_total}): {', '.join(map(str, r.missing_ranks))}")
     if r.duplicate_ranks:
         lines.append(f"duplicated ranks: {', '.join(map(str, r.duplicate_ranks))}")
-    lines += [f"rank {fmt(e.rank)} failed: {e.error}" for e in r.errors]
-    if r.categories:
-        lines.append(_spreads(r.categories))
+    lines += _failures_and_spreads(r)
     if r.stragglers:
         lines.append(f"stragglers over {STRAGGLER_RATIO:g}x the median ({len(r.stragglers)} of "
                      f"{r.stragglers_total}): {_counted(r.stragglers)}")
@@ -110,9 +116,7 @@ def human_rank_summary(r: Any) -> str:
     ]
     if r.missing_ranks:
         lines.append(f"missing ranks: {', '.join(map(str, r.missing_ranks))}")
-    lines += [f"rank {fmt(e.rank)} failed: {e.error}" for e in r.errors]
-    if r.categories:
-        lines.append(_spreads(r.categories))
+    lines += _failures_and_spreads(r)
     if r.findings:
         lines.append(f"findings {r.offset + 1}-{r.offset + len(r.findings)} of {r.findings_total}: "
                      f"{_counted(r.findings)}")

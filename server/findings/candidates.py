@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import re
 
-from sdpa_analyzer.server.findings.document import Candidate, Collector, Document, Marker, inside_any
+from sdpa_analyzer.server.findings.document import (
+    Candidate,
+    Collector,
+    Document,
+    Marker,
+    first_misplaced,
+    markers_outside,
+)
 from sdpa_analyzer.server.findings.items import check_marker_numbers
 from sdpa_analyzer.server.findings.metrics_view import FindingView
 from sdpa_analyzer.server.findings.spec import NOT_QUANTIFIABLE, SUBSECTIONS
@@ -43,15 +50,15 @@ def check_candidate_set(doc: Document, expected: list[int] | None, tier: str, ou
             "Write exactly one `<!-- reasoning-candidate tier=.. rank=N -->` block per P-item, in the same order.",
         )
         return
-    for candidate, rank in zip(doc.candidates, expected, strict=True):
-        if candidate.rank != rank:
-            out.error(
-                "R3-rank",
-                candidate.index,
-                f"candidate rank={candidate.rank} where rank={rank} belongs.",
-                f"Order the candidate blocks as the P-items: ranks {', '.join(map(str, expected))}.",
-            )
-            return
+    misplaced = first_misplaced(doc.candidates, expected)
+    if misplaced is not None:
+        candidate, rank = misplaced
+        out.error(
+            "R3-rank",
+            candidate.index,
+            f"candidate rank={candidate.rank} where rank={rank} belongs.",
+            f"Order the candidate blocks as the P-items: ranks {', '.join(map(str, expected))}.",
+        )
 
 
 def sub_section_lines(doc: Document, candidate: Candidate, out: Collector) -> dict[str, int]:
@@ -157,15 +164,13 @@ def detail_marker(
 
 
 def check_stray_detail_markers(doc: Document, out: Collector) -> None:
-    starts = [c.index for c in doc.candidates]
-    for marker in doc.markers:
-        if marker.kind == "detail_estimate" and not inside_any(doc.candidates, marker.begin, starts):
-            out.error(
-                "R8-detail-estimate",
-                marker.begin,
-                "detail_estimate marker outside any candidate block.",
-                "Move it under the **Impact estimate:** line of its candidate block, or delete it.",
-            )
+    for marker in markers_outside(doc, "detail_estimate", doc.candidates):
+        out.error(
+            "R8-detail-estimate",
+            marker.begin,
+            "detail_estimate marker outside any candidate block.",
+            "Move it under the **Impact estimate:** line of its candidate block, or delete it.",
+        )
 
 
 def check_detail_numbers(doc: Document, marker: Marker, finding: FindingView | None, out: Collector) -> None:

@@ -10,7 +10,7 @@ import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from sdpa_analyzer.server.errors import MESSAGE_LIMIT, shorten_message
 from sdpa_analyzer.server.findings.markdown import Block, parse_attrs, structural_lines
@@ -148,6 +148,22 @@ def inside_any(blocks: Sequence[_Block], line: int, starts: list[int] | None = N
     starts = [b.index for b in blocks] if starts is None else starts
     i = bisect.bisect_left(starts, line) - 1
     return i >= 0 and blocks[i].index < line < blocks[i].end
+
+
+def markers_outside(doc: Document, kind: str, blocks: Sequence[_Block]) -> list[Marker]:
+    """The markers of `kind` that begin inside none of `blocks` (the P-items for p_item markers, the candidate blocks
+    for detail_estimate ones): stray markers."""
+    starts = [b.index for b in blocks]
+    return [m for m in doc.markers if m.kind == kind and not inside_any(blocks, m.begin, starts)]
+
+
+_Ranked = TypeVar("_Ranked", PItem, Candidate)
+
+
+def first_misplaced(blocks: Sequence[_Ranked], expected: list[int]) -> tuple[_Ranked, int] | None:
+    """The first of `blocks` (P-items or candidate blocks, as many as `expected`) whose rank is not the rank expected
+    at its position, with that rank; None when they follow `expected`."""
+    return next(((b, rank) for b, rank in zip(blocks, expected, strict=True) if b.rank != rank), None)
 
 
 def p_item_heading(line: str) -> tuple[int, str] | None:

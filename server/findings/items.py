@@ -9,7 +9,7 @@ import re
 from collections import Counter
 
 from sdpa_analyzer.server.errors import shorten_middle
-from sdpa_analyzer.server.findings.document import Collector, Document, Marker, PItem, inside_any
+from sdpa_analyzer.server.findings.document import Collector, Document, Marker, PItem, first_misplaced, markers_outside
 from sdpa_analyzer.server.findings.metrics_view import FindingView
 from sdpa_analyzer.server.findings.spec import (
     MISSING,
@@ -78,15 +78,15 @@ def check_p_item_set(
                 "p_item impact marker here, in rank order.",
             )
         return
-    for item, rank in zip(doc.p_items, expected, strict=True):
-        if item.rank != rank:
-            out.error(
-                "R2-rank-order",
-                item.index,
-                f"P{item.rank} is where P{rank} belongs: P-items must follow ascending rank.",
-                f"Reorder the P-items as {shorten_middle(', '.join(f'P{r}' for r in expected), 120)}.",
-            )
-            return
+    misplaced = first_misplaced(doc.p_items, expected)
+    if misplaced is not None:
+        item, rank = misplaced
+        out.error(
+            "R2-rank-order",
+            item.index,
+            f"P{item.rank} is where P{rank} belongs: P-items must follow ascending rank.",
+            f"Reorder the P-items as {shorten_middle(', '.join(f'P{r}' for r in expected), 120)}.",
+        )
 
 
 def check_title(item: PItem, finding: FindingView | None, out: Collector) -> None:
@@ -198,15 +198,13 @@ def p_item_marker(doc: Document, item: PItem, out: Collector) -> Marker | None:
 
 
 def check_stray_p_markers(doc: Document, out: Collector) -> None:
-    starts = [item.index for item in doc.p_items]
-    for marker in doc.markers:
-        if marker.kind == "p_item" and not inside_any(doc.p_items, marker.begin, starts):
-            out.error(
-                "R8-p-item",
-                marker.begin,
-                "p_item marker outside any P-item.",
-                "Move it into its `### P<rank>:` item around the **Impact** line, or delete it.",
-            )
+    for marker in markers_outside(doc, "p_item", doc.p_items):
+        out.error(
+            "R8-p-item",
+            marker.begin,
+            "p_item marker outside any P-item.",
+            "Move it into its `### P<rank>:` item around the **Impact** line, or delete it.",
+        )
 
 
 def check_impact_line(

@@ -11,9 +11,10 @@ the content, so that applying the one fix literally leaves a valid file.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from sdpa_analyzer.server.findings.document import Collector, Document
+from sdpa_analyzer.server.findings.document import Candidate, Collector, Document, PItem
 from sdpa_analyzer.server.findings.grounding import Grounding, Number
 from sdpa_analyzer.server.findings.metrics_view import FindingView
 from sdpa_analyzer.server.findings.prose import Run, category_number, neutral_name
@@ -178,6 +179,47 @@ def _partner(owners: list[Owner], i: int, attr: str) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Blocks:
+    """What differs between the P-items and the Detailed Analysis blocks when their owners are reported."""
+
+    region: str  # Run.region of their prose
+    label: str  # what precedes a rank in their name: P1, rank=1
+    prose_parts: str  # the parts their prose sits in, for messages
+    swapped_rule: str
+    follow_on: tuple[str, ...]  # the rules a wrong heading also breaks: not reported beside it
+    swapped_message: Callable[[Owner], str]
+    swapped_tail: str
+
+    def name(self, owner: Owner) -> str:
+        return f"{self.label}{owner.heading}"
+
+
+_P_ITEMS = _Blocks(
+    region="p_item",
+    label="P",
+    prose_parts="Insight and Action",
+    swapped_rule="R2-swapped-headings",
+    follow_on=("R2-rank-order", "R2-library", "R2-heading"),
+    swapped_message=lambda owner: (
+        f"`### P{owner.heading}:` heads P{owner.content}'s content (its impact marker holds category_findings "
+        f"rank {owner.content}'s scores)."
+    ),
+    swapped_tail="; keep everything under the headings as it is.",
+)
+_CANDIDATE_BLOCKS = _Blocks(
+    region="candidate",
+    label="rank=",
+    prose_parts="Identification, Reasoning and Resolution",
+    swapped_rule="R3-swapped-rank",
+    follow_on=("R3-rank",),
+    swapped_message=lambda owner: (
+        f"the block marked rank={owner.heading} holds rank {owner.content}'s detail_estimate and prose."
+    ),
+    swapped_tail="; keep the blocks where they are.",
+)
+
+
 def report_item_owners(
     doc: Document,
     owners: list[Owner],
@@ -187,60 +229,51 @@ def report_item_owners(
     hidden: Suppressed,
 ) -> None:
     """R2-swapped-headings and R14-swapped / R14-misplaced for the P-items."""
-    prose = _prose_runs(runs, "p_item")
-    for i, owner in enumerate(owners):
-        item = doc.p_items[i]
-        if owner.marker is not None:
-            j = _partner(owners, i, "marker")
-            if j is not None and j < i:
-                continue
-            want = _heading_line(doc, i, owner.content, findings.get(owner.content), j)
-            fix = f"Write `{want}` at line {item.index + 1}"
-            if j is not None:
-                other = doc.p_items[j]
-                want_j = _heading_line(doc, j, owners[j].content, findings.get(owners[j].content), i)
-                fix += f" and `{want_j}` at line {other.index + 1}"
-                hidden.add(("R2-rank-order", "R2-library", "R2-heading"), other.index, other.end - 1)
-            hidden.add(("R2-rank-order", "R2-library", "R2-heading"), item.index, item.end - 1)
-            out.error(
-                "R2-swapped-headings",
-                item.index,
-                f"`### P{owner.heading}:` heads P{owner.content}'s content (its impact marker holds category_findings "
-                f"rank {owner.content}'s scores).",
-                fix + "; keep everything under the headings as it is.",
-            )
-        elif owner.prose is not None:
-            _report_prose(owners, i, prose, f"P{owner.heading}", "Insight and Action", out, "P-item")
+
+    def heading(i: int, partner: int | None) -> str:
+        return _heading_line(doc, i, owners[i].content, findings.get(owners[i].content), partner)
+
+    _report_owners(_P_ITEMS, doc.p_items, owners, runs, heading, out, hidden)
 
 
 def report_block_owners(
     doc: Document, owners: list[Owner], runs: list[Run], out: Collector, hidden: Suppressed
 ) -> None:
     """R3-swapped-rank and R14-swapped / R14-misplaced for the Detailed Analysis blocks."""
-    prose = _prose_runs(runs, "candidate")
+
+    def marker_line(i: int, partner: int | None) -> str:
+        return _RANK_ATTR.sub(f"rank={owners[i].content}", doc.lines[doc.candidates[i].index].strip())
+
+    _report_owners(_CANDIDATE_BLOCKS, doc.candidates, owners, runs, marker_line, out, hidden)
+
+
+def _report_owners(
+    kind: _Blocks,
+    blocks: Sequence[PItem] | Sequence[Candidate],
+    owners: list[Owner],
+    runs: list[Run],
+    first_line: Callable[[int, int | None], str],
+    out: Collector,
+    hidden: Suppressed,
+) -> None:
+    """A block whose marker holds another rank's scores: one fix, its first line (`first_line(position, partner)`)
+    rewritten, and its partner's when the two swapped; else prose that quotes another rank's (R14)."""
+    prose = _prose_runs(runs, kind.region)
     for i, owner in enumerate(owners):
-        cand = doc.candidates[i]
+        block = blocks[i]
         if owner.marker is not None:
             j = _partner(owners, i, "marker")
             if j is not None and j < i:
                 continue
-            line = _RANK_ATTR.sub(f"rank={owner.content}", doc.lines[cand.index].strip())
-            fix = f"Write `{line}` at line {cand.index + 1}"
+            fix = f"Write `{first_line(i, j)}` at line {block.index + 1}"
             if j is not None:
-                other = doc.candidates[j]
-                line = _RANK_ATTR.sub(f"rank={owners[j].content}", doc.lines[other.index].strip())
-                fix += f" and `{line}` at line {other.index + 1}"
-                hidden.add(("R3-rank",), other.index, other.end - 1)
-            hidden.add(("R3-rank",), cand.index, cand.end - 1)
-            out.error(
-                "R3-swapped-rank",
-                cand.index,
-                f"the block marked rank={owner.heading} holds rank {owner.content}'s detail_estimate and prose.",
-                fix + "; keep the blocks where they are.",
-            )
+                other = blocks[j]
+                fix += f" and `{first_line(j, i)}` at line {other.index + 1}"
+                hidden.add(kind.follow_on, other.index, other.end - 1)
+            hidden.add(kind.follow_on, block.index, block.end - 1)
+            out.error(kind.swapped_rule, block.index, kind.swapped_message(owner), fix + kind.swapped_tail)
         elif owner.prose is not None:
-            _report_prose(owners, i, prose, f"rank={owner.heading}", "Identification, Reasoning and Resolution", out,
-                          "block")  # fmt: skip
+            _report_prose(owners, i, prose, kind, out)
 
 
 def _prose_runs(runs: list[Run], region: str) -> dict[int, list[Run]]:
@@ -251,15 +284,13 @@ def _prose_runs(runs: list[Run], region: str) -> dict[int, list[Run]]:
     return found
 
 
-def _report_prose(
-    owners: list[Owner], i: int, prose: dict[int, list[Run]], name: str, what: str, out: Collector, kind: str
-) -> None:
+def _report_prose(owners: list[Owner], i: int, prose: dict[int, list[Run]], kind: _Blocks, out: Collector) -> None:
     owner = owners[i]
     mine = prose.get(i, [])
     if not mine:
         return
     j = _partner(owners, i, "prose")
-    label = "P" if kind == "P-item" else "rank="
+    name, what, label = kind.name(owner), kind.prose_parts, kind.label
     theirs = prose.get(j, []) if j is not None else []
     if j is not None:
         # Move only the lines that quote the other P-item (an Insight swapped under an Action that quotes nothing

@@ -21,9 +21,9 @@ import numpy as np
 
 from sdpa_analyzer.server.ingest.calls import Call
 from sdpa_analyzer.server.ingest.context import TraceContext
-from sdpa_analyzer.server.ingest.events import ANN, CPU, GPU_ANN, PY
+from sdpa_analyzer.server.ingest.events import ANN, CPU, PY
 from sdpa_analyzer.server.ingest.rows import Row, union_by_group
-from sdpa_analyzer.server.ingest.tree import nearest_marked_ancestor
+from sdpa_analyzer.server.ingest.serving import owned_gpu_rows
 from sdpa_analyzer.server.ingest.unfused import is_user_frame
 
 _STEP = re.compile(r"^ProfilerStep#")
@@ -58,19 +58,10 @@ def _label(ctx: TraceContext, node: int) -> str:
 
 
 def _anchor_kernel_time(ctx: TraceContext, anchors: list[int]) -> dict[int, float]:
-    f = ctx.forest
     uniq = sorted({a for a in anchors if a >= 0})
     if not uniq:
         return {}
-    mark = np.zeros(len(f), dtype=bool)
-    mark[uniq] = True
-    nma = nearest_marked_ancestor(f.parent, mark)
-    gnode = ctx.gpu_node
-    rows = np.flatnonzero((gnode >= 0) & ~ctx.links.graph & (ctx.ev.gpu["kind"] != GPU_ANN))
-    nodes = gnode[rows]
-    owner = np.where(mark[nodes], nodes, nma[nodes])
-    keep = owner >= 0
-    rows, owner = rows[keep], owner[keep]
+    rows, owner = owned_gpu_rows(ctx, uniq)
     idx = np.searchsorted(np.asarray(uniq), owner)
     dur = np.maximum(ctx.ev.gpu["dur"][rows], 0.0)
     times = union_by_group(idx, ctx.ev.gpu["ts"][rows], dur, len(uniq))

@@ -31,10 +31,9 @@ from sdpa_analyzer.server.vocab import INFERENCE
 # ---- gpu rows owned by op subtrees -------------------------------------------------------------------------------
 
 
-def _owned_rows(ctx: TraceContext, tops: np.ndarray) -> dict[int, np.ndarray]:
-    """GPU rows (kernels, memcpys, memsets; graph replays excluded) launched in the subtree of each top node."""
-    if len(tops) == 0:
-        return {}
+def owned_gpu_rows(ctx: TraceContext, tops: np.ndarray | list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """GPU rows (kernels, memcpys, memsets; graph replays excluded) launched in the subtree of one of the `tops`
+    nodes, in row order, and the owner of each: the nearest of the tops at or above the node that launched it."""
     f = ctx.forest
     mark = np.zeros(len(f), dtype=bool)
     mark[tops] = True
@@ -44,7 +43,14 @@ def _owned_rows(ctx: TraceContext, tops: np.ndarray) -> dict[int, np.ndarray]:
     nodes = gnode[rows]
     owner = np.where(mark[nodes], nodes, nma[nodes])
     keep = owner >= 0
-    rows, owner = rows[keep], owner[keep]
+    return rows[keep], owner[keep]
+
+
+def _owned_rows(ctx: TraceContext, tops: np.ndarray) -> dict[int, np.ndarray]:
+    """owned_gpu_rows grouped by their top node."""
+    if len(tops) == 0:
+        return {}
+    rows, owner = owned_gpu_rows(ctx, tops)
     order = np.argsort(owner, kind="stable")
     rows, owner = rows[order], owner[order]
     out: dict[int, np.ndarray] = {}
@@ -56,6 +62,15 @@ def _owned_rows(ctx: TraceContext, tops: np.ndarray) -> dict[int, np.ndarray]:
 
 
 # ---- KV-cache writes and quantization pre-ops ----------------------------------------------------------------------
+
+
+def _calls_by_thread(ctx: TraceContext, fused: list[Call]) -> tuple[dict[int, list[Call]], dict[int, list[float]]]:
+    """The calls of each CPU thread in time order, and their start times (for a bisection by time)."""
+    f = ctx.forest
+    by_thread: dict[int, list[Call]] = {}
+    for c in sorted(fused, key=lambda c: float(f.ts[c.top])):
+        by_thread.setdefault(c.thread, []).append(c)
+    return by_thread, {t: [float(f.ts[c.top]) for c in cs] for t, cs in by_thread.items()}
 
 
 def attach_side_ops(ctx: TraceContext, calls: list[Call]) -> None:
@@ -76,10 +91,7 @@ def attach_side_ops(ctx: TraceContext, calls: list[Call]) -> None:
     call_up = f.nearest(call_mark)
     tops = np.flatnonzero(side & (side_up < 0) & (call_up < 0))
     owned = _owned_rows(ctx, tops)
-    by_thread: dict[int, list[Call]] = {}
-    for c in sorted(fused, key=lambda c: float(f.ts[c.top])):
-        by_thread.setdefault(c.thread, []).append(c)
-    starts = {t: [float(f.ts[c.top]) for c in cs] for t, cs in by_thread.items()}
+    by_thread, starts = _calls_by_thread(ctx, fused)
     for node in tops.tolist():
         rows = owned.get(node)
         if rows is None or not len(rows):
@@ -125,10 +137,7 @@ def attach_helper_kernels(ctx: TraceContext, calls: list[Call]) -> int:
     if not len(cand):
         return 0
     f = ctx.forest
-    by_thread: dict[int, list[Call]] = {}
-    for c in sorted(fused, key=lambda c: float(f.ts[c.top])):
-        by_thread.setdefault(c.thread, []).append(c)
-    starts = {t: [float(f.ts[c.top]) for c in cs] for t, cs in by_thread.items()}
+    by_thread, starts = _calls_by_thread(ctx, fused)
     extra: dict[int, list[int]] = {}
     extra_kv: dict[int, list[int]] = {}
     for row in cand.tolist():

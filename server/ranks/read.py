@@ -16,8 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sdpa_analyzer.server.errors import InputError, format_validation_error
 from sdpa_analyzer.server.folder.read import read_json_file
+from sdpa_analyzer.server.ranks.layout import RANK_FOLDER
 from sdpa_analyzer.server.ranks.result import RankError, Straggler
-from sdpa_analyzer.server.ranks.summary import RANK_FOLDER, SCHEMA, SUMMARY_JSON
+from sdpa_analyzer.server.ranks.summary import SCHEMA, SUMMARY_JSON
 from sdpa_analyzer.server.roots import DataRoots
 
 

@@ -31,16 +31,9 @@ from sdpa_analyzer.server.errors import InputError
 from sdpa_analyzer.server.ranks.discover import RankPlan, plan_ranks
 from sdpa_analyzer.server.ranks.engines import Engine, default_workers, run_dask, run_pool
 from sdpa_analyzer.server.ranks.forkserver import start_fork_server
+from sdpa_analyzer.server.ranks.layout import RANK_FOLDER, rank_folder_name
 from sdpa_analyzer.server.ranks.result import RanksResult, ranks_result
-from sdpa_analyzer.server.ranks.summary import (
-    RANK_FOLDER,
-    SHAPES_CSV,
-    SUMMARY_CSV,
-    SUMMARY_JSON,
-    build_summary,
-    rank_folder_name,
-    write_summary,
-)
+from sdpa_analyzer.server.ranks.summary import SHAPES_CSV, SUMMARY_CSV, SUMMARY_JSON, build_summary, write_summary
 from sdpa_analyzer.server.ranks.task import RankOutcome, RankTask
 from sdpa_analyzer.server.roots import DataRoots
 

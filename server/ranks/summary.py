@@ -15,12 +15,13 @@ failed ranks with their error), `ranks_shapes.csv` (one line per shape and rank)
 from __future__ import annotations
 
 import os
-import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel
 
 from sdpa_analyzer.server.numbers import finite
 from sdpa_analyzer.server.ranks.discover import RankPlan
@@ -33,12 +34,6 @@ SUMMARY_JSON = "ranks_summary.json"
 SUMMARY_CSV = "ranks_summary.csv"
 SHAPES_CSV = "ranks_shapes.csv"
 SCHEMA = "sdpa-analyzer/ranks-summary/1"
-RANK_FOLDER = re.compile(r"rank_\d+")  # OUT/rank_<r>/: one rank's analysis folder
-
-
-def rank_folder_name(rank: int) -> str:
-    return f"rank_{rank}"
-
 
 _KEY = ["category", "operation", "args"]
 _SPREAD_COLUMNS = ["folder", "median_ms", "median_calls", "median_eff", "ratio"]  # working columns, not output
@@ -80,27 +75,26 @@ def rank_entries(plan: RankPlan, outcomes: list[RankOutcome], out_dir: Path) -> 
     return entries
 
 
-def _category_frame(outcomes: list[RankOutcome]) -> pd.DataFrame:
+def _outcome_frame(
+    outcomes: list[RankOutcome], parts: Callable[[RankOutcome], Sequence[BaseModel]], columns: list[str]
+) -> pd.DataFrame:
+    """One line per part (`parts`: a category, a shape) of every analyzed rank, beside the rank, its E2E and folder."""
     rows = [
-        {"rank": o.rank, "e2e_ms": o.e2e_ms, "folder": o.folder, **c.model_dump()}
+        {"rank": o.rank, "e2e_ms": o.e2e_ms, "folder": o.folder, **part.model_dump()}
         for o in outcomes
         if o.status == "OK"
-        for c in o.categories
+        for part in parts(o)
     ]
-    cols = ["rank", "e2e_ms", "folder", "category", "rows", "calls", "kernel_time_ms", "percent_of_e2e",
-            "weighted_efficiency_pct"]  # fmt: skip
-    return pd.DataFrame(rows, columns=cols)
+    return pd.DataFrame(rows, columns=["rank", "e2e_ms", "folder", *columns])
+
+
+def _category_frame(outcomes: list[RankOutcome]) -> pd.DataFrame:
+    columns = ["category", "rows", "calls", "kernel_time_ms", "percent_of_e2e", "weighted_efficiency_pct"]
+    return _outcome_frame(outcomes, lambda o: o.categories, columns)
 
 
 def _shape_frame(outcomes: list[RankOutcome]) -> pd.DataFrame:
-    rows = [
-        {"rank": o.rank, "e2e_ms": o.e2e_ms, "folder": o.folder, **s.model_dump()}
-        for o in outcomes
-        if o.status == "OK"
-        for s in o.shapes
-    ]
-    cols = ["rank", "e2e_ms", "folder", *_KEY, "shape", "calls", "time_ms", "efficiency_pct"]
-    return pd.DataFrame(rows, columns=cols)
+    return _outcome_frame(outcomes, lambda o: o.shapes, [*_KEY, "shape", "calls", "time_ms", "efficiency_pct"])
 
 
 def _spread(frame: pd.DataFrame, keys: list[str], time_col: str) -> pd.DataFrame:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -16,6 +18,7 @@ from sdpa_analyzer.prompts.render import (
     server_launch_command,
 )
 from sdpa_analyzer.server.tools import TOOLS
+from tests.support import REPO
 
 NAMED_PLACEHOLDERS = ("{output_dir}", "{category}", "{comparison_scope}", "{prefix}")
 # Braces the prompt keeps on purpose: the prefix's command slot and the template's prose slots.
@@ -144,3 +147,16 @@ def test_main_check_and_write(tmp_path) -> None:
     assert render.main(["--check", "--path", str(target)]) == 0
     target.write_text(target.read_text() + "edited by hand\n")
     assert render.main(["--check", "--path", str(target)]) == 1
+
+
+def test_rendering_a_prompt_imports_no_pandas() -> None:
+    # The prompt is rendered once per category of every run (MCP prompts/get, agent.md): it asks whether the output
+    # folder is a rank's, a name pattern, which must not cost pandas' import. A fresh interpreter, so that nothing
+    # another test imported counts; a rank folder's name, so that the rank-folder condition is evaluated.
+    code = (
+        "import sys, prompts.render as r; "
+        "r.render_analysis_prompt('/data/job/rank_3', 'sdpa_fwd', 'standalone'); r.render_agent_md(); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pandas')[:3])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
