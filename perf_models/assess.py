@@ -18,7 +18,8 @@ This is the one place a measured kernel time becomes a verdict (the server turns
   gap), but their regime comes from their own traffic, the score matrices included (traffic.score_matrix_bytes):
   an unfused chain is dominated by Nq × Nkv reads and writes, whatever the fused kernel's bound would be. The
   intensity and bytes the regime was judged from are `regime_intensity` / `regime_bytes` (the roofline's own for
-  fused rows), so a verdict can show the numbers it was made from next to the fused intensity;
+  fused rows); a row shows that intensity as its own, and the fused kernel's beside it (`intensity_fused`), so its
+  regime is always f(its intensity, the ridge of the same roofs), under either bytes model (`own_intensity`);
 * three roofs (perf_models.exp_roof): the row's times on the datasheet tensor roof, on the exponential-unit roof
   (one exp per kept score element) and on HBM, and the binding one among them (`binding_roof`);
 * band: the ceiling of the call on this part (perf_models.ceiling). On the part a published band family was measured
@@ -127,7 +128,7 @@ class Assessment:
     exp_roof_texps: F64  # the part's exponential roof, T exp/s
     tensor_time_us: F64  # useful FLOPs / datasheet tensor roof of the row's dtype
     exp_time_us: F64  # exponentials / exp roof
-    hbm_time_us: F64  # bytes used / datasheet bandwidth
+    hbm_time_us: F64  # bytes the row moves (regime_bytes: an unfused row's with its score matrices) / datasheet HBM
     binding_roof: OBJ  # tensor | exp | hbm: the roof with the largest time (None: a roof unknown)
     wave_factor: F64  # tiles / (waves × units): the share of a full kernel's throughput this grid can reach
     kernel_class: OBJ  # the ceiling model's class of the part's architecture (fa2, fa3, fa4, amd; None: unknown)
@@ -337,6 +338,19 @@ def _datasheet_specs(specs: OBJ) -> OBJ:
     return np.array([s.split("+", 1)[0] if isinstance(s, str) else s for s in specs.tolist()], dtype=object)
 
 
+def own_bytes(bytes_model_bytes: F64, work: WorkEstimate, unfused: NDArray[np.bool_]) -> F64:
+    """The bytes a row itself moves under one bytes model: the model's bytes, plus the score matrices an unfused
+    chain writes and reads (traffic.score_matrix_bytes)."""
+    used = np.asarray(bytes_model_bytes, dtype=np.float64)
+    return np.where(unfused, used + work.bytes_score_matrix, used)
+
+
+def own_intensity(flops: F64, bytes_: F64) -> F64:
+    """FLOP per byte; NaN where there are no bytes (the roofline's own convention is kept for fused rows)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return flops / np.where(bytes_ > 0, bytes_, np.nan)
+
+
 def regime_of(intensity: F64, ridge: F64, known: NDArray[np.bool_]) -> OBJ:
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = intensity / ridge
@@ -390,17 +404,11 @@ def assess(
         eff_ds = np.where(rf.has_measurement & np.isfinite(ideal_ds), 100.0 * ideal_ds / measured, np.nan)
 
     known = ~rf.peak_missing
-    regime_intensity = rf.intensity.astype(np.float64).copy()
-    regime_bytes = np.asarray(used, dtype=np.float64).copy()
-    bytes_unfused = np.full(n, np.nan)
-    if attention_types is not None:
-        unfused = np.asarray(attention_types, dtype=object) == "unfused"
-        if unfused.any():
-            bytes_unfused[unfused] = (used + work.bytes_score_matrix)[unfused]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                own_intensity = work.flops_useful / np.where(bytes_unfused > 0, bytes_unfused, np.nan)
-            regime_intensity[unfused] = own_intensity[unfused]
-            regime_bytes[unfused] = bytes_unfused[unfused]
+    unfused = (np.asarray(attention_types, dtype=object) == "unfused" if attention_types is not None
+               else np.zeros(n, dtype=bool))
+    regime_bytes = own_bytes(used, work, unfused)
+    regime_intensity = np.where(unfused, own_intensity(work.flops_useful, regime_bytes), rf.intensity)
+    bytes_unfused = np.where(unfused, regime_bytes, np.nan)
     regime = regime_of(regime_intensity, rf.ridge, known)
 
     kinds = row_kinds(table)
@@ -408,7 +416,8 @@ def assess(
     bands, ceiling = verdicts.bands, verdicts.ceiling
     exps = exponentials(work.kept_pairs, table.heads_q)
     exp_roof = part_exp_roof(gpu)
-    roofs = three_roofs(work.flops_useful, exps, used, peak_t_ds, exp_roof, peak_b_ds)
+    # the binding roof of the traffic the row moves itself (an unfused chain's HBM time counts its score matrices)
+    roofs = three_roofs(work.flops_useful, exps, regime_bytes, peak_t_ds, exp_roof, peak_b_ds)
     value = np.where(bands.metric == "memory", memory_ds, compute_ds)
     bound = work.work_bound.astype(object)
     exact = bound == "exact"
@@ -488,4 +497,5 @@ def spec_roof(gpu: GpuSpec, spec: str) -> Roof | None:
     return Roof(2.0 / (1.0 / a.value + 1.0 / b.value), kind, source, datasheet)
 
 
-__all__ = ["BALANCED_RATIO", "REGIMES", "Assessment", "assess", "regime_of", "row_kinds", "spec_roof"]
+__all__ = ["BALANCED_RATIO", "REGIMES", "Assessment", "assess", "own_bytes", "own_intensity", "regime_of", "row_kinds",
+           "spec_roof"]

@@ -150,7 +150,7 @@ def row_verdict(r: Any, bytes_model: str | None = None) -> str:
         band_rests_on=_text(r["band_rests_on"]), binding_roof=_text(r["binding_roof"]),
         unfused_intensity=finite(r["regime_intensity"], 1) if unfused else None,
         unfused_bytes=finite(r["regime_bytes"], 0) if unfused else None,
-        fused_intensity=finite(r["intensity"], 1) if unfused else None,
+        fused_intensity=finite(r["intensity_fused"], 1) if unfused else None,
         ridge=finite(r["ridge"], 1) if unfused else None, bytes_model=bytes_model,
         regime_compulsory=_text(r["regime_compulsory"]), regime_tiled=_text(r["regime_tiled"]),
     )  # fmt: skip
