@@ -34,6 +34,12 @@ This is the one place a measured kernel time becomes a verdict (the server turns
   memory utilization when memory-bound, compute utilization when compute-bound. Each row carries the band's
   reference (the published kernel or the model's class), its efficiency at this shape, its source and the time this
   call would take at it;
+* model checks: an efficiency above the roofline (rf.is_anomaly: the modeled work needs more time at the roofs than
+  the call's kernels took) is physically impossible, so it is never a verdict: a row whose work is exact, a lower
+  bound or neither gets `model_check` "model inconsistent: <reason>" and band_status "none" (the band's reference
+  stays, as what the call would take at the best kernel; the reason from what the row is: a serving call modeled
+  from its step's token sums, or any other call's shapes and kernel time), where a row whose work is an upper bound
+  already reads "at most" (its bound's reason is `work_bound_reason`);
 * bounds: a row whose work is a bound (`WorkEstimate.work_bound`: varlen / paged rows known only by their sums,
   a sliding window of unknown size) has an efficiency that is a bound too ("lower": at least this; "upper": at
   most this). Such a row gets no band verdict (band_status "none", band edges NaN): a bound is not a measurement
@@ -55,6 +61,7 @@ from numpy.typing import ArrayLike, NDArray
 from perf_models.bands import (
     NO_BAND_NOTES,
     NOTE_BOUND,
+    NOTE_INCONSISTENT,
     NOTE_MIXED,
     NOTE_NO_FAMILY,
     NOTE_NO_MODEL,
@@ -73,7 +80,7 @@ from perf_models.masks import MASK_NONE, MASK_WINDOW
 from perf_models.objects import as_objects, filled
 from perf_models.roofline import RooflineArrays, roofline
 from perf_models.table import ConfigTable
-from perf_models.terms import BYTES_MODELS
+from perf_models.terms import BYTES_MODELS, INCONSISTENT, INCONSISTENT_REASONS
 from perf_models.traffic import decode_rows
 from perf_models.waves import wave_factor
 
@@ -136,6 +143,32 @@ class Assessment:
     ceiling_time_us: F64  # the model's best time for this call on this part
     band_basis: OBJ  # published (a published point on this part) | derived (the ceiling model) | none
     band_rests_on: OBJ  # what the band rests on, in words (None: no band)
+    work_bound_reason: OBJ  # why the work is a bound, in words (None: exact)
+    model_check: OBJ  # "model inconsistent: <reason>" where the efficiency is above the roofline (None: consistent)
+
+
+# why a row's work is a bound (WorkEstimate.work_bound), first cause first; the last two by the bound's direction
+BOUND_REASONS = (
+    "the step's token sums cover more than this call: the step ran in more than one call per layer",
+    "a sliding window of unknown size, modeled causal",
+    "the call's mask flag is unknown, modeled without a mask",
+    "a known window over the step's token sums",
+    "only the step's token sums are known",
+)
+
+
+def bound_reasons(table: ConfigTable, bound: OBJ) -> OBJ:
+    """Why each row's work is a bound (BOUND_REASONS), None where it is exact."""
+    code = np.where(table.step_split, 0, np.where(table.window_unknown, 1, np.where(table.mask_unknown, 2,
+                                                                                    np.where(bound == "upper", 3, 4))))
+    return np.where(bound == "exact", None, np.asarray(BOUND_REASONS, dtype=object)[code]).astype(object)
+
+
+def model_checks(table: ConfigTable, rf: RooflineArrays, bound: OBJ) -> OBJ:
+    """"model inconsistent: <reason>" for rows above the roofline whose work is not an upper bound; None elsewhere."""
+    bad = rf.is_anomaly & (bound != "upper")
+    reason = np.asarray([f"{INCONSISTENT}: {r}" for r in INCONSISTENT_REASONS], dtype=object)
+    return np.where(bad, reason[table.is_paged.astype(np.intp)], None).astype(object)
 
 
 def row_kinds(table: ConfigTable) -> OBJ:
@@ -420,11 +453,16 @@ def assess(
     roofs = three_roofs(work.flops_useful, exps, regime_bytes, peak_t_ds, exp_roof, peak_b_ds)
     value = np.where(bands.metric == "memory", memory_ds, compute_ds)
     bound = work.work_bound.astype(object)
+    check = model_checks(table, rf, bound)
+    consistent = _is_none(check)
     exact = bound == "exact"
     band_ok = exact & np.isfinite(bands.low)
     low, high = np.where(band_ok, bands.low, np.nan), np.where(band_ok, bands.high, np.nan)
-    status = band_status(value, low, high)  # "none" where no band applies (low is NaN there)
-    note_code = np.where(exact, bands.note_code, NOTE_BOUND)
+    # "none" where no band applies (low is NaN there) or the row is no verdict (model inconsistent: the band's edges
+    # and reference stay, as what the call would take at the best kernel, but nothing is judged against them)
+    status = band_status(value, low, high)
+    status[~consistent] = "none"
+    note_code = np.where(~consistent, NOTE_INCONSISTENT, np.where(exact, bands.note_code, NOTE_BOUND))
     ref_pct = np.where(band_ok, bands.reference_pct, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         ref_time = np.where(bands.metric == "memory", used / (ref_pct / 100 * peak_b_ds * 1e6),
@@ -477,6 +515,8 @@ def assess(
         ceiling_time_us=ceiling.time_us,
         band_basis=np.where(band_ok, verdicts.basis, "none").astype(object),
         band_rests_on=np.where(band_ok, verdicts.rests_on, None).astype(object),
+        work_bound_reason=bound_reasons(table, bound),
+        model_check=check,
     )
 
 
@@ -497,5 +537,5 @@ def spec_roof(gpu: GpuSpec, spec: str) -> Roof | None:
     return Roof(2.0 / (1.0 / a.value + 1.0 / b.value), kind, source, datasheet)
 
 
-__all__ = ["BALANCED_RATIO", "REGIMES", "Assessment", "assess", "own_bytes", "own_intensity", "regime_of", "row_kinds",
-           "spec_roof"]
+__all__ = ["BALANCED_RATIO", "BOUND_REASONS", "REGIMES", "Assessment", "assess", "own_bytes", "own_intensity",
+           "regime_of", "row_kinds", "spec_roof"]

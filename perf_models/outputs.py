@@ -97,6 +97,7 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
             "the kernel family whose default tiles the tiled bytes use (fa2, fa3, ck, triton)"),
     declare("work_bound", "text", "", None, "work", "rjc",
             "exact | lower | upper | unknown: what flops_useful (and so the efficiency) is"),
+    declare("work_bound_reason", "text", "", None, "why a bound", "rjc", "why the work is a bound (none: exact)"),
     # roofs
     declare("compute_spec", "text", "", None, "spec", "mc",
             "the compute spec the row runs on (matrix_bf16, …; two GEMM specs joined by + for quantized attention)"),
@@ -139,6 +140,9 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
     declare("is_anomaly", "bool", "", None, "anomaly", "rmc",
             "efficiency above 100 % of the roofline: an anomaly (wrong shapes, peaks or a measured time that misses "
             "kernels), never an excellent kernel"),
+    declare("model_check", "text", "", None, "model check", "rjc",
+            "'model inconsistent: <reason>' where the efficiency is above the roofline and the work is not an upper "
+            "bound: no verdict, no band (none: consistent)"),
     declare("anomaly_flag", "bool", "", None, "flagged", "jc",
             "efficiency above 110 %: too far above the roofline to project a gap from (the impact estimate falls "
             "back to the heuristic)"),

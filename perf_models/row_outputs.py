@@ -34,6 +34,7 @@ def row_outputs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuS
         "intensity": a.regime_intensity,
         "intensity_fused": np.where(np.isfinite(a.bytes_unfused), rf.intensity, np.nan),
         "block_q": work.block_q, "block_kv": work.block_kv, "tile_family": work.families, "work_bound": a.work_bound,
+        "work_bound_reason": a.work_bound_reason, "model_check": a.model_check,
         "compute_spec": a.compute_spec, "peak_tflops": a.peak_tflops, "peak_tflops_kind": a.peak_tflops_kind,
         "peak_tflops_datasheet": a.peak_tflops_datasheet, "peak_tbs": np.full(n, a.peak_tbs),
         "peak_tbs_kind": filled(n, a.peak_tbs_kind),

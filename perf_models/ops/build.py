@@ -411,7 +411,7 @@ def _build_vllm(
             "(c_sq/c_sk/g_sq/g_sk or sum_ctx_tokens/sum_gen_tokens) or step annotation"
         )
     tokens = step_tokens(params, warnings)
-    _check_query_rows(tokens, q[0], warnings)
+    split = _check_query_rows(tokens, q[0], warnings)
     return _vllm_built(
         spec,
         tokens,
@@ -427,13 +427,29 @@ def _build_vllm(
         },
         params=params,
         warnings=warnings,
+        step_split=split,
     )
 
 
-def _check_query_rows(tokens: StepTokens, rows: int, warnings: list[str]) -> None:
+def _check_query_rows(tokens: StepTokens, rows: int, warnings: list[str]) -> bool:
+    """Whether the call ran only part of its step: a query tensor of fewer rows than the step's query tokens cannot
+    hold them all (a graph pads its batch up, never down), so the step ran in more than one call per layer
+    (micro-batches, or several replays of a graph captured at a smaller batch) and the step's sums are at most this
+    call's work."""
+    if tokens.total_q > rows:
+        warnings.append(STEP_SPLIT_WARNING.format(step=tokens.total_q, rows=rows))
+        return True
     if tokens.total_q != rows:
-        why = " (padded to a graph's batch size?)" if tokens.total_q < rows else ""
-        warnings.append(f"step query tokens {tokens.total_q} differ from the query tensor's {rows} rows{why}")
+        warnings.append(f"step query tokens {tokens.total_q} differ from the query tensor's {rows} rows (padded to a "
+                        "graph's batch size?)")
+    return False
+
+
+STEP_SPLIT_WARNING = (
+    "step query tokens {step} exceed the query tensor's {rows} rows: the step ran in more than one call per layer "
+    "(micro-batches, or replays of a graph captured at a smaller batch), so the step's work is an upper bound of "
+    "this call's"
+)
 
 
 def _vllm_built(
@@ -446,6 +462,7 @@ def _vllm_built(
     dtypes: dict[str, str | None],
     params: Mapping[str, Any],
     warnings: list[str],
+    step_split: bool = False,
 ) -> Built:
     if heads_kv is None:
         heads_kv = pp.positive_int(params, "H_KV")
@@ -456,7 +473,7 @@ def _vllm_built(
             "visible in the op arguments (see the kernel names)"
         )
     return _paged_built(spec, VLLM, tokens, (heads_q, heads_kv, d_qk, d_v), dtypes, mask, unknown,
-                        pp.kv_cache_dtype(params), warnings, params=params)
+                        pp.kv_cache_dtype(params), warnings, params=params, step_split=step_split)
 
 
 def _paged_built(
@@ -471,6 +488,7 @@ def _paged_built(
     warnings: list[str],
     paged: PagedInfo | None = None,
     params: Mapping[str, Any] | None = None,
+    step_split: bool = False,
     **latent: Any,
 ) -> Built:
     """A paged row's config; `latent`: shared_kv / kv_cache_token_bytes of an op that is MLA by itself (FlashMLA),
@@ -501,6 +519,7 @@ def _paged_built(
         paged=paged or paged_info(tokens),
         dtype_kv_cache=cache_dtype,
         window_unknown=window_unknown,
+        step_split=step_split,
         **latent,
     )
     return Built(config, family, Layout.THD, AttentionType.PAGED, tuple(warnings))
