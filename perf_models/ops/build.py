@@ -606,15 +606,17 @@ def _build_paged(
         base = Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT)  # a decode kernel's mask (one query token each)
     mask, unknown = _step_mask(params, base, warnings)
     paged = None
+    split = False
     if params is not None and any(params.get(key) is not None for key in ("c_sq", "g_sq", "sum_ctx_tokens")):
         tokens = step_tokens(params, warnings)
-        _check_query_rows(tokens, q[0], warnings)
+        split = _check_query_rows(tokens, q[0], warnings)
     else:
         tokens, paged = _tokens_from_arguments(spec, sig, row, q[0], warnings)
     if mask.kind is MaskKind.NONE and tokens.sum_qk is None and tokens.total_q > tokens.num_requests:
         raise RowError(f"{spec.name}: a non-causal paged call without the step's Σ q·k: pairs unknown")
     return _paged_built(spec, family, tokens, (q[1], heads_kv, d_qk, d_v), dtypes, mask, unknown,
-                        pp.kv_cache_dtype(params) if params else None, warnings, paged, params=params)
+                        pp.kv_cache_dtype(params) if params else None, warnings, paged, params=params,
+                        step_split=split)
 
 
 def _build_latent(
@@ -645,13 +647,14 @@ def _build_latent(
             "record, and no step annotation (execute_..._generation_...) gives the step's tokens"
         )
     tokens = step_tokens(params, warnings)
-    _check_query_rows(tokens, batch * s_q, warnings)
+    split = _check_query_rows(tokens, batch * s_q, warnings)
     mask, unknown = _step_mask(params, Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT), warnings)
     dtypes = {"q": row.dtype(sig.q, "q"), "k": row.dtype(sig.q, "q"), "v": row.dtype(sig.q, "q")}
     warnings.append(f"MLA latent cache: {heads_kv} KV head(s) of {d_qk}, V its first {d_v} columns; each cached "
                     "token is read once")
     return _paged_built(spec, FLASH_MLA, tokens, (heads_q, heads_kv, d_qk, d_v), dtypes, mask, unknown,
-                        None if cache_dtype == dtypes["q"] else cache_dtype, warnings, params=params, **latent)
+                        None if cache_dtype == dtypes["q"] else cache_dtype, warnings, params=params,
+                        step_split=split, **latent)
 
 
 def _tokens_from_arguments(

@@ -106,3 +106,27 @@ def test_any_verdict_above_the_roofline_names_the_inconsistency() -> None:
     assert "no verdict" in words and "above the band" not in words
     # an upper bound above 100 % is only "at most": not inconsistent
     assert verdict("memory", 3.0, 120.0, "none", None, None, None, True, "upper").startswith("at most ")
+
+
+def test_the_split_step_rule_holds_for_another_engine_s_op() -> None:
+    # held out (the rule was written on vLLM's op): SGLang's paged decode, the real capture trace's row (q (32, 32,
+    # 128), NHD cache with 8 KV heads). A step of 32 requests fits the call: exact. A step of 64 requests (two
+    # batches of 32, as two-batch overlap runs them) cannot: its sums are at most this call's work.
+    from perf_models.estimate import estimate_work
+    from perf_models.ops.vllm import parse_step_annotation
+    from perf_models.registry import parse_op
+    from perf_models.table import ConfigTable
+
+    bf16 = "c10::BFloat16"
+    dims = [[32, 32, 128], [10905190400], [32, 32, 128], [835874, 1, 8, 128], [835874, 1, 8, 128], [33],
+            [20971520], [4096], [], [1], [1], []]
+    types = [bf16, "unsigned char", bf16, bf16, bf16, "int", "int", "int", "", "float", "float", ""]
+    name = "sglang_profiler::attention_paged_attention_ragged_100"
+    bounds = {}
+    for requests, keys in ((32, 32785), (64, 65570)):
+        step = parse_step_annotation(f"execute_{requests}_context_0(sq0sk0sqsq0sqsk0)_generation_{requests}"
+                                     f"(sq{requests}sk{keys}sqsq{requests}sqsk{keys})")
+        p = parse_op(name, dims, types, [""] * 12, step)
+        assert p.config is not None, p.reason
+        bounds[requests] = str(estimate_work(ConfigTable.from_configs([p.config])).work_bound[0])
+    assert bounds == {32: "exact", 64: "upper"}
