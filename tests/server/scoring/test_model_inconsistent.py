@@ -18,11 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from server.ingest.analyze import analyze_trace
-from server.roots import DataRoots
-from server.scoring.category import score_category
-from server.scoring.verdicts import row_verdict, verdict
-from server.synthetic import SyntheticAttentionCall, build_trace_with_truth, write_serving_run, write_trace
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.category import score_category
+from sdpa_analyzer.server.scoring.verdicts import row_verdict, verdict
+from sdpa_analyzer.server.synthetic import (
+    SyntheticAttentionCall,
+    build_trace_with_truth,
+    write_serving_run,
+    write_trace,
+)
 
 MI300X = "AMD Instinct MI300X"
 HBM = 5.3e12
@@ -112,10 +117,10 @@ def test_the_split_step_rule_holds_for_another_engine_s_op() -> None:
     # held out (the rule was written on vLLM's op): SGLang's paged decode, the real capture trace's row (q (32, 32,
     # 128), NHD cache with 8 KV heads). A step of 32 requests fits the call: exact. A step of 64 requests (two
     # batches of 32, as two-batch overlap runs them) cannot: its sums are at most this call's work.
-    from perf_models.estimate import estimate_work
-    from perf_models.ops.vllm import parse_step_annotation
-    from perf_models.registry import parse_op
-    from perf_models.table import ConfigTable
+    from sdpa_analyzer.perf_models.estimate import estimate_work
+    from sdpa_analyzer.perf_models.ops.vllm import parse_step_annotation
+    from sdpa_analyzer.perf_models.registry import parse_op
+    from sdpa_analyzer.perf_models.table import ConfigTable
 
     bf16 = "c10::BFloat16"
     dims = [[32, 32, 128], [10905190400], [32, 32, 128], [835874, 1, 8, 128], [835874, 1, 8, 128], [33],

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from server.ingest.analyze import analyze_trace
-from server.roots import DataRoots
-from server.scoring.category import score_category
-from server.scoring.verdicts import row_verdict
-from server.synthetic import SyntheticAttentionCall, build_trace_with_truth, write_trace
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.category import score_category
+from sdpa_analyzer.server.scoring.verdicts import row_verdict
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace_with_truth, write_trace
 from tests.support import TRACES, need
 
 MI300X_RIDGE = 1307.4 / 5.3  # datasheet dense bf16 TFLOP/s over datasheet TB/s (the roofs of every ratio) = 246.68
