@@ -14,7 +14,8 @@ Per row (one call), vectorized over the table:
   efficiency, against `band_reference_time_us` at today's shape. 0 / NaN where it does not apply (no band for either
   shape, heads × d not a multiple of 128, d_qk ≠ d_v).
 * `regime_compulsory`, `regime_tiled`: the regime under each bytes model (on MI300-class parts the two can differ:
-  the verdict then says which it used).
+  the verdict then says which it used), each judged from `intensity_compulsory` / `intensity_tiled` (an unfused
+  row's with its score matrices).
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import NDArray
 
-from sdpa_analyzer.perf_models.assess import Assessment, assess, ideal_time_us, regime_of
+from sdpa_analyzer.perf_models.assess import Assessment, assess, ideal_time_us, own_bytes, own_intensity, regime_of
 from sdpa_analyzer.perf_models.estimate import WorkEstimate, estimate_work
 from sdpa_analyzer.perf_models.hardware import GpuSpec
 from sdpa_analyzer.perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.terms import BYTES_MODELS
 
 F64 = NDArray[np.float64]
 ALT_HEAD_DIM = 128
@@ -105,17 +107,25 @@ def _subset(work: WorkEstimate, rows: NDArray[np.intp]) -> WorkEstimate:
     return replace(work, families=work.families[rows])
 
 
+def intensities_by_bytes_model(work: WorkEstimate, a: Assessment) -> dict[str, F64]:
+    """The row's own intensity under each bytes model: an unfused row's counts its score matrices, as its regime
+    does (perf_models.assess.own_bytes)."""
+    unfused = np.isfinite(a.bytes_unfused)
+    return {f"intensity_{model}": own_intensity(work.flops_useful, own_bytes(getattr(work, f"bytes_{model}"), work,
+                                                                              unfused))
+            for model in BYTES_MODELS}
+
+
 def regimes_by_bytes_model(work: WorkEstimate, a: Assessment) -> dict[str, NDArray[np.object_]]:
-    """The regime under each bytes model (see the module docstring)."""
+    """The regime under each bytes model (see the module docstring): each from the intensity of the same bytes
+    model against the same ridge, so a regime never contradicts the intensity shown beside it."""
     known = ~a.roofline.peak_missing
-    with np.errstate(divide="ignore", invalid="ignore"):
-        compulsory = regime_of(work.flops_useful / work.bytes_compulsory, a.roofline.ridge, known)
-        tiled = regime_of(work.flops_useful / work.bytes_tiled, a.roofline.ridge, known)
     none = np.asarray(None, dtype=object)
-    return {
-        "regime_compulsory": np.where(compulsory == "unknown", none, compulsory).astype(object),
-        "regime_tiled": np.where(tiled == "unknown", none, tiled).astype(object),
-    }
+    out: dict[str, NDArray[np.object_]] = {}
+    for name, intensity in intensities_by_bytes_model(work, a).items():
+        regime = regime_of(intensity, a.roofline.ridge, known)
+        out[name.replace("intensity_", "regime_")] = np.where(regime == "unknown", none, regime).astype(object)
+    return out
 
 
-__all__ = ["ALT_HEAD_DIM", "regimes_by_bytes_model", "what_ifs"]
+__all__ = ["ALT_HEAD_DIM", "intensities_by_bytes_model", "regimes_by_bytes_model", "what_ifs"]

@@ -18,7 +18,8 @@ This is the one place a measured kernel time becomes a verdict (the server turns
   gap), but their regime comes from their own traffic, the score matrices included (traffic.score_matrix_bytes):
   an unfused chain is dominated by Nq × Nkv reads and writes, whatever the fused kernel's bound would be. The
   intensity and bytes the regime was judged from are `regime_intensity` / `regime_bytes` (the roofline's own for
-  fused rows), so a verdict can show the numbers it was made from next to the fused intensity;
+  fused rows); a row shows that intensity as its own, and the fused kernel's beside it (`intensity_fused`), so its
+  regime is always f(its intensity, the ridge of the same roofs), under either bytes model (`own_intensity`);
 * three roofs (perf_models.exp_roof): the row's times on the datasheet tensor roof, on the exponential-unit roof
   (one exp per kept score element) and on HBM, and the binding one among them (`binding_roof`);
 * band: the ceiling of the call on this part (perf_models.ceiling). On the part a published band family was measured
@@ -33,6 +34,12 @@ This is the one place a measured kernel time becomes a verdict (the server turns
   memory utilization when memory-bound, compute utilization when compute-bound. Each row carries the band's
   reference (the published kernel or the model's class), its efficiency at this shape, its source and the time this
   call would take at it;
+* model checks: an efficiency above the roofline (rf.is_anomaly: the modeled work needs more time at the roofs than
+  the call's kernels took) is physically impossible, so it is never a verdict: a row whose work is exact, a lower
+  bound or neither gets `model_check` "model inconsistent: <reason>" and band_status "none" (the band's reference
+  stays, as what the call would take at the best kernel; the reason from what the row is: a serving call modeled
+  from its step's token sums, or any other call's shapes and kernel time), where a row whose work is an upper bound
+  already reads "at most" (its bound's reason is `work_bound_reason`);
 * bounds: a row whose work is a bound (`WorkEstimate.work_bound`: varlen / paged rows known only by their sums,
   a sliding window of unknown size) has an efficiency that is a bound too ("lower": at least this; "upper": at
   most this). Such a row gets no band verdict (band_status "none", band edges NaN): a bound is not a measurement
@@ -54,6 +61,7 @@ from numpy.typing import ArrayLike, NDArray
 from sdpa_analyzer.perf_models.bands import (
     NO_BAND_NOTES,
     NOTE_BOUND,
+    NOTE_INCONSISTENT,
     NOTE_MIXED,
     NOTE_NO_FAMILY,
     NOTE_NO_MODEL,
@@ -72,7 +80,7 @@ from sdpa_analyzer.perf_models.masks import MASK_NONE, MASK_WINDOW
 from sdpa_analyzer.perf_models.objects import as_objects, filled
 from sdpa_analyzer.perf_models.roofline import RooflineArrays, roofline
 from sdpa_analyzer.perf_models.table import ConfigTable
-from sdpa_analyzer.perf_models.terms import BYTES_MODELS
+from sdpa_analyzer.perf_models.terms import BYTES_MODELS, INCONSISTENT, INCONSISTENT_REASONS
 from sdpa_analyzer.perf_models.traffic import decode_rows
 from sdpa_analyzer.perf_models.waves import wave_factor
 
@@ -127,7 +135,7 @@ class Assessment:
     exp_roof_texps: F64  # the part's exponential roof, T exp/s
     tensor_time_us: F64  # useful FLOPs / datasheet tensor roof of the row's dtype
     exp_time_us: F64  # exponentials / exp roof
-    hbm_time_us: F64  # bytes used / datasheet bandwidth
+    hbm_time_us: F64  # bytes the row moves (regime_bytes: an unfused row's with its score matrices) / datasheet HBM
     binding_roof: OBJ  # tensor | exp | hbm: the roof with the largest time (None: a roof unknown)
     wave_factor: F64  # tiles / (waves × units): the share of a full kernel's throughput this grid can reach
     kernel_class: OBJ  # the ceiling model's class of the part's architecture (fa2, fa3, fa4, amd; None: unknown)
@@ -135,6 +143,32 @@ class Assessment:
     ceiling_time_us: F64  # the model's best time for this call on this part
     band_basis: OBJ  # published (a published point on this part) | derived (the ceiling model) | none
     band_rests_on: OBJ  # what the band rests on, in words (None: no band)
+    work_bound_reason: OBJ  # why the work is a bound, in words (None: exact)
+    model_check: OBJ  # "model inconsistent: <reason>" where the efficiency is above the roofline (None: consistent)
+
+
+# why a row's work is a bound (WorkEstimate.work_bound), first cause first; the last two by the bound's direction
+BOUND_REASONS = (
+    "the step's token sums cover more than this call: the step ran in more than one call per layer",
+    "a sliding window of unknown size, modeled causal",
+    "the call's mask flag is unknown, modeled without a mask",
+    "a known window over the step's token sums",
+    "only the step's token sums are known",
+)
+
+
+def bound_reasons(table: ConfigTable, bound: OBJ) -> OBJ:
+    """Why each row's work is a bound (BOUND_REASONS), None where it is exact."""
+    code = np.where(table.step_split, 0, np.where(table.window_unknown, 1, np.where(table.mask_unknown, 2,
+                                                                                    np.where(bound == "upper", 3, 4))))
+    return np.where(bound == "exact", None, np.asarray(BOUND_REASONS, dtype=object)[code]).astype(object)
+
+
+def model_checks(table: ConfigTable, rf: RooflineArrays, bound: OBJ) -> OBJ:
+    """"model inconsistent: <reason>" for rows above the roofline whose work is not an upper bound; None elsewhere."""
+    bad = rf.is_anomaly & (bound != "upper")
+    reason = np.asarray([f"{INCONSISTENT}: {r}" for r in INCONSISTENT_REASONS], dtype=object)
+    return np.where(bad, reason[table.is_paged.astype(np.intp)], None).astype(object)
 
 
 def row_kinds(table: ConfigTable) -> OBJ:
@@ -337,6 +371,19 @@ def _datasheet_specs(specs: OBJ) -> OBJ:
     return np.array([s.split("+", 1)[0] if isinstance(s, str) else s for s in specs.tolist()], dtype=object)
 
 
+def own_bytes(bytes_model_bytes: F64, work: WorkEstimate, unfused: NDArray[np.bool_]) -> F64:
+    """The bytes a row itself moves under one bytes model: the model's bytes, plus the score matrices an unfused
+    chain writes and reads (traffic.score_matrix_bytes)."""
+    used = np.asarray(bytes_model_bytes, dtype=np.float64)
+    return np.where(unfused, used + work.bytes_score_matrix, used)
+
+
+def own_intensity(flops: F64, bytes_: F64) -> F64:
+    """FLOP per byte; NaN where there are no bytes (the roofline's own convention is kept for fused rows)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return flops / np.where(bytes_ > 0, bytes_, np.nan)
+
+
 def regime_of(intensity: F64, ridge: F64, known: NDArray[np.bool_]) -> OBJ:
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = intensity / ridge
@@ -390,17 +437,11 @@ def assess(
         eff_ds = np.where(rf.has_measurement & np.isfinite(ideal_ds), 100.0 * ideal_ds / measured, np.nan)
 
     known = ~rf.peak_missing
-    regime_intensity = rf.intensity.astype(np.float64).copy()
-    regime_bytes = np.asarray(used, dtype=np.float64).copy()
-    bytes_unfused = np.full(n, np.nan)
-    if attention_types is not None:
-        unfused = np.asarray(attention_types, dtype=object) == "unfused"
-        if unfused.any():
-            bytes_unfused[unfused] = (used + work.bytes_score_matrix)[unfused]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                own_intensity = work.flops_useful / np.where(bytes_unfused > 0, bytes_unfused, np.nan)
-            regime_intensity[unfused] = own_intensity[unfused]
-            regime_bytes[unfused] = bytes_unfused[unfused]
+    unfused = (np.asarray(attention_types, dtype=object) == "unfused" if attention_types is not None
+               else np.zeros(n, dtype=bool))
+    regime_bytes = own_bytes(used, work, unfused)
+    regime_intensity = np.where(unfused, own_intensity(work.flops_useful, regime_bytes), rf.intensity)
+    bytes_unfused = np.where(unfused, regime_bytes, np.nan)
     regime = regime_of(regime_intensity, rf.ridge, known)
 
     kinds = row_kinds(table)
@@ -408,14 +449,20 @@ def assess(
     bands, ceiling = verdicts.bands, verdicts.ceiling
     exps = exponentials(work.kept_pairs, table.heads_q)
     exp_roof = part_exp_roof(gpu)
-    roofs = three_roofs(work.flops_useful, exps, used, peak_t_ds, exp_roof, peak_b_ds)
+    # the binding roof of the traffic the row moves itself (an unfused chain's HBM time counts its score matrices)
+    roofs = three_roofs(work.flops_useful, exps, regime_bytes, peak_t_ds, exp_roof, peak_b_ds)
     value = np.where(bands.metric == "memory", memory_ds, compute_ds)
     bound = work.work_bound.astype(object)
+    check = model_checks(table, rf, bound)
+    consistent = _is_none(check)
     exact = bound == "exact"
     band_ok = exact & np.isfinite(bands.low)
     low, high = np.where(band_ok, bands.low, np.nan), np.where(band_ok, bands.high, np.nan)
-    status = band_status(value, low, high)  # "none" where no band applies (low is NaN there)
-    note_code = np.where(exact, bands.note_code, NOTE_BOUND)
+    # "none" where no band applies (low is NaN there) or the row is no verdict (model inconsistent: the band's edges
+    # and reference stay, as what the call would take at the best kernel, but nothing is judged against them)
+    status = band_status(value, low, high)
+    status[~consistent] = "none"
+    note_code = np.where(~consistent, NOTE_INCONSISTENT, np.where(exact, bands.note_code, NOTE_BOUND))
     ref_pct = np.where(band_ok, bands.reference_pct, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         ref_time = np.where(bands.metric == "memory", used / (ref_pct / 100 * peak_b_ds * 1e6),
@@ -468,6 +515,8 @@ def assess(
         ceiling_time_us=ceiling.time_us,
         band_basis=np.where(band_ok, verdicts.basis, "none").astype(object),
         band_rests_on=np.where(band_ok, verdicts.rests_on, None).astype(object),
+        work_bound_reason=bound_reasons(table, bound),
+        model_check=check,
     )
 
 
@@ -488,4 +537,5 @@ def spec_roof(gpu: GpuSpec, spec: str) -> Roof | None:
     return Roof(2.0 / (1.0 / a.value + 1.0 / b.value), kind, source, datasheet)
 
 
-__all__ = ["BALANCED_RATIO", "REGIMES", "Assessment", "assess", "regime_of", "row_kinds", "spec_roof"]
+__all__ = ["BALANCED_RATIO", "BOUND_REASONS", "REGIMES", "Assessment", "assess", "own_bytes", "own_intensity",
+           "regime_of", "row_kinds", "spec_roof"]

@@ -54,8 +54,10 @@ NO_BAND_NOTES = (
     "no reference band: prefill and decode mixed in one call (no ceiling model for the mix)",
     "no band verdict: the work is a bound, not a measurement",
     "no reference band: the GPU's architecture is unknown or has no ceiling model (perf_models/data/arch_units.json)",
+    "no band verdict: the model is inconsistent with the measured time (above the roofline)",
 )
-NOTE_NO_FAMILY, NOTE_NO_ARCH, NOTE_SHORT, NOTE_SMALL, NOTE_HEAD_DIM, NOTE_MIXED, NOTE_BOUND, NOTE_NO_MODEL = range(1, 9)
+(NOTE_NO_FAMILY, NOTE_NO_ARCH, NOTE_SHORT, NOTE_SMALL, NOTE_HEAD_DIM, NOTE_MIXED, NOTE_BOUND, NOTE_NO_MODEL,
+ NOTE_INCONSISTENT) = range(1, 10)
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,10 @@ class AttentionConfig:
     # roles, perf_models.ops.infer): modeled without a mask, which keeps at least the pairs the kernel computes, so
     # FLOPs and bytes are upper bounds, as for window_unknown.
     mask_unknown: bool = False
+    # A serving call whose query tensor holds fewer rows than its step's query tokens: the step ran in more than one
+    # call per layer (micro-batches, or several replays of a graph captured at a smaller batch), and the step's token
+    # sums are all the trace gives — this call did part of that work, so FLOPs and bytes are upper bounds.
+    step_split: bool = False
     # Bytes one cached token occupies per KV head as stored, K and V together, when the cache layout is not plain
     # elements of dtype_kv_cache: FlashMLA's fp8 "with scale" MLA cache is 656 B (512 fp8 + 4 fp32 scales + 64 bf16
     # RoPE values; perf_models.traffic.flashmla_fp8_token_bytes). None: (d_qk [+ d_v]) × the cache dtype's size.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from sdpa_analyzer.perf_models.advice import regimes_by_bytes_model, what_ifs
+from sdpa_analyzer.perf_models.advice import intensities_by_bytes_model, regimes_by_bytes_model, what_ifs
 from sdpa_analyzer.perf_models.assess import Assessment
 from sdpa_analyzer.perf_models.estimate import WorkEstimate
 from sdpa_analyzer.perf_models.hardware import GpuSpec
@@ -19,9 +19,6 @@ def row_outputs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuS
     """Every MODEL_OUTPUTS field for every row of `table` (scored by `assess` on `gpu` into `a`), as arrays."""
     rf = a.roofline
     n = len(table)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        intensity_compulsory = work.flops_useful / work.bytes_compulsory
-        intensity_tiled = work.flops_useful / work.bytes_tiled
     # the roof that limits: the roofline's, except for unfused rows, whose own score-matrix traffic decides
     binary = np.where(a.regime == "balanced", rf.bound, a.regime).astype(object)
     out: dict[str, NDArray[np.generic]] = {
@@ -32,8 +29,12 @@ def row_outputs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuS
         "flops_useful": work.flops_useful, "flops_executed": work.flops_executed, "flops_upper": work.flops_upper,
         "bytes_compulsory": work.bytes_compulsory, "bytes_tiled": work.bytes_tiled,
         "bytes_fa_convention": work.bytes_fa_convention, "bytes_used": a.bytes_used, "bytes_unfused": a.bytes_unfused,
-        "intensity": rf.intensity, "intensity_compulsory": intensity_compulsory, "intensity_tiled": intensity_tiled,
+        # a row's intensity is the one its regime and bound are judged from (an unfused row's own, score matrices
+        # included); the fused kernel's, whose roofline an unfused row is scored against, is shown beside it
+        "intensity": a.regime_intensity,
+        "intensity_fused": np.where(np.isfinite(a.bytes_unfused), rf.intensity, np.nan),
         "block_q": work.block_q, "block_kv": work.block_kv, "tile_family": work.families, "work_bound": a.work_bound,
+        "work_bound_reason": a.work_bound_reason, "model_check": a.model_check,
         "compute_spec": a.compute_spec, "peak_tflops": a.peak_tflops, "peak_tflops_kind": a.peak_tflops_kind,
         "peak_tflops_datasheet": a.peak_tflops_datasheet, "peak_tbs": np.full(n, a.peak_tbs),
         "peak_tbs_kind": filled(n, a.peak_tbs_kind),
@@ -57,6 +58,7 @@ def row_outputs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuS
         "wave_factor": a.wave_factor, "kernel_class": a.kernel_class, "ceiling_pct": a.ceiling_pct,
         "ceiling_time_us": a.ceiling_time_us, "band_basis": a.band_basis, "band_rests_on": a.band_rests_on,
     }  # fmt: skip
+    out |= intensities_by_bytes_model(work, a)
     out |= regimes_by_bytes_model(work, a)
     out |= what_ifs(table, work, a, gpu, bytes_model)
     missing = {o.name for o in MODEL_OUTPUTS} ^ set(out)

@@ -84,6 +84,7 @@ class ConfigTable:
     window_unknown: NDArray[np.bool_]  # sliding window of unknown size, modeled causal: an upper bound
     shared_kv: NDArray[np.bool_]  # V read as a slice of K's cache (MLA latent): see AttentionConfig.shared_kv
     mask_unknown: NDArray[np.bool_]  # the call's mask flag is unknown, modeled without a mask: an upper bound
+    step_split: NDArray[np.bool_]  # a step's sums over a call that ran part of the step: an upper bound
 
     def __len__(self) -> int:
         return int(self.batch.shape[0])
@@ -139,6 +140,7 @@ class ConfigTable:
         out["mask_code"] = _column(columns.get("mask_code", 0), n, np.int8, "mask_code")
         out["shared_kv"] = _column(columns.get("shared_kv", False), n, np.bool_, "shared_kv")
         out["mask_unknown"] = _column(columns.get("mask_unknown", False), n, np.bool_, "mask_unknown")
+        out["step_split"] = _column(columns.get("step_split", False), n, np.bool_, "step_split")
         out["window_unknown"] = _column(columns.get("window_unknown", False), n, np.bool_, "window_unknown")
         spec = columns.get("compute_spec", matrix_compute_spec(dtype))
         out["compute_spec"] = _column(spec, n, np.object_, "compute_spec")
@@ -223,6 +225,7 @@ def config_columns(
         cols["window_unknown"].append(cfg.window_unknown)
         cols["shared_kv"].append(cfg.shared_kv)
         cols["mask_unknown"].append(cfg.mask_unknown)
+        cols["step_split"].append(cfg.step_split)
     dtypes = {name: column_dtype(name) for name in cols}
     # _column: an int beyond int64 is a ConfigError naming the row, not an OverflowError
     return {k: _column(v, len(configs), dtypes[k], k) if v else np.zeros(0, dtype=dtypes[k]) for k, v in cols.items()}
@@ -265,7 +268,7 @@ def mask_window(mask: Mask) -> tuple[int, int]:
 def column_dtype(name: str) -> type:
     if name in _ELEM_COLUMNS:
         return np.float64
-    if name in ("is_bwd", "shared_kv", "window_unknown", "mask_unknown"):
+    if name in ("is_bwd", "shared_kv", "window_unknown", "mask_unknown", "step_split"):
         return np.bool_
     if name == "mask_code":
         return np.int8

@@ -419,7 +419,7 @@ def _build_vllm(
             "(c_sq/c_sk/g_sq/g_sk or sum_ctx_tokens/sum_gen_tokens) or step annotation"
         )
     tokens = step_tokens(params, warnings)
-    _check_query_rows(tokens, q[0], warnings)
+    split = _check_query_rows(tokens, q[0], warnings)
     return _vllm_built(
         spec,
         tokens,
@@ -435,13 +435,29 @@ def _build_vllm(
         },
         params=params,
         warnings=warnings,
+        step_split=split,
     )
 
 
-def _check_query_rows(tokens: StepTokens, rows: int, warnings: list[str]) -> None:
+def _check_query_rows(tokens: StepTokens, rows: int, warnings: list[str]) -> bool:
+    """Whether the call ran only part of its step: a query tensor of fewer rows than the step's query tokens cannot
+    hold them all (a graph pads its batch up, never down), so the step ran in more than one call per layer
+    (micro-batches, or several replays of a graph captured at a smaller batch) and the step's sums are at most this
+    call's work."""
+    if tokens.total_q > rows:
+        warnings.append(STEP_SPLIT_WARNING.format(step=tokens.total_q, rows=rows))
+        return True
     if tokens.total_q != rows:
-        why = " (padded to a graph's batch size?)" if tokens.total_q < rows else ""
-        warnings.append(f"step query tokens {tokens.total_q} differ from the query tensor's {rows} rows{why}")
+        warnings.append(f"step query tokens {tokens.total_q} differ from the query tensor's {rows} rows (padded to a "
+                        "graph's batch size?)")
+    return False
+
+
+STEP_SPLIT_WARNING = (
+    "step query tokens {step} exceed the query tensor's {rows} rows: the step ran in more than one call per layer "
+    "(micro-batches, or replays of a graph captured at a smaller batch), so the step's work is an upper bound of "
+    "this call's"
+)
 
 
 def _vllm_built(
@@ -454,6 +470,7 @@ def _vllm_built(
     dtypes: dict[str, str | None],
     params: Mapping[str, Any],
     warnings: list[str],
+    step_split: bool = False,
 ) -> Built:
     if heads_kv is None:
         heads_kv = pp.positive_int(params, "H_KV")
@@ -464,7 +481,7 @@ def _vllm_built(
             "visible in the op arguments (see the kernel names)"
         )
     return _paged_built(spec, VLLM, tokens, (heads_q, heads_kv, d_qk, d_v), dtypes, mask, unknown,
-                        pp.kv_cache_dtype(params), warnings, params=params)
+                        pp.kv_cache_dtype(params), warnings, params=params, step_split=step_split)
 
 
 def _paged_built(
@@ -479,6 +496,7 @@ def _paged_built(
     warnings: list[str],
     paged: PagedInfo | None = None,
     params: Mapping[str, Any] | None = None,
+    step_split: bool = False,
     **latent: Any,
 ) -> Built:
     """A paged row's config; `latent`: shared_kv / kv_cache_token_bytes of an op that is MLA by itself (FlashMLA),
@@ -509,6 +527,7 @@ def _paged_built(
         paged=paged or paged_info(tokens),
         dtype_kv_cache=cache_dtype,
         window_unknown=window_unknown,
+        step_split=step_split,
         **latent,
     )
     return Built(config, family, Layout.THD, AttentionType.PAGED, tuple(warnings))
@@ -595,15 +614,17 @@ def _build_paged(
         base = Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT)  # a decode kernel's mask (one query token each)
     mask, unknown = _step_mask(params, base, warnings)
     paged = None
+    split = False
     if params is not None and any(params.get(key) is not None for key in ("c_sq", "g_sq", "sum_ctx_tokens")):
         tokens = step_tokens(params, warnings)
-        _check_query_rows(tokens, q[0], warnings)
+        split = _check_query_rows(tokens, q[0], warnings)
     else:
         tokens, paged = _tokens_from_arguments(spec, sig, row, q[0], warnings)
     if mask.kind is MaskKind.NONE and tokens.sum_qk is None and tokens.total_q > tokens.num_requests:
         raise RowError(f"{spec.name}: a non-causal paged call without the step's Σ q·k: pairs unknown")
     return _paged_built(spec, family, tokens, (q[1], heads_kv, d_qk, d_v), dtypes, mask, unknown,
-                        pp.kv_cache_dtype(params) if params else None, warnings, paged, params=params)
+                        pp.kv_cache_dtype(params) if params else None, warnings, paged, params=params,
+                        step_split=split)
 
 
 def _build_latent(
@@ -634,13 +655,14 @@ def _build_latent(
             "record, and no step annotation (execute_..._generation_...) gives the step's tokens"
         )
     tokens = step_tokens(params, warnings)
-    _check_query_rows(tokens, batch * s_q, warnings)
+    split = _check_query_rows(tokens, batch * s_q, warnings)
     mask, unknown = _step_mask(params, Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT), warnings)
     dtypes = {"q": row.dtype(sig.q, "q"), "k": row.dtype(sig.q, "q"), "v": row.dtype(sig.q, "q")}
     warnings.append(f"MLA latent cache: {heads_kv} KV head(s) of {d_qk}, V its first {d_v} columns; each cached "
                     "token is read once")
     return _paged_built(spec, FLASH_MLA, tokens, (heads_q, heads_kv, d_qk, d_v), dtypes, mask, unknown,
-                        None if cache_dtype == dtypes["q"] else cache_dtype, warnings, params=params, **latent)
+                        None if cache_dtype == dtypes["q"] else cache_dtype, warnings, params=params,
+                        step_split=split, **latent)
 
 
 def _tokens_from_arguments(

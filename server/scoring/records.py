@@ -331,8 +331,10 @@ def compute_records(
             warn(idx[j], f"{gpu.name} has no compute roof for {pt.dtype_q[idx[j]]}; efficiency not computed")
         for j in np.flatnonzero(~np.asarray(rf.has_measurement)):
             warn(idx[j], "no measured kernel time; efficiency not computed")
-        for j in np.flatnonzero(rf.is_anomaly & t.is_paged).tolist():  # serving rows: say what the trace cannot
-            warn(idx[j], _paged_anomaly_cause(float(rf.efficiency_pct[j]), bool(t.window_unknown[j])))
+        # a serving row above the roofline whose bound is a window the trace does not give: what resolves it (the
+        # other causes are the row's model_check, or its step-split warning)
+        for j in np.flatnonzero(rf.is_anomaly & t.window_unknown & ~t.step_split).tolist():
+            warn(idx[j], _window_anomaly_cause(float(rf.efficiency_pct[j])))
         flagged = np.flatnonzero(rf.anomaly_flag)
         for j in flagged.tolist():
             warn(
@@ -357,15 +359,11 @@ def compute_records(
     )
 
 
-def _paged_anomaly_cause(efficiency: float, window_unknown: bool) -> str:
-    """Why a serving row can read above 100 %: its op records neither the layer's window nor the cache layout."""
-    if window_unknown:
-        return (f"efficiency {efficiency:.1f}% is above 100%: an upper bound, not a measurement — sliding-window "
-                "layers whose window the trace does not give are modeled full causal; the model's config.json "
-                "(--model-config / model_config) resolves them")
-    return (f"efficiency {efficiency:.1f}% is above 100%: a serving op records neither its layer's window nor its "
-            "cache layout — if the model has sliding-window layers or an MLA latent cache, the row's work is "
-            "overstated; pass the model's config.json (--model-config / model_config)")
+def _window_anomaly_cause(efficiency: float) -> str:
+    """Why a serving row modeled with an unknown window can read above 100 %, and what resolves it."""
+    return (f"efficiency {efficiency:.1f}% is above 100%: an upper bound, not a measurement — sliding-window "
+            "layers whose window the trace does not give are modeled full causal; the model's config.json "
+            "(--model-config / model_config) resolves them")
 
 
 _KIND_OF = {o.name: o.kind for o in MODEL_OUTPUTS}

@@ -1,12 +1,13 @@
 """Verdicts in words, the same for every place that shows one (tool results, the findings template, the report).
 
-The words are chosen to say no more than the numbers: a result below its band is "below the best published
-kernels for this shape" (not a bottleneck by itself); one inside it is "within the band of the best published
-kernels"; a shape with no published data has "no reference band" (and why); above 100 % of the roofline is an
-anomaly. A band derived from the ceiling model (a part or shape without a published point) says so and what it rests
-on; the sentence names the binding roof among tensor, exponential unit and HBM. An unfused row says which
-numbers its regime comes from (its own traffic, the score matrices included) and which its efficiency is scored
-against (the fused kernel's roofline), so the sentence never contradicts the intensity shown beside it.
+The words are chosen to say no more than the numbers: a result below its band is "below the best published kernels
+for this shape" (not a bottleneck by itself); one inside it is "within the band of the best published kernels"; a
+shape with no published data has "no reference band" (and why); above 100 % of the roofline is no verdict at all but
+"model inconsistent: <reason>" (unless the work is an upper bound, which says "at most"). A band derived from the
+ceiling model (a part or shape without a published point) says so and what it rests on; the sentence names the
+binding roof among tensor, exponential unit and HBM. An unfused row says which numbers its regime comes from (its
+own traffic, the score matrices included) and which its efficiency is scored against (the fused kernel's roofline),
+so the sentence never contradicts the intensity shown beside it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 from typing import Any
 
 from sdpa_analyzer.perf_models.bands import BELOW_WORDS, NO_BAND_WORDS
-from sdpa_analyzer.perf_models.terms import BYTES_MODELS
+from sdpa_analyzer.perf_models.terms import BYTES_MODELS, INCONSISTENT, INCONSISTENT_REASONS
 from sdpa_analyzer.server.numbers import finite
 
 REGIME_WORDS = {
@@ -25,8 +26,8 @@ REGIME_WORDS = {
 }
 BOUND_WORDS = {"lower": "at least", "upper": "at most", "unknown": "about"}
 BOUND_WHY = {
-    "lower": "the FLOPs are a lower bound (only the step's token sums are known)",
-    "upper": "the FLOPs and bytes are upper bounds (a sliding window of unknown size, modeled causal)",
+    "lower": "the FLOPs are a lower bound",
+    "upper": "the FLOPs and bytes are upper bounds",
     "unknown": "the FLOPs are neither exact nor a one-sided bound",
 }
 # the binding roof among three (perf_models.exp_roof): the one on which the call's ideal time is longest
@@ -105,6 +106,8 @@ def verdict(
     bytes_model: str | None = None,
     regime_compulsory: str | None = None,
     regime_tiled: str | None = None,
+    work_bound_reason: str | None = None,
+    model_check: str | None = None,
 ) -> str:
     """One sentence: both utilizations, the regime, the band (or the anomaly). A row whose work is a bound says so
     ("at least" / "at most") and gets no band verdict (perf_models.assess). When the regime depends on the bytes
@@ -113,10 +116,12 @@ def verdict(
     if not (_num(compute_pct) and _num(memory_pct)):
         return "not measured or no roof: no verdict"
     head = f"{compute_pct:.1f} % of tensor peak, {memory_pct:.1f} % of HBM bandwidth"
+    if is_anomaly and work_bound != "upper":  # above the roofline: the model, not the kernel, is wrong
+        check = model_check or f"{INCONSISTENT}: {INCONSISTENT_REASONS[0]}"
+        return f"{check}; no verdict (the modeled work would run at {max(compute_pct, memory_pct):.1f} % of a roof)"
     if work_bound in BOUND_WORDS:
-        return f"{BOUND_WORDS[work_bound]} {head}: {BOUND_WHY[work_bound]}; a bound, so no band verdict"
-    if is_anomaly:
-        return f"{head}: above the roofline, an anomaly (check shapes, peaks, or a time that misses kernels)"
+        why = f"{BOUND_WHY[work_bound]} ({work_bound_reason})" if work_bound_reason else BOUND_WHY[work_bound]
+        return f"{BOUND_WORDS[work_bound]} {head}: {why}; a bound, so no band verdict"
     regime_text = regime_words(regime, unfused_intensity=unfused_intensity, unfused_bytes=unfused_bytes,
                                fused_intensity=fused_intensity, ridge=ridge)
     if regime_compulsory and regime_tiled and regime_compulsory != regime_tiled and bytes_model in BYTES_MODELS:
@@ -150,7 +155,8 @@ def row_verdict(r: Any, bytes_model: str | None = None) -> str:
         band_rests_on=_text(r["band_rests_on"]), binding_roof=_text(r["binding_roof"]),
         unfused_intensity=finite(r["regime_intensity"], 1) if unfused else None,
         unfused_bytes=finite(r["regime_bytes"], 0) if unfused else None,
-        fused_intensity=finite(r["intensity"], 1) if unfused else None,
+        fused_intensity=finite(r["intensity_fused"], 1) if unfused else None,
         ridge=finite(r["ridge"], 1) if unfused else None, bytes_model=bytes_model,
         regime_compulsory=_text(r["regime_compulsory"]), regime_tiled=_text(r["regime_tiled"]),
+        work_bound_reason=_text(r["work_bound_reason"]), model_check=_text(r["model_check"]),
     )  # fmt: skip

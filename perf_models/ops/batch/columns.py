@@ -57,6 +57,7 @@ def table_columns(
     out["window_unknown"] = np.zeros(m, dtype=bool)
     out["shared_kv"] = np.zeros(m, dtype=bool)  # MLA latent caches are paged rows, built one by one
     out["mask_unknown"] = np.full(m, gplan.mask_unknown)
+    out["step_split"] = np.zeros(m, dtype=bool)  # serving steps are paged rows, built one by one
     return out
 
 

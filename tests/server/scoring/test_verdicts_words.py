@@ -40,11 +40,12 @@ def test_unfused_trace_row_verdict_agrees_with_its_numbers(tmp_path: Path) -> No
     call("analyze_trace", roots, trace_path=str(trace), output_dir=str(tmp_path / "out"))
     res = call("compute_roofline", roots, output_dir=str(tmp_path / "out"), category="sdpa_fwd")
     (row,) = [r for r in res.rows if r.attention_type == "unfused"]
-    # the row shows the fused intensity (the roofline it is scored against); the verdict says so and gives the
-    # unfused intensity its memory-bound regime comes from
-    assert row.regime == "memory" and row.intensity == pytest.approx(254.02, abs=0.01)
+    # the row shows the intensity its memory-bound regime comes from (its own, 536,870,912 / 18,890,752 = 28.42) and
+    # the fused kernel's beside it (536,870,912 / 2,113,536 = 254.02: the roofline it is scored against)
+    assert row.regime == "memory" and row.intensity == pytest.approx(28.42, abs=0.01)
+    assert row.intensity_fused == pytest.approx(254.02, abs=0.01)
     assert "on its own unfused traffic: 28.4 FLOP/B counting the score matrices" in row.verdict
-    assert f"the fused kernel's {row.intensity:,.0f} FLOP/B" in row.verdict
+    assert f"the fused kernel's {row.intensity_fused:,.0f} FLOP/B" in row.verdict
 
 
 def test_the_verdict_says_which_bytes_model_decides_the_regime() -> None:
