@@ -24,7 +24,6 @@ __all__ = [
     "KernelStage",
     "classify_kernel",
     "classify_kernels",
-    "grid_shape_hints",
     "helper_kind",
     "is_auxiliary_kernel",
     "is_decode_kernel",
@@ -36,6 +35,7 @@ __all__ = [
     "kernel_stage",
     "kernel_vendor",
     "kernel_window_hint",
+    "template_causal",
     "tile_sizes",
 ]
 
@@ -539,35 +539,66 @@ def kernel_shape_hints(name: str) -> dict[str, object]:
         out["block_q"] = block_q
     if block_kv is not None:
         out["block_kv"] = block_kv
-    if _CAUSAL.search(name):
+    causal = template_causal(name)
+    if causal is not None:
+        out["causal"] = causal
+    elif _CAUSAL.search(name):
         out["causal"] = True
     return out
 
 
-def grid_shape_hints(name: str, grid: tuple[int, int, int]) -> dict[str, object]:
-    """What an attention kernel's launch grid says of its call, where the library's launch code fixes the grid's
-    meaning. FlashAttention-2 (Dao-AILab csrc/flash_attn/src/flash_{fwd,bwd}_launch_template.h, and PyTorch's
-    vendored copy): the forward launches grid(num_m_blocks, b, h), the seqk-parallel backward grid(num_n_blocks, b,
-    h), so batch and query heads are exact and a sequence length is bounded by its tile count × the tile (block_q /
-    block_kv from the traits). Other kernels (persistent FA3 schedulers, split-KV grids that fold splits into b·h,
-    CK, cuDNN) give nothing here."""
-    role, _atype, library = classify_kernel(name)
-    if role is not KernelRole.ATTENTION or library not in (LIB_FA2, LIB_FA_PYTORCH):
-        return {}
-    x, y, z = grid
-    block_q, block_kv, _head = tile_sizes(name)
-    stage = kernel_stage(name)
-    if stage is KernelStage.FORWARD:
-        out: dict[str, object] = {"batch": y, "heads_q": z}
-        if block_q:
-            out["seq_q_range"] = ((x - 1) * block_q + 1, x * block_q)
-        return out
-    if stage is KernelStage.BACKWARD and "seqk_parallel" in name:
-        out = {"batch": y, "heads_q": z}
-        if block_kv:
-            out["seq_kv_range"] = ((x - 1) * block_kv + 1, x * block_kv)
-        return out
-    return {}
+# Where a kernel's template arguments hold its causal flag (the kernel's template, the argument's position among its
+# top-level arguments, or the first bool after the CUTLASS ArchTag), as the launch templates declare them:
+# FA1 csrc/flash_attn/src/fmha_{fwd,bwd}_launch_template.h `fmha_fwd_loop_kernel<Kernel_traits, Is_dropout, Is_causal,
+# …>`; FA2 flash_fwd_launch_template.h `flash_fwd_kernel<Kernel_traits, Is_dropout, Is_causal, …>`,
+# `flash_fwd_splitkv_kernel<Kernel_traits, Is_causal, …>`, flash_bwd_launch_template.h
+# `flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Kernel_traits, Is_dropout, Is_causal, …>` (PyTorch's vendored copy
+# alike); FA3 2024 hopper/flash_fwd_kernel.h `compute_attn_ws<Ktraits, Is_causal, TileScheduler, Seqlen_traits>`;
+# FA3 from autumn 2024 `CollectiveMainloop{Fwd,Bwd}[Sm90|Sm80]<…, ElementAccum, ArchTag, Is_causal, Is_local, …>`
+_CAUSAL_ARG: tuple[tuple[str, re.Pattern[str], int | None], ...] = (
+    (LIB_FA1, re.compile(r"\bfmha_(?:fwd|bwd)\w*loop\w*kernel<"), 2),
+    (LIB_FA2, re.compile(r"\bflash_fwd_kernel<|\bflash_bwd_dq_dk_dv_loop\w*kernel<"), 2),
+    (LIB_FA2, re.compile(r"\bflash_fwd_splitkv_kernel<"), 1),
+    (LIB_FA3, re.compile(r"\bcompute_attn_ws<"), 1),
+    (LIB_FA3, re.compile(r"\bCollectiveMainloop(?:Fwd|Bwd)\w*<"), None),  # the first bool after the ArchTag
+)
+_ARCH_TAG = re.compile(r"^cutlass::arch::Sm\d+$")
+
+
+def _template_args(name: str, open_at: int) -> list[str]:
+    """The top-level template arguments of the template whose '<' is at `open_at` (linear in the name)."""
+    args, depth, begin = [], 0, open_at + 1
+    for i in range(open_at, len(name)):
+        ch = name[i]
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+            if depth == 0:
+                args.append(name[begin:i].strip())
+                return args
+        elif ch == "," and depth == 1:
+            args.append(name[begin:i].strip())
+            begin = i + 1
+    return args
+
+
+def template_causal(name: str) -> bool | None:
+    """The causal flag an attention kernel's template arguments hold (FA1/FA2/FA3 and PyTorch's vendored FA2:
+    _CAUSAL_ARG), None where its template holds none or the argument is not a bool."""
+    library = classify_kernel(name)[2]
+    library = LIB_FA2 if library == LIB_FA_PYTORCH else library
+    for lib, pattern, index in _CAUSAL_ARG:
+        if lib != library or (m := pattern.search(name)) is None:
+            continue
+        args = _template_args(name, m.end() - 1)
+        if index is None:
+            after = [i for i, a in enumerate(args) if _ARCH_TAG.match(a)]
+            index = after[0] + 1 if after else len(args)
+        value = args[index] if index < len(args) else None
+        if value in ("true", "false"):
+            return value == "true"
+    return None
 
 
 # --- the op-level verdict ------------------------------------------------------------------------------
