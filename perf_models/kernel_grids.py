@@ -168,6 +168,8 @@ def _read(axes: Axes, grid: tuple[int, int, int], name: str, library: str) -> di
                 return None
         elif axis in _FIELD_OF_AXIS:
             out[_FIELD_OF_AXIS[axis]] = value
+        elif axis == "q_tiles_packed":
+            out[axis] = value
         elif axis in ("q_tiles", "kv_tiles"):
             tile = block_q if axis == "q_tiles" else block_kv
             if tile:

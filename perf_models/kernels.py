@@ -518,9 +518,10 @@ _CAUSAL = re.compile(r"(?<![Nn]on)(?<![Nn]o_)(?<![Nn]o)[Cc]ausal")
 
 
 def kernel_shape_hints(name: str) -> dict[str, object]:
-    """What an attention kernel's own name says of its call: head_dim (and head_dim_v where it differs), dtype,
-    block_q / block_kv tiles, causal (only where the name states a causal mask). Batch, heads and sequence lengths
-    are never in a name: a call made from its kernels alone leaves them unknown."""
+    """What an attention kernel's own name says of its call: head_dim (and head_dim_v where it differs), dtype
+    (and a KV-cache dtype where the template names another), block_q / block_kv tiles, causal (where the template
+    holds the flag: template_causal, FlashInfer's MaskMode; or the name states a causal mask). Batch, heads and
+    sequence lengths are never in a name (a launch grid may give some: perf_models.kernel_grids)."""
     out: dict[str, object] = {}
     if classify_kernel(name)[0] is not KernelRole.ATTENTION:
         return out
@@ -544,6 +545,48 @@ def kernel_shape_hints(name: str) -> dict[str, object]:
         out["causal"] = causal
     elif _CAUSAL.search(name):
         out["causal"] = True
+    out.update(_flashinfer_traits(name))
+    return out
+
+
+# FlashInfer's prefill kernels carry `flashinfer::KernelTraits<MASK_MODE, CTA_TILE_Q, NUM_MMA_Q, NUM_MMA_KV,
+# NUM_MMA_D_QK, NUM_MMA_D_VO, NUM_WARPS_Q, NUM_WARPS_KV, POS_ENCODING_MODE, DTypeQ, DTypeKV, DTypeO, …>`
+# (include/flashinfer/attention/prefill.cuh): HEAD_DIM_QK = NUM_MMA_D_QK · 16, HEAD_DIM_VO = NUM_MMA_D_VO · 16;
+# MaskMode (include/flashinfer/attention/mask.cuh) 0 kNone, 1 kCausal, 2 kCustom, 3 kMultiItemScoring
+_FLASHINFER_TRAITS = re.compile(r"flashinfer::KernelTraits<")
+_MMA_K = 16
+_UINT = re.compile(r"^(?:\(unsigned int\))?\s*(\d+)u?$")
+
+
+def _dtype_of(arg: str) -> str | None:
+    for dtype, pattern in _DTYPES:
+        if pattern.search(arg):
+            return dtype
+    return None
+
+
+def _flashinfer_traits(name: str) -> dict[str, object]:
+    m = _FLASHINFER_TRAITS.search(name)
+    if m is None:
+        return {}
+    args = _template_args(name, m.end() - 1)
+    if len(args) < 11:
+        return {}
+    ints = [_UINT.match(a) for a in args[1:6]]
+    mask = re.fullmatch(r"\(flashinfer::MaskMode\)\s*(\d+)", args[0])
+    out: dict[str, object] = {}
+    if all(ints):
+        cta_q, _mma_q, _mma_kv, d_qk, d_vo = (int(i.group(1)) for i in ints)  # type: ignore[union-attr]
+        out.update(block_q=cta_q, head_dim=d_qk * _MMA_K)
+        if d_vo != d_qk:
+            out["head_dim_v"] = d_vo * _MMA_K
+    if mask and mask.group(1) in ("0", "1"):
+        out["causal"] = mask.group(1) == "1"
+    dq, dkv = _dtype_of(args[9]), _dtype_of(args[10])
+    if dq:
+        out["dtype"] = dq
+    if dkv and dkv != dq:
+        out["kv_cache_dtype"] = dkv
     return out
 
 
