@@ -463,6 +463,42 @@ def test_renamed_serving_trace_keeps_its_category_and_time(tmp_path: Path) -> No
     known = pd.read_csv(tmp_path / "known/category_data/inferenceattention_ops.csv")
     made = pd.read_csv(tmp_path / "out/category_data/inferenceattention_ops.csv")
     assert made["Kernel Time (µs)_sum"].sum() == pytest.approx(known["Kernel Time (µs)_sum"].sum())
+    # the KV-cache writes of the sibling `_C_cache_ops::reshape_and_cache_flash` ops join the calls made from the
+    # kernels as they join the known op's calls (36 writes in this step), beside their kernel time
+    assert int(known["kv_cache_write_count"].sum()) == 36
+    assert int(made["kv_cache_write_count"].sum()) == 36
+    assert made["kv_cache_write_us_sum"].sum() == pytest.approx(known["kv_cache_write_us_sum"].sum())
+
+
+PAGED_V2 = ("void vllm::paged_attention_v2_kernel<__nv_bfloat16, __nv_bfloat16, 128, 16, 128, "
+            "(vllm::Fp8KVCacheDataType)0, false, 512>(float*, float*, __nv_bfloat16*, __nv_bfloat16 const*)")
+KV_WRITE = ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>"
+            "(__nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, __nv_bfloat16*, long const*)")
+
+
+def test_kv_cache_writes_of_sibling_ops_join_calls_made_from_kernels(tmp_path: Path) -> None:
+    """A model's own decode layer (an op no list knows) runs a paged kernel; its KV-cache writes run before it, once
+    under the cache op (`_C_cache_ops::reshape_and_cache_flash`, layer 0) and once under another unknown op that
+    launches the write kernel (layer 1). Each write (7 and 9 µs) goes to its layer's call as a KV-cache write, beside
+    its kernel time (40 and 50 µs), never as time of its own."""
+    t = T()
+    t.op("ProfilerStep#1", 0, 2000)
+    t.op("_C_cache_ops::reshape_and_cache_flash", 10, 20)
+    t.launch(12, KV_WRITE, 100, 7)
+    t.op("model::decode_attention", 40, 30)
+    t.launch(45, PAGED_V2, 110, 40)
+    t.op("model::write_cache", 80, 20)
+    t.launch(82, KV_WRITE, 200, 9)
+    t.op("model::decode_attention", 110, 30)
+    t.launch(115, PAGED_V2, 210, 50)
+    res = analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    assert res.status == "OK" and res.unlinked.attention_kernels_outside_rows == 0
+    df = pd.read_csv(tmp_path / "out/category_data/inferenceattention_ops.csv")
+    assert set(df["call_kind"]) == {"kernel"} and set(df["name"]) == {"model::decode_attention"}
+    assert int(df["operation_count"].sum()) == 2
+    assert df["Kernel Time (µs)_sum"].sum() == pytest.approx(40.0 + 50.0)
+    assert int(df["kv_cache_write_count"].sum()) == 2
+    assert df["kv_cache_write_us_sum"].sum() == pytest.approx(7.0 + 9.0)
 
 
 def test_attention_kernel_without_a_launch_record_inside_the_window_is_a_call(tmp_path: Path) -> None:
