@@ -33,7 +33,7 @@ from perf_models.kernels import (
     LIB_VLLM,
     KernelRole,
     classify_kernel,
-    tile_sizes,
+    kernel_shape_hints,
 )
 
 __all__ = ["GRID_LAYOUTS", "GridLayout", "grid_shape_hints"]
@@ -141,7 +141,12 @@ GRID_LAYOUTS: tuple[GridLayout, ...] = (
        "TRT-LLM's (trtllm-gen) attention kernels are launched by its own runner with no public grid layout"),
     _g(LIB_FA4, r".", (), "flash_attn/cute tile schedulers", "FlashAttention-4's tile schedulers are persistent "
        "on SM100: the grid holds the SM count"),
-    _g(LIB_SAGE, r".", (), "thu-ml/SageAttention", "SageAttention's launchers are not declared here"),
+    # SageAttention 2's CUDA kernels (thu-ml/SageAttention csrc/qattn, SM80 / SM89 / SM90 launchers alike):
+    # `dim3 grid(div_ceil(qo_len, CTA_Q), num_qo_heads, batch_size)`
+    _g(LIB_SAGE, r"\bqk_int8?_sv_f(?:8|16)_attn\w*kernel<", (("q_tiles", "heads_q", "batch"),),
+       "thu-ml/SageAttention csrc/qattn launchers: grid(div_ceil(qo_len, CTA_Q), num_qo_heads, batch_size)"),
+    _g(LIB_SAGE, r".", (), "thu-ml/SageAttention; aiter fav3_sage",
+       "this SageAttention kernel's launcher (Triton, or SageAttention3's FA3-derived scheduler) is not declared"),
 )
 
 _FIELD_OF_AXIS = {"batch": "batch", "heads_q": "heads_q", "heads_kv": "heads_kv", "splits": "splits",
@@ -161,7 +166,8 @@ def _read(axes: Axes, grid: tuple[int, int, int], name: str, library: str) -> di
     """The fields one layout gives for this grid, None when the grid cannot be this layout (an axis that must be 1
     is not)."""
     out: dict[str, object] = {}
-    block_q, block_kv, _head = tile_sizes(name)
+    named = kernel_shape_hints(name)  # the tiles its template gives (FA traits, CUTLASS shapes, FlashInfer, Sage)
+    block_q, block_kv = named.get("block_q"), named.get("block_kv")
     for axis, value in zip(axes, grid, strict=True):
         if axis == "1":
             if value != 1:
@@ -172,7 +178,7 @@ def _read(axes: Axes, grid: tuple[int, int, int], name: str, library: str) -> di
             out[axis] = value
         elif axis in ("q_tiles", "kv_tiles"):
             tile = block_q if axis == "q_tiles" else block_kv
-            if tile:
+            if isinstance(tile, int) and tile > 0:
                 # FA3 rounds the query tiles up to its cluster (`round_up(num_blocks_m, ClusterM)`)
                 m = _FA3_CLUSTER_M.search(name) if library == LIB_FA3 else None
                 cluster = int(m.group(1)) if m else 1

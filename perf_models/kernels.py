@@ -546,6 +546,47 @@ def kernel_shape_hints(name: str) -> dict[str, object]:
     elif _CAUSAL.search(name):
         out["causal"] = True
     out.update(_flashinfer_traits(name))
+    out.update(_sage_traits(name))
+    return out
+
+
+# SageAttention 2 (thu-ml/SageAttention csrc/qattn): int8 Q·Kᵀ, P·V on fp8 (`…_sv_f8_…`) or fp16 (`…_sv_f16_…`);
+# the kernel's template: SM80/89 qk_int_sv_f8_cuda_sm89.cuh `qk_int_sv_f8_attn_kernel<CTA_Q, CTA_K, WARP_Q, WARP_K,
+# head_dim, DTypeQK, Q_GRAN, K_GRAN, DTypeSVAccum, use_inst_buffer, DTypeOut, DenominatorAccumUnit, mask_mode, …>`;
+# SM90 qk_int_sv_f8_cuda_sm90.cuh `qk_int8_sv_f8_attn_kernel<CTA_Q, CTA_K, NUM_THREADS, HEAD_DIM, Q_GRAN, K_GRAN,
+# DTypeOut, mask_mode, …>`; SM80 `qk_int_sv_f16_attn_kernel<CTA_Q, CTA_K, WARP_Q, WARP_K, head_dim, …>`.
+# (kernel, head-dim index, output-dtype index, mask-mode index); MaskMode 0 kNone, 1 kCausal
+_SAGE_TEMPLATES: tuple[tuple[re.Pattern[str], int, int | None, int | None], ...] = (
+    (re.compile(r"\bqk_int_sv_f8_attn_kernel<"), 4, 10, 12),
+    (re.compile(r"\bqk_int8_sv_f8_attn_kernel<"), 3, 6, 7),
+    (re.compile(r"\bqk_int_sv_f16_attn_kernel<"), 4, None, None),
+)
+_SAGE_PV = re.compile(r"qk_int8?_sv_f(8|16)")
+_SAGE_MASK = re.compile(r"^(?:\(MaskMode\)\s*|MaskMode::k)(0|1|None|Causal)$")
+
+
+def _sage_traits(name: str) -> dict[str, object]:
+    """SageAttention's quantized GEMMs: Q·Kᵀ on int8, P·V on fp8 or fp16 (`qk_dtype`, `pv_dtype`), and the tiles,
+    head dim, output dtype (the model's: `dtype`) and mask its template holds."""
+    pv = _SAGE_PV.search(name)
+    if pv is None or classify_kernel(name)[2] != LIB_SAGE:
+        return {}
+    out: dict[str, object] = {"qk_dtype": "int8", "pv_dtype": "fp8_e4m3" if pv.group(1) == "8" else "fp16"}
+    for pattern, head_at, out_at, mask_at in _SAGE_TEMPLATES:
+        if (m := pattern.search(name)) is None:
+            continue
+        args = _template_args(name, m.end() - 1)
+        ints = [_UINT.match(a) for a in args[:2]] + [_UINT.match(args[head_at]) if head_at < len(args) else None]
+        if all(ints):
+            block_q, block_kv, head = (int(i.group(1)) for i in ints)  # type: ignore[union-attr]
+            out.update(block_q=block_q, block_kv=block_kv, head_dim=head)
+        dtype = _dtype_of(args[out_at]) if out_at is not None and out_at < len(args) else None
+        if dtype:
+            out["dtype"] = dtype
+        mask = _SAGE_MASK.match(args[mask_at]) if mask_at is not None and mask_at < len(args) else None
+        if mask:
+            out["causal"] = mask.group(1) in ("1", "Causal")
+        break
     return out
 
 

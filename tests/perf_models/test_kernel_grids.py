@@ -162,6 +162,18 @@ NAME_HINTS = [
     (FLASHINFER_PREFILL.replace("MaskMode)1", "MaskMode)0").replace(
         "__nv_bfloat16, __nv_bfloat16, __nv_bfloat16", "__nv_bfloat16, __nv_fp8_e4m3, __nv_bfloat16"),
      {"dtype": "bf16", "kv_cache_dtype": "fp8_e4m3", "causal": False}),
+    # SageAttention 2 on SM90 (thu-ml/SageAttention csrc/qattn/qk_int_sv_f8_cuda_sm90.cuh): qk_int8_sv_f8_attn_kernel<
+    # CTA_Q 64, CTA_K 128, NUM_THREADS 128, HEAD_DIM 64, Q_GRAN, K_GRAN, DTypeOut bf16, MaskMode 0, …>: int8 Q·Kᵀ,
+    # fp8 P·V, the model's bf16
+    ("void qk_int8_sv_f8_attn_kernel<64u, 128u, 128u, 64u, (QuantGranularity)2, (QuantGranularity)2, __nv_bfloat16, "
+     "(MaskMode)0, false, true, false>(CUtensorMap_st, CUtensorMap_st, CUtensorMap_st, float*, float*, float*, "
+     "__nv_bfloat16*, unsigned int, unsigned int, unsigned int, float)",
+     {"qk_dtype": "int8", "pv_dtype": "fp8_e4m3", "dtype": "bf16", "head_dim": 64, "block_q": 64, "block_kv": 128,
+      "causal": False}),
+    # SageAttention 2 on SM80 (csrc/qattn/qk_int_sv_f16_cuda_sm80.cuh): P·V on fp16
+    ("void qk_int_sv_f16_attn_kernel<128u, 64u, 32u, 64u, 128u, (DataType)1, (QuantGranularity)2, "
+     "(QuantGranularity)2, float, __half, (ComputeUnit)1, (MaskMode)0, false, false>(signed char*)",
+     {"qk_dtype": "int8", "pv_dtype": "fp16", "head_dim": 128, "block_q": 128, "block_kv": 64}),
     # CK tile: d128, bf16, tile b128x128
     (CK_BATCH, {"head_dim": 128, "dtype": "bf16", "block_q": 128, "block_kv": 128}),
 ]

@@ -616,3 +616,39 @@ def test_persistent_grid_says_why_it_gives_nothing(tmp_path: Path) -> None:
     assert "persistent scheduler" in ast.literal_eval(f["kernel_shape_hints"])["grid_says"]
     assert "the launch grid gives nothing" in f["shape_advice"] and "one CTA per SM" in f["shape_advice"]
     assert ast.literal_eval(f["shape_unknown"]) == ["B", "H_Q", "H_KV", "N_Q", "N_KV"]
+
+
+# SageAttention 2 on SM89 (thu-ml/SageAttention csrc/qattn/qk_int_sv_f8_cuda_sm89.cuh, instantiated by
+# sm89_qk_int8_sv_f8_accum_f32_attn_inst_buf.cu): qk_int_sv_f8_attn_kernel<CTA_Q 128, CTA_K 64, WARP_Q 32, WARP_K 64,
+# head_dim 128, DataType::kInt8, per-warp Q/K granularity, float accum, inst_buf, half out, CUDA-core denominator,
+# MaskMode::kCausal, …>, as a demangler prints its enums
+SAGE2_SM89 = (
+    "void qk_int_sv_f8_attn_kernel<128u, 64u, 32u, 64u, 128u, (DataType)1, (QuantGranularity)2, (QuantGranularity)2, "
+    "float, true, __half, (ComputeUnit)0, (MaskMode)1, false, false, false, false>(signed char*, signed char*, "
+    "signed char*, __half*, float*, float*, float*, float*, float*, unsigned int, unsigned int, unsigned int, "
+    "unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, "
+    "unsigned int, unsigned int, unsigned int, float)"
+)
+
+
+def test_sage_cuda_kernel_row_carries_its_quantized_dtypes_and_says_why_it_is_unmodeled(tmp_path: Path) -> None:
+    """SageAttention 2's CUDA path called through its extension op (sageattention's
+    `qk_int8_sv_f8_accum_f32_attn_inst_buf`, which no registry entry reads: its tensor layout is a run-time
+    argument), record_shapes off, B 2, 24 heads, 1000 query rows: grid(div_ceil(1000, 128) = 8, 24, 2). The row is
+    made from the kernel (never lost), carries Q·Kᵀ int8 and P·V fp8 beside the model's fp16, the causal mask and the
+    grid's batch and heads, and says why it is not modeled and what stays unknown."""
+    t = T()
+    t.op("sageattention::qk_int8_sv_f8_accum_f32_attn_inst_buf", 10, 50)
+    t.launch(20, SAGE2_SM89, 200, 600)
+    t.events[-1]["args"]["grid"] = [8, 24, 2]
+    res = analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    assert res.status == "OK" and res.unlinked.attention_kernels_outside_rows == 0
+    f = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
+    assert f["call_kind"] == "kernel" and f["Kernel Time (µs)_sum"] == pytest.approx(600.0)
+    hints = ast.literal_eval(f["kernel_shape_hints"])
+    assert (hints["qk_dtype"], hints["pv_dtype"], hints["dtype"]) == ("int8", "fp8_e4m3", "fp16")
+    assert (hints["head_dim"], hints["causal"], hints["batch"], hints["heads_q"]) == (128, True, 2, 24)
+    assert hints["seq_q_range"] == (897, 1024)
+    assert f["shape_source"] == "kernel names and launch grid" and not bool(f["has_perf_model"])
+    assert ast.literal_eval(f["shape_unknown"]) == ["H_KV", "N_Q", "N_KV"]
+    assert "an op the registry does not know" in f["shape_advice"]
