@@ -44,14 +44,24 @@ Axes = tuple[str, str, str]
 @dataclass(frozen=True, slots=True)
 class GridLayout:
     library: str
-    when: re.Pattern[str]  # the kernel names this layout covers (first matching layout of the library wins)
+    when: tuple[re.Pattern[str], ...]  # the kernel names it covers: all must be found (first such layout wins)
     layouts: tuple[Axes, ...]  # what x, y, z hold; several: any of them may have run, only agreement is kept
     source: str  # the launch code it is read from
     says_nothing: str | None = None  # why the grid holds no shape (layouts empty)
 
+    def covers(self, name: str) -> bool:
+        return all(p.search(name) for p in self.when)
 
-def _g(library: str, when: str, layouts: tuple[Axes, ...], source: str, says_nothing: str | None = None) -> GridLayout:
-    return GridLayout(library, re.compile(when), layouts, source, says_nothing)
+
+def _g(library: str, when: str | tuple[str, ...], layouts: tuple[Axes, ...], source: str,
+       says_nothing: str | None = None) -> GridLayout:  # fmt: skip
+    patterns = (when,) if isinstance(when, str) else when
+    return GridLayout(library, tuple(re.compile(w) for w in patterns), layouts, source, says_nothing)
+
+
+# FA2's split-KV kernel runs its `Split` variant when the second-last bool of its template is true (searched from the
+# end, never with a backtracking `.*`: linear in the name)
+_FA2_SPLIT = r",\s*true\s*,\s*(?:true|false)\s*>\s*(?:\([^()]*\))?\s*$"
 
 
 _PERSISTENT = "a persistent scheduler launches one CTA per SM: the grid holds the GPU's SM count, no shape"
@@ -63,7 +73,7 @@ GRID_LAYOUTS: tuple[GridLayout, ...] = (
     # params.num_splits > 1 ? params.b * params.h : params.h)`; the kernel's `Split` template flag (the second-last
     # bool: <Kernel_traits, Is_causal, Is_local, Has_alibi, Is_even_MN, Is_even_K, [Is_softcap,] Split, Append_KV>)
     # says which
-    _g(LIB_FA2, r"flash_fwd_splitkv_kernel<.*,\s*true\s*,\s*(?:true|false)\s*>\s*(?:\(|$)",
+    _g(LIB_FA2, (r"flash_fwd_splitkv_kernel<", _FA2_SPLIT),
        (("q_tiles", "splits", "heads_x_batch"),), "flash_fwd_launch_template.h run_flash_splitkv_fwd (Split)"),
     _g(LIB_FA2, r"flash_fwd_splitkv_kernel", (("q_tiles", "batch", "heads_q"),),
        "flash_fwd_launch_template.h run_flash_splitkv_fwd (num_splits 1)"),
@@ -81,7 +91,7 @@ GRID_LAYOUTS: tuple[GridLayout, ...] = (
     # 2025: `SingleTileScheduler<Varlen, Split, PackGQA, kBlock>` returns {num_blocks, (Split ? num_splits : 1) *
     # num_head, num_batch}, num_head the KV heads under PackGQA (flash_fwd_launch_template.h: `!PackGQA ? params.h :
     # params.h_k`); the backward (FlashAttnBwd*) tiles the keys: {num_blocks_n, h, b} (flash_bwd_launch_template.h)
-    _g(LIB_FA3, r"FlashAttnBwd\w*<.*SingleTileScheduler<", (("kv_tiles", "heads_q", "batch"),),
+    _g(LIB_FA3, (r"FlashAttnBwd\w*<", r"SingleTileScheduler<"), (("kv_tiles", "heads_q", "batch"),),
        "hopper/flash_bwd_launch_template.h: SingleTileScheduler over num_blocks_n, h, b"),
     _g(LIB_FA3, r"SingleTileScheduler<\s*false\s*,\s*true\s*,", (("q_tiles", "heads_x_splits", "batch"),),
        "hopper/tile_scheduler.hpp SingleTileScheduler<Varlen, Split=true, …>"),
@@ -157,7 +167,7 @@ _FA3_CLUSTER_M = re.compile(r"CollectiveMainloopFwd\w*<\s*\d+\s*,\s*cute::tuple<
 def _layout_of(name: str, library: str) -> GridLayout | None:
     library = LIB_FA2 if library == LIB_FA_PYTORCH else library
     for layout in GRID_LAYOUTS:
-        if layout.library == library and layout.when.search(name):
+        if layout.library == library and layout.covers(name):
             return layout
     return None
 
