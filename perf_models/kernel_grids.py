@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from perf_models.kernel_shapes import kernel_shape_hints
 from perf_models.kernels import (
     LIB_CK,
     LIB_CUDNN,
@@ -33,7 +34,6 @@ from perf_models.kernels import (
     LIB_VLLM,
     KernelRole,
     classify_kernel,
-    kernel_shape_hints,
 )
 
 __all__ = ["GRID_LAYOUTS", "GridLayout", "grid_shape_hints"]

@@ -2,8 +2,8 @@
 
 Sources, best first: the op's recorded inputs (Input Dims: the call's own op, or the captured op of a graph replay),
 the linked forward op (a shapeless autograd backward), the kernels (their names: head dim, dtype, tiles, the causal
-flag of the template or a stated causal mask, perf_models.kernels.kernel_shape_hints: `kernel names`; with their launch
-grids where the family's launch code fixes the grid's meaning: batch, heads, a sequence-length range,
+flag of the template or a stated causal mask, perf_models.kernel_shapes: `kernel names`; with their launch grids
+where the family's launch code fixes the grid's meaning: batch, heads, a sequence-length range,
 perf_models.kernel_grids: `kernel names and launch grid`), none. A row that has no full config says which
 fields stayed unknown, and its advice names the recording that gives them (docs/recording.md).
 """
@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from perf_models.kernel_grids import grid_shape_hints
-from perf_models.kernels import KernelRole, classify_kernel, kernel_shape_hints
+from perf_models.kernel_shapes import kernel_shape_hints
+from perf_models.kernels import KernelRole, classify_kernel
 from server.ingest.calls import Call
 from server.ingest.context import TraceContext
 from server.ingest.grids import unpack_grid
