@@ -8,6 +8,7 @@ layout (two releases, or a run-time choice), every layout is listed and only wha
 where the grid holds no shape, the layout says why, and the row repeats it.
 
 Axis words: `q_tiles` / `kv_tiles` (ceil(seq / tile): a range of sequence lengths when the name gives the tile),
+`q_tiles_max` (variable lengths: the longest sequence's tiles),
 `q_tiles_packed` (query rows × heads per KV head, packed: no length), `batch`, `heads_q`, `heads_kv`,
 `heads_x_splits`, `heads_x_batch`, `splits`, `work` (a planner's count: nothing), `1` (always 1: a layout whose axis
 is not 1 is not the one that ran).
@@ -85,7 +86,11 @@ GRID_LAYOUTS: tuple[GridLayout, ...] = (
        "flash_bwd_launch_template.h run_flash_bwd_seqk_parallel: grid_n(num_n_block, b, h)"),
     # --- FlashAttention-3 (hopper/): the scheduler is a template argument of the kernel, and its get_grid_shape
     # fixes the grid (hopper/tile_scheduler.hpp) ---
-    # 2024 release: `SingleTileScheduler::get_grid_shape` returns {num_blocks_m, num_head, num_batch}
+    # 2024 release: `SingleTileScheduler::get_grid_shape` returns {num_blocks_m, num_head, num_batch}; with variable
+    # lengths (`SeqLenTraits<true>` = VarSeqLenTraits, hopper/seq_len.h) num_blocks_m is the longest sequence's
+    _g(LIB_FA3, (r"SingleTileScheduler(?!<)\b(?!Bwd)", r"SeqLenTraits<\s*true\s*>|VarSeqLenTraits"),
+       (("q_tiles_max", "heads_q", "batch"),),
+       "hopper/tile_scheduler.hpp (2024) SingleTileScheduler, variable lengths: {max blocks_m, num_head, num_batch}"),
     _g(LIB_FA3, r"SingleTileScheduler(?!<)\b(?!Bwd)", (("q_tiles", "heads_q", "batch"),),
        "hopper/tile_scheduler.hpp (2024) SingleTileScheduler: {num_blocks_m, num_head, num_batch}"),
     # 2025: `SingleTileScheduler<Varlen, Split, PackGQA, kBlock>` returns {num_blocks, (Split ? num_splits : 1) *
@@ -95,11 +100,11 @@ GRID_LAYOUTS: tuple[GridLayout, ...] = (
        "hopper/flash_bwd_launch_template.h: SingleTileScheduler over num_blocks_n, h, b"),
     _g(LIB_FA3, r"SingleTileScheduler<\s*false\s*,\s*true\s*,", (("q_tiles", "heads_x_splits", "batch"),),
        "hopper/tile_scheduler.hpp SingleTileScheduler<Varlen, Split=true, …>"),
-    _g(LIB_FA3, r"SingleTileScheduler<\s*true\s*,\s*true\s*,", (("work", "heads_x_splits", "batch"),),
+    _g(LIB_FA3, r"SingleTileScheduler<\s*true\s*,\s*true\s*,", (("q_tiles_max", "heads_x_splits", "batch"),),
        "hopper/tile_scheduler.hpp SingleTileScheduler<Varlen=true, Split=true, …>: x from the longest sequence"),
     _g(LIB_FA3, r"SingleTileScheduler<\s*(?:true|false)\s*,\s*false\s*,\s*true\s*,",
        (("q_tiles_packed", "heads_kv", "batch"),), "hopper/tile_scheduler.hpp SingleTileScheduler<…, PackGQA=true>"),
-    _g(LIB_FA3, r"SingleTileScheduler<\s*true\s*,", (("work", "heads_q", "batch"),),
+    _g(LIB_FA3, r"SingleTileScheduler<\s*true\s*,", (("q_tiles_max", "heads_q", "batch"),),
        "hopper/tile_scheduler.hpp SingleTileScheduler<Varlen=true, …>: x from the longest sequence"),
     _g(LIB_FA3, r"SingleTileScheduler<", (("q_tiles", "heads_q", "batch"),),
        "hopper/tile_scheduler.hpp SingleTileScheduler<false, false, false, kBlock>"),
@@ -186,13 +191,13 @@ def _read(axes: Axes, grid: tuple[int, int, int], name: str, library: str) -> di
             out[_FIELD_OF_AXIS[axis]] = value
         elif axis == "q_tiles_packed":
             out[axis] = value
-        elif axis in ("q_tiles", "kv_tiles"):
-            tile = block_q if axis == "q_tiles" else block_kv
+        elif axis in ("q_tiles", "kv_tiles", "q_tiles_max"):
+            tile = block_kv if axis == "kv_tiles" else block_q
             if isinstance(tile, int) and tile > 0:
                 # FA3 rounds the query tiles up to its cluster (`round_up(num_blocks_m, ClusterM)`)
                 m = _FA3_CLUSTER_M.search(name) if library == LIB_FA3 else None
                 cluster = int(m.group(1)) if m else 1
-                key = "seq_q_range" if axis == "q_tiles" else "seq_kv_range"
+                key = {"q_tiles": "seq_q_range", "kv_tiles": "seq_kv_range", "q_tiles_max": "seq_q_max_range"}[axis]
                 out[key] = (max(value - cluster, 0) * tile + 1, value * tile)
             else:
                 out[axis] = value

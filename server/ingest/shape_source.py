@@ -32,7 +32,8 @@ _FROM_KERNEL = {"head_dim": "d_h_qk", "head_dim_v": "d_h_v", "dtype": "dtype", "
                 "heads_q": "H_Q", "heads_kv": "H_KV"}
 # what only a launch grid gives (perf_models.kernel_grids): a row with one of these has its shape from the grid too
 _FROM_GRID = ("batch", "heads_q", "heads_kv", "heads_x_batch", "heads_x_splits", "splits", "seq_q_range",
-              "seq_kv_range", "q_tiles", "kv_tiles", "q_tiles_packed")
+              "seq_kv_range", "seq_q_max_range", "q_tiles", "kv_tiles", "q_tiles_max",
+              "q_tiles_packed")
 GRID_SAYS = "grid_says"  # why a launch grid gave no shape (perf_models.kernel_grids.grid_shape_hints)
 CONFIG_FIELDS = ("B", "H_Q", "H_KV", "N_Q", "N_KV", "d_h_qk", "d_h_v", "dtype", "causal")
 

@@ -58,10 +58,13 @@ FIT = [
     # h100 Qwen trace, (16, 16, 559, 64) recorded: grid(num_m_block = ceil(559 / 128) = 5, b 16, h 16)
     (PYTORCH_FA2, (5, 16, 16), {"batch": 16, "heads_q": 16, "seq_q_range": (513, 640)},
      "../shared h100/Qwen trace; flash_fwd_launch_template.h run_flash_fwd"),
-    # FA3 2024 SingleTileScheduler {num_blocks_m, num_head, num_batch}: B 2, H 16, N 4096, kBlockM 128 ->
-    # (32, 16, 2), 3969 <= N <= 4096
-    (FA3_FWD_2024, (32, 16, 2), {"heads_q": 16, "batch": 2, "seq_q_range": (3969, 4096)},
+    # FA3 2024 SingleTileScheduler {num_blocks_m, num_head, num_batch}, variable lengths (SeqLenTraits<true>): 2
+    # sequences, the longest 4096 rows, H 16, kBlockM 128 -> (32, 16, 2): 3969 <= the longest <= 4096
+    (FA3_FWD_2024, (32, 16, 2), {"heads_q": 16, "batch": 2, "seq_q_max_range": (3969, 4096)},
      "deepseek-ai/profile-data prefill.json name; hopper/tile_scheduler.hpp (2024)"),
+    # ... with fixed lengths (FixedSeqLenTraits = SeqLenTraits<false>): the range is every sequence's
+    (FA3_FWD_2024.replace("SeqLenTraits<true>", "SeqLenTraits<false>"), (32, 16, 2),
+     {"heads_q": 16, "batch": 2, "seq_q_range": (3969, 4096)}, "hopper/seq_len.h FixedSeqLenTraits"),
     # FA3 persistent schedulers: {num_sm} (132 on an H100 SXM)
     (FA3_MAINLOOP_2025.replace("SCHEDULER", "flash::DynamicPersistentTileScheduler<256, 128, false, false, true>"),
      (132, 1, 1), {SAYS: "persistent"}, "hopper/tile_scheduler.hpp DynamicPersistentTileScheduler"),
