@@ -78,7 +78,8 @@ GRID_LAYOUTS: tuple[GridLayout, ...] = (
        (("q_tiles", "splits", "heads_x_batch"),), "flash_fwd_launch_template.h run_flash_splitkv_fwd (Split)"),
     _g(LIB_FA2, r"flash_fwd_splitkv_kernel", (("q_tiles", "batch", "heads_q"),),
        "flash_fwd_launch_template.h run_flash_splitkv_fwd (num_splits 1)"),
-    # run_flash_fwd: `dim3 grid(num_m_block, params.b, params.h)`
+    # run_flash_fwd: `dim3 grid(num_m_block, params.b, params.h)` (a varlen call's num_m_block is its longest
+    # sequence's, and FA2's names do not say varlen: the range then bounds the longest sequence)
     _g(LIB_FA2, r"flash_fwd_(?:hdim\d+\w*|kernel)\b", (("q_tiles", "batch", "heads_q"),),
        "flash_fwd_launch_template.h run_flash_fwd: grid(num_m_block, b, h)"),
     # run_flash_bwd_seqk_parallel: `dim3 grid_n(num_n_block, params.b, params.h)`
