@@ -20,6 +20,7 @@ from perf_models.kernels import KernelRole, classify_kernel
 from server.ingest.calls import Call
 from server.ingest.context import TraceContext
 from server.ingest.grids import unpack_grid
+from server.ingest.kernel_calls import NO_OP
 
 RECORDED = "recorded inputs"
 LINKED_FORWARD = "linked forward"
@@ -107,6 +108,14 @@ def advice(c: Call, source: str, hints: dict[str, Any], unknown: list[str]) -> s
             f"(torch.cuda.graph / CUDAGraph) there is none: {RECORDING_HINT}"
         )
     shapes = "no Input Dims" if c.dims is None else "Input Dims the registry cannot read"
+    if c.kind == "kernel" and c.node == NO_OP:
+        # no host event around the launch: an extension called from Python through pybind11 (as SageAttention's CUDA
+        # kernels are in its pybind releases) records no op, so no recording gives its shapes
+        where = ("launched outside every op (an extension called through pybind11 records no op, so no Input Dims; "
+                 "torch.profiler.record_function around the call names it)")
+        return f"{where}: the kernels give {said}; {missing} stay unknown"
+    if c.kind == "kernel" and c.node < 0:
+        return f"its launch record is missing (lost runtime events): the kernels give {said}; {missing} stay unknown"
     where = (f"launched under {c.name!r}, an op the registry does not know ({shapes})" if c.kind == "kernel"
              else f"{c.name} has no Input Dims")
     return f"{where}: the kernels give {said}; {missing} stay unknown — {RECORDING_HINT}"

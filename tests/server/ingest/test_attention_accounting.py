@@ -652,3 +652,19 @@ def test_sage_cuda_kernel_row_carries_its_quantized_dtypes_and_says_why_it_is_un
     assert f["shape_source"] == "kernel names and launch grid" and not bool(f["has_perf_model"])
     assert ast.literal_eval(f["shape_unknown"]) == ["H_KV", "N_Q", "N_KV"]
     assert "an op the registry does not know" in f["shape_advice"]
+
+
+def test_sage_kernel_launched_outside_every_op_says_no_recording_gives_its_shapes(tmp_path: Path) -> None:
+    """SageAttention's pybind releases (thu-ml/SageAttention csrc/qattn/pybind_sm89.cpp: PYBIND11_MODULE, no torch
+    op) launch the kernel with no op around it: the call is made from the kernel, named after it, and its advice says
+    why no recording gives the shapes (and does not send the user to record_shapes)."""
+    t = T()
+    t.op("aten::mm", 5, 10)
+    t.launch(8, "sm89_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32_kernel", 50, 20)
+    t.launch(20, SAGE2_SM89, 200, 600)
+    res = analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    assert res.status == "OK" and res.unlinked.attention_kernels_outside_rows == 0
+    f = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
+    assert f["name"] == "(no op)::qk_int_sv_f8_attn_kernel" and f["shape_source"] == "kernel names"
+    assert ast.literal_eval(f["kernel_shape_hints"])["qk_dtype"] == "int8"
+    assert "pybind11 records no op" in f["shape_advice"] and "record_shapes" not in f["shape_advice"]
