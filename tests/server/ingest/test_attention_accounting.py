@@ -668,3 +668,28 @@ def test_sage_kernel_launched_outside_every_op_says_no_recording_gives_its_shape
     assert f["name"] == "(no op)::qk_int_sv_f8_attn_kernel" and f["shape_source"] == "kernel names"
     assert ast.literal_eval(f["kernel_shape_hints"])["qk_dtype"] == "int8"
     assert "pybind11 records no op" in f["shape_advice"] and "record_shapes" not in f["shape_advice"]
+
+
+SAGE2_SM80 = ("void qk_int_sv_f16_attn_kernel<128u, 64u, 32u, 64u, 128u, (DataType)1, (QuantGranularity)2, "
+              "(QuantGranularity)2, float, __half, (ComputeUnit)1, (MaskMode)1, false, false>(signed char*)")
+
+
+def test_sage2_op_recorded_with_its_arguments_is_modeled(tmp_path: Path) -> None:
+    """SageAttention 2's SM80 op as its torch-op releases register it (sageattention_qattn_sm80::
+    qk_int8_sv_f16_accum_f32_attn), recorded with record_shapes: NHD (tensor_layout 0), causal (is_causal 1), B 2,
+    1024 rows, 16 heads, d 128, int8 Q/K and fp16 V. Modeled: Q·Kᵀ on int8, P·V on fp16, and the FLOPs by hand:
+    Σ_{i=1..1024} i = 524,800 pairs per head, 2 · B · H · pairs · (128 + 128) = 8,598,323,200."""
+    t = T()
+    q = [2, 1024, 16, 128]
+    t.op("sageattention_qattn_sm80::qk_int8_sv_f16_accum_f32_attn", 10, 50, **{
+        "Input Dims": [q, q, q, q, [2, 16, 8], [2, 16, 16], [], [], [], [], []],
+        "Input type": ["signed char", "signed char", "c10::Half", "c10::Half", "float", "float"] + ["Scalar"] * 5,
+        "Concrete Inputs": [""] * 6 + ["0", "1", "2", "0.08838834764831845", "0"]})
+    t.launch(20, SAGE2_SM80, 200, 600)
+    res = analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    assert res.status == "OK" and res.unlinked.attention_kernels_outside_rows == 0
+    f = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
+    assert bool(f["has_perf_model"]) and f["shape_source"] == "recorded inputs"
+    params = ast.literal_eval(f["perf_params"])
+    assert (params["B"], params["N_Q"], params["H_Q"], params["d_h_qk"], params["causal"]) == (2, 1024, 16, 128, True)
+    assert _scored_flops(tmp_path / "out", "sdpa_fwd") == 2 * 2 * 16 * (1024 * 1025 // 2) * 256 == 8_598_323_200
