@@ -59,7 +59,8 @@ SPECS += op_specs(
 #
 # int8 Q and K (quantized by sageattention_fused's kernels before the call), P·V on V's own fp16/bf16; the layout is
 # the `tensor_layout` argument (0 NHD, 1 HND) and the causal flag an int. The SM89/SM90 ops (P·V on fp8) pass V
-# transposed and padded to 64 keys (sageattention/core.py: [B, H, d, N_pad]), which these slots cannot read: they are
+# transposed and padded to 64 keys (sageattention/core.py: HND [B, H, d, N_pad], NHD [B, d, H, N_pad]), which these
+# slots cannot read: they are
 # not listed, and their rows are made from the kernels (server.ingest.kernel_calls), never a wrong model.
 _SAGE2 = "thu-ml/SageAttention csrc/qattn/pybind_sm80.cpp (STABLE_TORCH_LIBRARY sageattention_qattn_sm80)"
 _SAGE2_TEXT = ("qk_int8_sv_f16_accum_*_attn(query, key, value, output, query_scale, key_scale, [value_mean,] "
