@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from perf_models.kernel_shapes import kernel_shape_hints
-from perf_models.kernels import (
+from sdpa_analyzer.perf_models.kernel_shapes import kernel_shape_hints
+from sdpa_analyzer.perf_models.kernels import (
     LIB_CK,
     LIB_CUDNN,
     LIB_FA2,

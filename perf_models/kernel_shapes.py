@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from perf_models.kernels import (
+from sdpa_analyzer.perf_models.kernels import (
     CK_NAME_D,
     LIB_FA1,
     LIB_FA2,

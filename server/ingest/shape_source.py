@@ -14,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from perf_models.kernel_grids import grid_shape_hints
-from perf_models.kernel_shapes import kernel_shape_hints
-from perf_models.kernels import KernelRole, classify_kernel
-from server.ingest.calls import Call
-from server.ingest.context import TraceContext
-from server.ingest.grids import unpack_grid
-from server.ingest.kernel_calls import NO_OP
+from sdpa_analyzer.perf_models.kernel_grids import grid_shape_hints
+from sdpa_analyzer.perf_models.kernel_shapes import kernel_shape_hints
+from sdpa_analyzer.perf_models.kernels import KernelRole, classify_kernel
+from sdpa_analyzer.server.ingest.calls import Call
+from sdpa_analyzer.server.ingest.context import TraceContext
+from sdpa_analyzer.server.ingest.grids import unpack_grid
+from sdpa_analyzer.server.ingest.kernel_calls import NO_OP
 
 RECORDED = "recorded inputs"
 LINKED_FORWARD = "linked forward"

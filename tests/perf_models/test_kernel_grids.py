@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from perf_models.kernel_grids import GRID_LAYOUTS, grid_shape_hints
-from perf_models.kernel_shapes import kernel_shape_hints
-from perf_models.kernels import classify_kernel
+from sdpa_analyzer.perf_models.kernel_grids import GRID_LAYOUTS, grid_shape_hints
+from sdpa_analyzer.perf_models.kernel_shapes import kernel_shape_hints
+from sdpa_analyzer.perf_models.kernels import classify_kernel
 
 PYTORCH_FA2 = (
     "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, "

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from perf_models.config import MaskKind
-from perf_models.registry import parse_op
+from sdpa_analyzer.perf_models.config import MaskKind
+from sdpa_analyzer.perf_models.registry import parse_op
 
 OP = "sageattention_qattn_sm80::qk_int8_sv_f16_accum_f32_attn"
 B, N, H, D = 2, 1024, 16, 128
