@@ -24,7 +24,6 @@ __all__ = [
     "KernelStage",
     "classify_kernel",
     "classify_kernels",
-    "grid_shape_hints",
     "helper_kind",
     "is_auxiliary_kernel",
     "is_decode_kernel",
@@ -32,7 +31,6 @@ __all__ = [
     "kernel_direction",
     "kernel_group_role",
     "kernel_kv_cache_dtype",
-    "kernel_shape_hints",
     "kernel_stage",
     "kernel_vendor",
     "kernel_window_hint",
@@ -466,7 +464,8 @@ _CK_TILE = re.compile(
     r"TileFmhaShape<\s*ck_tile::sequence<\s*(\d+)\s*,\s*(\d+)\s*,\s*\d+\s*,\s*\d+\s*,\s*\d+\s*,"
     r"\s*(\d+)"
 )
-_CK_NAME_D = re.compile(r"fmha_(?:fwd|bwd)\w*?_d(\d+)(?:_(\d+))?_")
+# a CK tile name's head dims (`fmha_fwd_d128_…`, `_d192_128_` when V's differs)
+CK_NAME_D = re.compile(r"fmha_(?:fwd|bwd)\w*?_d(\d+)(?:_(\d+))?_")
 _CK_NAME_B = re.compile(r"_b(\d+)x(\d+)x\d+")
 _CUDNN = re.compile(r"[fb]prop\w*?_(\d+)x(\d+)x(\d+)_")
 _MEM_EFF = re.compile(r"fmha_cutlass[FB]\w*?_(\d+)x(\d+)_")
@@ -486,7 +485,7 @@ def tile_sizes(name: str) -> tuple[int | None, int | None, int | None]:
             return m_, n_, k_
     if m := _CK_TILE.search(name):
         return int(m.group(1)), int(m.group(2)), int(m.group(3))  # sequence<bm0, bn0, bk0, bn1, bk1, bk0max>
-    if m := _CK_NAME_D.search(name):
+    if m := CK_NAME_D.search(name):
         head = int(m.group(1))
         b = _CK_NAME_B.search(name)
         return (int(b.group(1)), int(b.group(2)), head) if b else (None, None, head)
@@ -503,71 +502,6 @@ def tile_sizes(name: str) -> tuple[int | None, int | None, int | None]:
             int(head.group(1)) if head else None,
         )
     return None, None, None
-
-
-# --- what a kernel name says of its call's shape ----------------------------------------------------------
-# element types as the templates spell them (CUTLASS, CUDA, CK, cuDNN/TRT name fragments), checked in this order
-_DTYPES = (
-    ("fp8_e4m3", re.compile(r"float_e4m3|__nv_fp8_e4m3|[Ee]4[Mm]3|fp8e4m3|_fp8_")),
-    ("fp8_e5m2", re.compile(r"float_e5m2|__nv_fp8_e5m2|[Ee]5[Mm]2")),
-    ("bf16", re.compile(r"bfloat16|__nv_bfloat16|\bbf16|_bf16|Bfloat16|BFloat16")),
-    ("fp16", re.compile(r"half_t|__half\b|\bhalf\b|_f16_|_fp16|fp16_|Fp16|\bf16")),
-)
-_FA_TRAITS_DV = re.compile(r"Flash_fwd_kernel_traits<\s*(\d+)\s*,(?:[^<>,]*,){7}\s*(\d+)\s*>")  # FA3 2024: kHeadDimV
-_CAUSAL = re.compile(r"(?<![Nn]on)(?<![Nn]o_)(?<![Nn]o)[Cc]ausal")
-
-
-def kernel_shape_hints(name: str) -> dict[str, object]:
-    """What an attention kernel's own name says of its call: head_dim (and head_dim_v where it differs), dtype,
-    block_q / block_kv tiles, causal (only where the name states a causal mask). Batch, heads and sequence lengths
-    are never in a name: a call made from its kernels alone leaves them unknown."""
-    out: dict[str, object] = {}
-    if classify_kernel(name)[0] is not KernelRole.ATTENTION:
-        return out
-    block_q, block_kv, head = tile_sizes(name)
-    if head is not None:
-        out["head_dim"] = head
-    if (m := _FA_TRAITS_DV.search(name)) and int(m.group(2)) != int(m.group(1)):
-        out["head_dim_v"] = int(m.group(2))
-    elif (m := _CK_NAME_D.search(name)) and m.group(2):
-        out["head_dim_v"] = int(m.group(2))
-    for dtype, pattern in _DTYPES:
-        if pattern.search(name):
-            out["dtype"] = dtype
-            break
-    if block_q is not None:
-        out["block_q"] = block_q
-    if block_kv is not None:
-        out["block_kv"] = block_kv
-    if _CAUSAL.search(name):
-        out["causal"] = True
-    return out
-
-
-def grid_shape_hints(name: str, grid: tuple[int, int, int]) -> dict[str, object]:
-    """What an attention kernel's launch grid says of its call, where the library's launch code fixes the grid's
-    meaning. FlashAttention-2 (Dao-AILab csrc/flash_attn/src/flash_{fwd,bwd}_launch_template.h, and PyTorch's
-    vendored copy): the forward launches grid(num_m_blocks, b, h), the seqk-parallel backward grid(num_n_blocks, b,
-    h), so batch and query heads are exact and a sequence length is bounded by its tile count × the tile (block_q /
-    block_kv from the traits). Other kernels (persistent FA3 schedulers, split-KV grids that fold splits into b·h,
-    CK, cuDNN) give nothing here."""
-    role, _atype, library = classify_kernel(name)
-    if role is not KernelRole.ATTENTION or library not in (LIB_FA2, LIB_FA_PYTORCH):
-        return {}
-    x, y, z = grid
-    block_q, block_kv, _head = tile_sizes(name)
-    stage = kernel_stage(name)
-    if stage is KernelStage.FORWARD:
-        out: dict[str, object] = {"batch": y, "heads_q": z}
-        if block_q:
-            out["seq_q_range"] = ((x - 1) * block_q + 1, x * block_q)
-        return out
-    if stage is KernelStage.BACKWARD and "seqk_parallel" in name:
-        out = {"batch": y, "heads_q": z}
-        if block_kv:
-            out["seq_kv_range"] = ((x - 1) * block_kv + 1, x * block_kv)
-        return out
-    return {}
 
 
 # --- the op-level verdict ------------------------------------------------------------------------------

@@ -237,6 +237,11 @@ def plan_row(spec: OpSpec, row: Row) -> RowPlan:
 
 
 def _layout(spec: OpSpec, sig: Signature, row: Row, family: str) -> Layout:
+    if sig.layout_int is not None:  # SageAttention: `int tensor_layout`, 0 NHD ([B, N, H, d]), 1 HND ([B, H, N, d])
+        code = row.required_int(sig.layout_int, "tensor_layout")
+        if code not in _LAYOUT_CODES:
+            raise RowError(f"tensor_layout={code} (slot {sig.layout_int}) is not 0 (NHD) or 1 (HND)")
+        return _LAYOUT_CODES[code]
     if family != TRANSFORMER_ENGINE:
         return spec.layout
     qkv_layout = row.str_at(sig.qkv_layout_str)
@@ -353,11 +358,27 @@ def attn_mask_warning(slot: int, dims: tuple[int, ...], mask: Mask) -> str:
     )
 
 
+_LAYOUT_CODES = {0: Layout.BNHD, 1: Layout.BHND}
+
+
+def _causal_flag(sig: Signature, row: Row) -> bool:
+    """The signature's causal flag: a bool, or (SageAttention) an int 0 / 1."""
+    if sig.causal is None:
+        return False
+    name = f"causal flag '{sig.causal_name}'"
+    if not sig.causal_int:
+        return row.bool_at(sig.causal, name)
+    code = row.required_int(sig.causal, name)
+    if code not in (0, 1):
+        raise RowError(f"Concrete Inputs slot {sig.causal} ({name}) is {code}, expected 0 or 1")
+    return code == 1
+
+
 def _mask_inputs(
     spec: OpSpec, sig: Signature, family: str, row: Row, warnings: list[str]
 ) -> tuple[bool, Alignment | None, int, int]:
     """(causal, alignment, window left, window right): everything the mask takes from the row but seq_kv."""
-    causal = row.bool_at(sig.causal, f"causal flag '{sig.causal_name}'") if sig.causal is not None else False
+    causal = _causal_flag(sig, row)
     alignment = _ALIGN.get(spec.causal_rule)
     if spec.causal_rule is CausalRule.FROM_MASK_TYPE:
         if sig.custom_mask_type is not None:

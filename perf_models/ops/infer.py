@@ -253,6 +253,8 @@ def infer_signature(spec: OpSpec, row: Row, misfits: Sequence[str]) -> Inference
     Requires Input Dims and Input type: without dtypes an index tensor cannot be told from q."""
     if row.dims is None or row.types is None or not spec.signatures:
         return None
+    if any(sig.layout_int is not None for sig in spec.signatures):
+        return None  # the layout is an argument's value (SageAttention's tensor_layout): roles cannot tell NHD from HND
     n = len(row.dims)
     kinds = [_kind(row.raw(i)) for i in range(max(n, len(row.concrete or ())))]
     layout, layout_slot, mask_slot = _layout(spec, kinds)

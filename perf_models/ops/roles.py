@@ -65,6 +65,11 @@ def _dropout(raw: Any) -> bool:
     return value is None or 0.0 <= value <= 1.0
 
 
+def _zero_one(raw: Any) -> bool:
+    value = parse_int_str(raw)
+    return value is None or value in (0, 1)
+
+
 def _window_edge(raw: Any) -> bool:
     value = parse_int_str(raw)
     return value is None or value >= -1
@@ -73,6 +78,8 @@ def _window_edge(raw: Any) -> bool:
 # role -> the test a non-blank recorded value must pass to play it (a parse error is a failure)
 ROLE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "causal": _bool,
+    "causal_int": _zero_one,  # SageAttention's `int is_causal`
+    "tensor_layout": _zero_one,  # SageAttention's `int tensor_layout` (0 NHD, 1 HND)
     "custom_mask_type": _int,
     "dropout_p": _dropout,
     "softmax_scale": _scale,
@@ -118,7 +125,8 @@ def window_list(raw: Any) -> tuple[int, ...] | None:
 def _scalar_slots(sig: Signature) -> tuple[tuple[int | None, str, bool], ...]:
     """(slot, role, required) of every scalar a signature reads."""
     return (
-        (sig.causal, "causal", True),
+        (sig.causal, "causal_int" if sig.causal_int else "causal", True),
+        (sig.layout_int, "tensor_layout", True),
         (sig.custom_mask_type, "custom_mask_type", True),
         (sig.dropout, "dropout_p", sig.dropout_required),
         (sig.scale, "softmax_scale", False),
@@ -157,10 +165,10 @@ def misfit(row: Row, sig: Signature, appended: bool = False) -> str | None:
             continue
         if slot >= len(row.concrete):
             if required:
-                return f"slot {slot} ({sig.causal_name if role == 'causal' else role}) is missing"
+                return f"slot {slot} ({sig.causal_name if role.startswith('causal') else role}) is missing"
             continue
         raw = row.concrete[slot]
-        name = sig.causal_name if role == "causal" else role
+        name = sig.causal_name if role.startswith("causal") else role
         if is_blank(raw):
             if required and not no_values:
                 return f"slot {slot} ({name}) is empty"

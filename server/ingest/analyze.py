@@ -212,7 +212,11 @@ def find_calls(ctx: TraceContext, capture: CaptureSet | None = None, hints: Mode
     if capture is not None:
         ctx.warnings.extend(capture.apply(ctx, replays))
     calls = fused + unfused + unfused_bwd + graph
-    calls += find_kernel_calls(ctx, calls)  # attention kernels under ops no list knows: calls from their kernels
+    kernel_calls = find_kernel_calls(ctx, calls)  # attention kernels under ops no list knows: calls from their kernels
+    if kernel_calls:  # the KV-cache writes and helpers of a sibling op join them as they join a known op's call
+        attach_side_ops(ctx, calls, targets=kernel_calls)
+        attach_helper_kernels(ctx, calls + kernel_calls, targets=kernel_calls)
+    calls += kernel_calls
     split_kv_kernels(ctx, calls)
     add_copy_overhead(ctx, fused + unfused)
     add_workload(ctx, calls)

@@ -64,21 +64,37 @@ def _owned_rows(ctx: TraceContext, tops: np.ndarray) -> dict[int, np.ndarray]:
 # ---- KV-cache writes and quantization pre-ops ----------------------------------------------------------------------
 
 
-def _calls_by_thread(ctx: TraceContext, fused: list[Call]) -> tuple[dict[int, list[Call]], dict[int, list[float]]]:
+def _start(ctx: TraceContext, c: Call) -> float:
+    """When a call starts on its CPU thread: its op's start, or (a call made from its kernels, whose caller may be a
+    whole compiled region) its main kernel's launch."""
+    return float(c.ts) if c.kind == "kernel" or c.top < 0 else float(ctx.forest.ts[c.top])
+
+
+def _calls_by_thread(ctx: TraceContext, calls: list[Call]) -> tuple[dict[int, list[Call]], dict[int, list[float]]]:
     """The calls of each CPU thread in time order, and their start times (for a bisection by time)."""
-    f = ctx.forest
     by_thread: dict[int, list[Call]] = {}
-    for c in sorted(fused, key=lambda c: float(f.ts[c.top])):
+    for c in sorted(calls, key=lambda c: _start(ctx, c)):
         by_thread.setdefault(c.thread, []).append(c)
-    return by_thread, {t: [float(f.ts[c.top]) for c in cs] for t, cs in by_thread.items()}
+    return by_thread, {t: [_start(ctx, c) for c in cs] for t, cs in by_thread.items()}
 
 
-def attach_side_ops(ctx: TraceContext, calls: list[Call]) -> None:
+def _held(ctx: TraceContext, calls: Iterable[Call]) -> np.ndarray:
+    held = np.zeros(len(ctx.ev.gpu), dtype=bool)
+    for c in calls:
+        held[c.kernels] = True
+        held[c.kv_kernels] = True
+    return held
+
+
+def attach_side_ops(ctx: TraceContext, calls: list[Call], targets: list[Call] | None = None) -> None:
     """Give each KV-cache write op and quantization op outside every attention call to the next attention call on its
-    thread: KV writes to a paged (inference) call's kv_kernels, quantization kernels to the next quantized call."""
+    thread: KV writes to a paged (inference) call's kv_kernels, quantization kernels to the next quantized call.
+    `targets`: the calls that may take them (default: the known ops' calls in `calls`; the calls made from kernels,
+    found later, take what no call took: server.ingest.kernel_calls)."""
     f = ctx.forest
     fused = [c for c in calls if c.kind == "fused" and c.top >= 0]
-    if not fused:
+    targets = fused if targets is None else targets
+    if not targets:
         return
     call_mark = np.zeros(len(f), dtype=bool)
     call_mark[[c.top for c in fused]] = True
@@ -91,9 +107,13 @@ def attach_side_ops(ctx: TraceContext, calls: list[Call]) -> None:
     call_up = f.nearest(call_mark)
     tops = np.flatnonzero(side & (side_up < 0) & (call_up < 0))
     owned = _owned_rows(ctx, tops)
-    by_thread, starts = _calls_by_thread(ctx, fused)
+    ids = {id(c) for c in calls}
+    held = _held(ctx, calls + [c for c in targets if id(c) not in ids])
+    by_thread, starts = _calls_by_thread(ctx, targets)
     for node in tops.tolist():
         rows = owned.get(node)
+        if rows is not None:
+            rows = rows[~held[rows]]  # a write an earlier pass gave to a call stays there
         if rows is None or not len(rows):
             continue
         thread = int(f.thread[node])
@@ -109,14 +129,16 @@ def attach_side_ops(ctx: TraceContext, calls: list[Call]) -> None:
                 break
 
 
-def attach_helper_kernels(ctx: TraceContext, calls: list[Call]) -> int:
+def attach_helper_kernels(ctx: TraceContext, calls: list[Call], targets: list[Call] | None = None) -> int:
     """Helper kernels of attention calls (perf_models.kernels.helper_kind) launched outside every call of an eager
     trace — by an op the names above do not know — join the call they serve on their CPU thread: a helper that runs
     before its main kernel (quantization, a KV-cache write) the next call, a split-KV reduce the previous one.
     Preparation kernels outside a call (FlashInfer's `_copy_page_indices`, once per step for every layer) serve the
     whole step: they stay outside. KV-cache writes go to an inference call's kv_kernels, the others into the call's
-    kernels (their time is the call's auxiliary time, never a call of its own). Returns how many were attached."""
-    fused = [c for c in calls if c.kind == "fused" and c.top >= 0 and not c.captured]
+    kernels (their time is the call's auxiliary time, never a call of its own). `targets`: the calls that may take
+    them (default: the known ops' calls in `calls`). Returns how many were attached."""
+    fused = [c for c in (calls if targets is None else targets)
+             if ((c.kind == "fused" and c.top >= 0) or c.kind == "kernel") and not c.captured]
     gpu = ctx.ev.gpu
     if not fused or not len(gpu):
         return 0

@@ -223,11 +223,14 @@ def test_triton_attention_fed_by_int8_quantization_is_sage() -> None:
 def test_fa2_launch_grid_gives_batch_heads_and_a_length_range() -> None:
     # csrc/flash_attn/src/flash_fwd_launch_template.h: dim3 grid(num_m_block, params.b, params.h); by hand for
     # (b=16, h=16, seq_q=559, kBlockM=128): num_m_block = ceil(559 / 128) = 5 -> 513 <= seq_q <= 640
-    from sdpa_analyzer.perf_models.kernels import grid_shape_hints
+    from sdpa_analyzer.perf_models.kernel_grids import grid_shape_hints
 
     fwd = ("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, "
            "false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, "
            "false, true, false, false, true, true, false>(pytorch_flash::Flash_fwd_params)")
-    assert grid_shape_hints(fwd, (5, 16, 16)) == {"batch": 16, "heads_q": 16, "seq_q_range": (513, 640)}
-    # a persistent FA3 grid (one CTA per SM) says nothing
-    assert grid_shape_hints(FIT[0][0], (132, 1, 1)) == {}
+    assert grid_shape_hints(fwd, (5, 16, 16)) == {"batch": 16, "heads_q": 16, "heads_x_batch": 256,
+                                                  "seq_q_range": (513, 640)}
+    # a persistent FA3 grid (one CTA per SM) says nothing, and says why
+    persistent = HELD_OUT[0][0]
+    assert "VarlenDynamicPersistentTileScheduler" in persistent
+    assert set(grid_shape_hints(persistent, (132, 1, 1))) == {"grid_says"}

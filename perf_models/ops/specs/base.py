@@ -53,6 +53,9 @@ class Signature:
     tensor_slots: tuple[int, ...] = ()
     inferred: bool = False  # read off the row's recorded roles (ops.infer), not a signature a library declares
     mask_unknown: bool = False  # inferred without a mask flag: the call is modeled without a mask (an upper bound)
+    causal_int: bool = False  # the causal flag is an int, 0 or 1 (SageAttention's `int is_causal`)
+    # an int argument that chooses q/k/v's layout (SageAttention's `int tensor_layout`: 0 NHD, 1 HND)
+    layout_int: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

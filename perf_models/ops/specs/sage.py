@@ -48,3 +48,43 @@ SPECS += op_specs(
         ),
     ),
 )
+
+# SageAttention 2's CUDA ops on SM80 (thu-ml/SageAttention csrc/qattn/pybind_sm80.cpp, the releases that register
+# torch ops: STABLE_TORCH_LIBRARY(sageattention_qattn_sm80, m); the pybind releases record no op at all):
+#
+#   qk_int8_sv_f16_accum_f32_attn(Tensor query, Tensor key, Tensor value, Tensor(a!) output, Tensor query_scale,
+#       Tensor key_scale, int tensor_layout, int is_causal, int qk_quant_gran, float sm_scale, int return_lse)
+#   (…_accum_f16_attn, …_accum_f16_attn_inst_buf alike; …_accum_f16_fuse_v_mean_attn adds Tensor value_mean
+#   before tensor_layout)
+#
+# int8 Q and K (quantized by sageattention_fused's kernels before the call), P·V on V's own fp16/bf16; the layout is
+# the `tensor_layout` argument (0 NHD, 1 HND) and the causal flag an int. The SM89/SM90 ops (P·V on fp8) pass V
+# transposed and padded to 64 keys (sageattention/core.py: HND [B, H, d, N_pad], NHD [B, d, H, N_pad]), which these
+# slots cannot read: they are
+# not listed, and their rows are made from the kernels (server.ingest.kernel_calls), never a wrong model.
+_SAGE2 = "thu-ml/SageAttention csrc/qattn/pybind_sm80.cpp (STABLE_TORCH_LIBRARY sageattention_qattn_sm80)"
+_SAGE2_TEXT = ("qk_int8_sv_f16_accum_*_attn(query, key, value, output, query_scale, key_scale, [value_mean,] "
+               "int tensor_layout, int is_causal, int qk_quant_gran, float sm_scale, int return_lse)")
+
+
+def _sage2(extra: int) -> Signature:
+    """The signature with `extra` tensors (value_mean) between key_scale and tensor_layout."""
+    at = 6 + extra
+    return Signature(
+        f"SageAttention 2 SM80 ops, {extra} fused V tensor(s)", _SAGE2_TEXT, _SAGE2, (11 + extra, 11 + extra),
+        q=0, k=1, v=2, out=3, layout_int=at, causal=at + 1, causal_name="is_causal", causal_int=True, scale=at + 3,
+        dropout_required=False, tensor_slots=tuple(range(4, at)),
+    )
+
+
+SPECS += op_specs(
+    tuple(f"sageattention_qattn_sm80::qk_int8_sv_f16_{op}" for op in (
+        "accum_f32_attn", "accum_f16_attn", "accum_f16_attn_inst_buf", "accum_f16_fuse_v_mean_attn")),
+    family=SAGE,
+    direction=FWD,
+    layout=Layout.BHND,  # the row's `tensor_layout` decides (ops.build)
+    attention_type=AttentionType.FLASH,
+    causal_rule=CausalRule.BOTTOM_RIGHT,
+    compute_specs=("matrix_int8", "v"),
+    signatures=(_sage2(0), _sage2(1)),
+)

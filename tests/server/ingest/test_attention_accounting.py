@@ -245,7 +245,9 @@ def test_missing_input_dims_warning_names_the_recording(tmp_path: Path) -> None:
     assert "missing Input Dims" in warning and "record_shapes=True" in warning and "docs/recording.md" in warning
     row = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
     assert row["shape_source"] == "kernel names"
-    assert ast.literal_eval(row["shape_unknown"]) == ["B", "H_Q", "H_KV", "N_Q", "N_KV", "causal"]
+    # the kernel's template holds its causal flag: flash_fwd_kernel<Kernel_traits, Is_dropout=false, Is_causal=true, …>
+    assert ast.literal_eval(row["kernel_shape_hints"])["causal"] is True
+    assert ast.literal_eval(row["shape_unknown"]) == ["B", "H_Q", "H_KV", "N_Q", "N_KV"]
 
 
 def test_backward_under_unknown_node_takes_the_linked_forwards_shapes(tmp_path: Path) -> None:
@@ -378,12 +380,21 @@ def test_forward_and_backward_back_to_back_under_one_caller_are_two_calls(tmp_pa
     assert res.unlinked.attention_kernels_outside_rows == 0
 
 
-@pytest.mark.parametrize("rel", ["h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
-                                 "h100/Falconsai_nsfw_image_detection__1016002.json.gz"])
+# Every shared trace whose attention kernels carry launch grids and whose shapes are recorded. The FA2 and AOTriton
+# layouts were written from their launch code; these traces' grids were listed while surveying the families, their
+# recorded shapes compared only here (the layouts' held-out names are in tests/perf_models/test_kernel_grids.py).
+GRID_TRACES = ["h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "h100/Falconsai_nsfw_image_detection__1016002.json.gz",
+               "h100/gaunernst_bert-small-uncased__1016001.json.gz",
+               "mi300/Falconsai_nsfw_image_detection__1016002.json.gz",
+               "mi300/gaunernst_bert-small-uncased__1016001.json.gz"]
+
+
+@pytest.mark.parametrize("rel", GRID_TRACES)
 def test_shapes_from_kernel_and_grid_agree_with_the_recorded_ones(rel: str, tmp_path: Path) -> None:
     """A real trace recorded with shapes, analyzed once as is and once with every op's arguments removed (as
     record_shapes=False would write it): what the kernel name and launch grid give must agree with the recorded
-    shapes of the first analysis (Qwen (16, 16, 559, 64), ViT (4, 12, 197, 64) per ../shared/traces/README.md)."""
+    shapes of the first analysis (Qwen (16, 16, 559, 64) causal, ViT (4, 12, 197, 64), BERT-small (1, 8, 141, 64)
+    per ../shared/traces/README.md), and the row says the launch grid gave them."""
     path = need(TRACES / rel)
     with gzip.open(path, "rt") as fh:
         doc = json.load(fh)
@@ -398,13 +409,19 @@ def test_shapes_from_kernel_and_grid_agree_with_the_recorded_ones(rel: str, tmp_
     row = pd.read_csv(tmp_path / "bare/category_data/sdpa_fwd_ops.csv").iloc[0]
     truth = ast.literal_eval(full["perf_params"])
     hints = ast.literal_eval(row["kernel_shape_hints"])
-    assert row["shape_source"] == "kernel names" and not bool(row["has_perf_model"])
-    assert (hints["batch"], hints["heads_q"], hints["head_dim"]) == (truth["B"], truth["H_Q"], truth["d_h_qk"])
-    lo, hi = hints["seq_q_range"]
-    assert lo <= truth["N_Q"] <= hi
-    assert hints["dtype"] == "bf16"
+    assert row["shape_source"] == "kernel names and launch grid" and not bool(row["has_perf_model"])
+    assert hints["heads_x_batch"] == truth["B"] * truth["H_Q"]
+    checked = {"batch": "B", "heads_q": "H_Q", "head_dim": "d_h_qk", "causal": "causal"}
+    for hint, field in checked.items():
+        if hint in hints:
+            assert hints[hint] == truth[field], (hint, hints[hint], truth[field])
+    if "seq_q_range" in hints:
+        lo, hi = hints["seq_q_range"]
+        assert lo <= truth["N_Q"] <= hi
     unknown = ast.literal_eval(row["shape_unknown"])
-    assert "B" not in unknown and "H_Q" not in unknown and "N_Q" in unknown
+    assert ("B" in unknown) == ("batch" not in hints) and "N_Q" in unknown
+    if rel.startswith("h100/"):  # FA2: the grid gives batch and heads, the name the head dim, dtype and causal flag
+        assert {"batch", "heads_q", "seq_q_range", "head_dim", "causal"} <= set(hints) and hints["dtype"] == "bf16"
 
 
 @pytest.mark.parametrize("rel", ["h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
@@ -447,6 +464,42 @@ def test_renamed_serving_trace_keeps_its_category_and_time(tmp_path: Path) -> No
     known = pd.read_csv(tmp_path / "known/category_data/inferenceattention_ops.csv")
     made = pd.read_csv(tmp_path / "out/category_data/inferenceattention_ops.csv")
     assert made["Kernel Time (µs)_sum"].sum() == pytest.approx(known["Kernel Time (µs)_sum"].sum())
+    # the KV-cache writes of the sibling `_C_cache_ops::reshape_and_cache_flash` ops join the calls made from the
+    # kernels as they join the known op's calls (36 writes in this step), beside their kernel time
+    assert int(known["kv_cache_write_count"].sum()) == 36
+    assert int(made["kv_cache_write_count"].sum()) == 36
+    assert made["kv_cache_write_us_sum"].sum() == pytest.approx(known["kv_cache_write_us_sum"].sum())
+
+
+PAGED_V2 = ("void vllm::paged_attention_v2_kernel<__nv_bfloat16, __nv_bfloat16, 128, 16, 128, "
+            "(vllm::Fp8KVCacheDataType)0, false, 512>(float*, float*, __nv_bfloat16*, __nv_bfloat16 const*)")
+KV_WRITE = ("void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>"
+            "(__nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, __nv_bfloat16*, long const*)")
+
+
+def test_kv_cache_writes_of_sibling_ops_join_calls_made_from_kernels(tmp_path: Path) -> None:
+    """A model's own decode layer (an op no list knows) runs a paged kernel; its KV-cache writes run before it, once
+    under the cache op (`_C_cache_ops::reshape_and_cache_flash`, layer 0) and once under another unknown op that
+    launches the write kernel (layer 1). Each write (7 and 9 µs) goes to its layer's call as a KV-cache write, beside
+    its kernel time (40 and 50 µs), never as time of its own."""
+    t = T()
+    t.op("ProfilerStep#1", 0, 2000)
+    t.op("_C_cache_ops::reshape_and_cache_flash", 10, 20)
+    t.launch(12, KV_WRITE, 100, 7)
+    t.op("model::decode_attention", 40, 30)
+    t.launch(45, PAGED_V2, 110, 40)
+    t.op("model::write_cache", 80, 20)
+    t.launch(82, KV_WRITE, 200, 9)
+    t.op("model::decode_attention", 110, 30)
+    t.launch(115, PAGED_V2, 210, 50)
+    res = analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    assert res.status == "OK" and res.unlinked.attention_kernels_outside_rows == 0
+    df = pd.read_csv(tmp_path / "out/category_data/inferenceattention_ops.csv")
+    assert set(df["call_kind"]) == {"kernel"} and set(df["name"]) == {"model::decode_attention"}
+    assert int(df["operation_count"].sum()) == 2
+    assert df["Kernel Time (µs)_sum"].sum() == pytest.approx(40.0 + 50.0)
+    assert int(df["kv_cache_write_count"].sum()) == 2
+    assert df["kv_cache_write_us_sum"].sum() == pytest.approx(7.0 + 9.0)
 
 
 def test_attention_kernel_without_a_launch_record_inside_the_window_is_a_call(tmp_path: Path) -> None:
@@ -494,3 +547,150 @@ def test_kernel_calls_of_other_launch_grids_are_other_rows(tmp_path: Path) -> No
     got = sorted((int(r["operation_count"]), ast.literal_eval(r["kernel_shape_hints"])["batch"],
                   ast.literal_eval(r["kernel_shape_hints"])["heads_q"]) for _, r in df.iterrows())
     assert got == [(1, 4, 12), (2, 16, 16)]
+
+
+def test_forward_under_unknown_op_with_its_arguments_recorded_says_the_kernels_gave_its_shape(tmp_path: Path) -> None:
+    """The autograd Function around FA3 recorded with record_shapes on: the Function's op carries Input Dims (its own
+    q, k, v arguments), which no registry entry reads. The forward row is not modeled, so its shapes did not come
+    from recorded inputs: the row says the kernel names gave them, what stays unknown, and why."""
+    t = T()
+    t.op("ProfilerStep#1", 0, 40000)
+    t.op("MLAAttentionFn", 10, 100, **{"Sequence number": 77,
+                                       "Input Dims": [[2, 4096, 16, 192], [2, 4096, 16, 192], [2, 4096, 16, 128]],
+                                       "Input type": ["c10::BFloat16"] * 3})
+    t.launch(20, FA3_FWD_2024, 200, 4900)
+    res = analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    assert res.status == "OK" and res.unlinked.attention_kernels_outside_rows == 0
+    f = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
+    assert (f["name"], f["call_kind"]) == ("MLAAttentionFn", "kernel") and not bool(f["has_perf_model"])
+    assert f["shape_source"] == "kernel names"
+    # compute_attn_ws<Ktraits, Is_causal=true, …>: d 192 / 128, bf16, causal from the template; B, H, N unknown
+    hints = ast.literal_eval(f["kernel_shape_hints"])
+    assert (hints["head_dim"], hints["head_dim_v"], hints["dtype"], hints["causal"]) == (192, 128, "bf16", True)
+    assert ast.literal_eval(f["shape_unknown"]) == ["B", "H_Q", "H_KV", "N_Q", "N_KV"]
+    assert "Input Dims the registry cannot read" in f["shape_advice"]
+
+
+# FA3 2025 (hopper/flash_fwd_launch_template.h run_flash_fwd): on SM90 the single-tile scheduler runs only a split,
+# non-varlen forward: SingleTileScheduler<Varlen=false, Split=true, PackGQA=false, kBlockM=128>, grid
+# (num_blocks_m, num_splits * h, b); ClusterShape (1, 1, 1), TileShape_MNK (128, 128, 128), kHeadDimV 128, bf16,
+# Is_causal true
+FA3_FWD_2025_SPLIT = (
+    "void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<"
+    "2, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cute::tuple<cute::C<128>, cute::C<128>, cute::C<128> >, 128, "
+    "cutlass::bfloat16_t, float, cutlass::arch::Sm90, true, false, false, false, false, false, false, true, true, "
+    "false, true, false>, flash::CollectiveEpilogueFwd<cute::tuple<cute::C<128>, cute::C<128>, cute::C<128> >, "
+    "cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cutlass::bfloat16_t, cutlass::arch::Sm90, 256, false, false, "
+    "true, false>, flash::SingleTileScheduler<false, true, false, 128> > > >(flash::FlashAttnFwdSm90<...>::Params)"
+)
+
+
+def test_forward_under_unknown_op_says_the_launch_grid_gave_batch(tmp_path: Path) -> None:
+    """A model's own Function around a split FA3 forward, record_shapes off, its launch grid recorded: B 2, 16 heads,
+    4 splits, 1000 query rows -> grid (ceil(1000 / 128) = 8, 4 · 16 = 64, 2). The row names the launch grid as a
+    source: batch 2, heads × splits 64, 897 <= N_Q <= 1024; H_Q stays unknown (only its product with the splits)."""
+    t = T()
+    t.op("MyAttnFn", 10, 100, **{"Sequence number": 5})
+    t.launch(20, FA3_FWD_2025_SPLIT, 200, 300)
+    t.events[-1]["args"]["grid"] = [8, 64, 2]
+    analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    f = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
+    assert f["shape_source"] == "kernel names and launch grid"
+    hints = ast.literal_eval(f["kernel_shape_hints"])
+    assert (hints["batch"], hints["heads_x_splits"], hints["seq_q_range"]) == (2, 64, (897, 1024))
+    assert (hints["head_dim"], hints["causal"]) == (128, True)
+    assert ast.literal_eval(f["shape_unknown"]) == ["H_Q", "H_KV", "N_Q", "N_KV"]
+
+
+def test_persistent_grid_says_why_it_gives_nothing(tmp_path: Path) -> None:
+    """The same Function on FA3's persistent scheduler (its non-split forward on SM90): the grid is one CTA per SM
+    (132 on an H100 SXM), so the row keeps its kernel-name source and its advice says the grid gave nothing, and why."""
+    t = T()
+    t.op("MyAttnFn", 10, 100)
+    t.launch(20, FA3_FWD_2025_SPLIT.replace("flash::SingleTileScheduler<false, true, false, 128>",
+                                            "flash::DynamicPersistentTileScheduler<256, 128, false, false, true>"),
+             200, 300)
+    t.events[-1]["args"]["grid"] = [132, 1, 1]
+    analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    f = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
+    assert f["shape_source"] == "kernel names"
+    assert "persistent scheduler" in ast.literal_eval(f["kernel_shape_hints"])["grid_says"]
+    assert "the launch grid gives nothing" in f["shape_advice"] and "one CTA per SM" in f["shape_advice"]
+    assert ast.literal_eval(f["shape_unknown"]) == ["B", "H_Q", "H_KV", "N_Q", "N_KV"]
+
+
+# SageAttention 2 on SM89 (thu-ml/SageAttention csrc/qattn/qk_int_sv_f8_cuda_sm89.cuh, instantiated by
+# sm89_qk_int8_sv_f8_accum_f32_attn_inst_buf.cu): qk_int_sv_f8_attn_kernel<CTA_Q 128, CTA_K 64, WARP_Q 32, WARP_K 64,
+# head_dim 128, DataType::kInt8, per-warp Q/K granularity, float accum, inst_buf, half out, CUDA-core denominator,
+# MaskMode::kCausal, …>, as a demangler prints its enums
+SAGE2_SM89 = (
+    "void qk_int_sv_f8_attn_kernel<128u, 64u, 32u, 64u, 128u, (DataType)1, (QuantGranularity)2, (QuantGranularity)2, "
+    "float, true, __half, (ComputeUnit)0, (MaskMode)1, false, false, false, false>(signed char*, signed char*, "
+    "signed char*, __half*, float*, float*, float*, float*, float*, unsigned int, unsigned int, unsigned int, "
+    "unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, unsigned int, "
+    "unsigned int, unsigned int, unsigned int, float)"
+)
+
+
+def test_sage_cuda_kernel_row_carries_its_quantized_dtypes_and_says_why_it_is_unmodeled(tmp_path: Path) -> None:
+    """SageAttention 2's CUDA path called through its extension op (sageattention's
+    `qk_int8_sv_f8_accum_f32_attn_inst_buf`, which no registry entry reads: its tensor layout is a run-time
+    argument), record_shapes off, B 2, 24 heads, 1000 query rows: grid(div_ceil(1000, 128) = 8, 24, 2). The row is
+    made from the kernel (never lost), carries Q·Kᵀ int8 and P·V fp8 beside the model's fp16, the causal mask and the
+    grid's batch and heads, and says why it is not modeled and what stays unknown."""
+    t = T()
+    t.op("sageattention::qk_int8_sv_f8_accum_f32_attn_inst_buf", 10, 50)
+    t.launch(20, SAGE2_SM89, 200, 600)
+    t.events[-1]["args"]["grid"] = [8, 24, 2]
+    res = analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    assert res.status == "OK" and res.unlinked.attention_kernels_outside_rows == 0
+    f = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
+    assert f["call_kind"] == "kernel" and f["Kernel Time (µs)_sum"] == pytest.approx(600.0)
+    hints = ast.literal_eval(f["kernel_shape_hints"])
+    assert (hints["qk_dtype"], hints["pv_dtype"], hints["dtype"]) == ("int8", "fp8_e4m3", "fp16")
+    assert (hints["head_dim"], hints["causal"], hints["batch"], hints["heads_q"]) == (128, True, 2, 24)
+    assert hints["seq_q_range"] == (897, 1024)
+    assert f["shape_source"] == "kernel names and launch grid" and not bool(f["has_perf_model"])
+    assert ast.literal_eval(f["shape_unknown"]) == ["H_KV", "N_Q", "N_KV"]
+    assert "an op the registry does not know" in f["shape_advice"]
+
+
+def test_sage_kernel_launched_outside_every_op_says_no_recording_gives_its_shapes(tmp_path: Path) -> None:
+    """SageAttention's pybind releases (thu-ml/SageAttention csrc/qattn/pybind_sm89.cpp: PYBIND11_MODULE, no torch
+    op) launch the kernel with no op around it: the call is made from the kernel, named after it, and its advice says
+    why no recording gives the shapes (and does not send the user to record_shapes)."""
+    t = T()
+    t.op("aten::mm", 5, 10)
+    t.launch(8, "sm89_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x32_kernel", 50, 20)
+    t.launch(20, SAGE2_SM89, 200, 600)
+    res = analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    assert res.status == "OK" and res.unlinked.attention_kernels_outside_rows == 0
+    f = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
+    assert f["name"] == "(no op)::qk_int_sv_f8_attn_kernel" and f["shape_source"] == "kernel names"
+    assert ast.literal_eval(f["kernel_shape_hints"])["qk_dtype"] == "int8"
+    assert "pybind11 records no op" in f["shape_advice"] and "record_shapes" not in f["shape_advice"]
+
+
+SAGE2_SM80 = ("void qk_int_sv_f16_attn_kernel<128u, 64u, 32u, 64u, 128u, (DataType)1, (QuantGranularity)2, "
+              "(QuantGranularity)2, float, __half, (ComputeUnit)1, (MaskMode)1, false, false>(signed char*)")
+
+
+def test_sage2_op_recorded_with_its_arguments_is_modeled(tmp_path: Path) -> None:
+    """SageAttention 2's SM80 op as its torch-op releases register it (sageattention_qattn_sm80::
+    qk_int8_sv_f16_accum_f32_attn), recorded with record_shapes: NHD (tensor_layout 0), causal (is_causal 1), B 2,
+    1024 rows, 16 heads, d 128, int8 Q/K and fp16 V. Modeled: Q·Kᵀ on int8, P·V on fp16, and the FLOPs by hand:
+    Σ_{i=1..1024} i = 524,800 pairs per head, 2 · B · H · pairs · (128 + 128) = 8,598,323,200."""
+    t = T()
+    q = [2, 1024, 16, 128]
+    t.op("sageattention_qattn_sm80::qk_int8_sv_f16_accum_f32_attn", 10, 50, **{
+        "Input Dims": [q, q, q, q, [2, 16, 8], [2, 16, 16], [], [], [], [], []],
+        "Input type": ["signed char", "signed char", "c10::Half", "c10::Half", "float", "float"] + ["Scalar"] * 5,
+        "Concrete Inputs": [""] * 6 + ["0", "1", "2", "0.08838834764831845", "0"]})
+    t.launch(20, SAGE2_SM80, 200, 600)
+    res = analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    assert res.status == "OK" and res.unlinked.attention_kernels_outside_rows == 0
+    f = pd.read_csv(tmp_path / "out/category_data/sdpa_fwd_ops.csv").iloc[0]
+    assert bool(f["has_perf_model"]) and f["shape_source"] == "recorded inputs"
+    params = ast.literal_eval(f["perf_params"])
+    assert (params["B"], params["N_Q"], params["H_Q"], params["d_h_qk"], params["causal"]) == (2, 1024, 16, 128, True)
+    assert _scored_flops(tmp_path / "out", "sdpa_fwd") == 2 * 2 * 16 * (1024 * 1025 // 2) * 256 == 8_598_323_200
