@@ -11,8 +11,10 @@ from pydantic import Field
 from server.errors import InputError, shorten_message
 from server.folder import layout
 from server.memory import release_free_heap
+from server.numbers import finite, rounded
 from server.results import ResultModel
 from server.roots import DataRoots
+from server.scoring.fields import BY_NAME
 from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
 from server.vocab import COMPARATIVE, IMPACT_UNIT
@@ -174,8 +176,9 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
             PeakSource(
                 gpu_name=resolved.gpu.name,
                 compute_spec=ceil.compute_spec,
-                peak_tflops=ceil.peak_tflops,
-                peak_tbs=ceil.peak_tbs,
+                peak_tflops=finite(ceil.peak_tflops, BY_NAME["peak_tflops"].digits) or 0.0,
+                peak_tbs=finite(ceil.peak_tbs, BY_NAME["peak_tbs"].digits) or 0.0,
+                ridge=finite(ceil.peak_tflops / ceil.peak_tbs, BY_NAME["ridge"].digits) if ceil.peak_tbs else None,
                 peak_kind=ceil.peak_kind,
                 source=src,
             )
@@ -206,9 +209,9 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
                 category=cat,
                 chart_png=plot.png,
                 chart_alt=f"Roofline chart of {cat}",
-                total_time_ms=total,
-                percent_of_e2e=100.0 * total / e2e,
-                percent_of_busy=100.0 * total / busy if busy else None,
+                total_time_ms=rounded(total, "ms"),
+                percent_of_e2e=rounded(100.0 * total / e2e, "pct"),
+                percent_of_busy=rounded(100.0 * total / busy, "pct") if busy else None,
                 notes=list(table.peak_notes),
                 consistency_warnings=[mismatch] if mismatch else [],
                 ranked_with=ranked.ranked_with() if ranked is not None and not ranked.error else None,
@@ -227,9 +230,9 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
     report = ReportContext(
         title=f"Attention performance report — {out.name}",
         source=str(out),
-        e2e_ms=e2e,
-        gpu_busy_ms=busy,
-        gpu_idle_ms=idle,
+        e2e_ms=rounded(e2e, "window_ms"),
+        gpu_busy_ms=rounded(busy, "window_ms"),
+        gpu_idle_ms=rounded(idle, "window_ms"),
         bytes_model=args.bytes_model,
         peaks=peaks,
         warnings=list(resolved.warnings) if resolved else [],
