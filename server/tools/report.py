@@ -125,11 +125,29 @@ def _prose(
             "(render_findings_template, fill it again, validate_findings)"
         )
     if "{{" in text and "{{FILL" not in text:
-        notes.append(
-            "this prose has not passed validate_findings yet: its references ({{P1.…}}) are not written out "
-            "(run validate_findings on it)"
-        )
+        text, note = _written_out(roots, out, cat, text)
+        notes.append(note)
     return text, str(path), notes
+
+
+def _written_out(roots: DataRoots, out: Path, cat: str, text: str) -> tuple[str, str]:
+    """Prose not validated yet, its references written out from the metrics JSON by validate_findings' own resolver
+    (server.findings.references.written_out), and the note the page shows above it."""
+    from server.findings.metrics_view import load_metrics
+    from server.findings.references import written_out
+
+    try:
+        resolved, count, problems = written_out(text, load_metrics(out / layout.metrics_json(cat), roots))
+    except (InputError, OSError, ValueError) as exc:
+        why = shorten_message(str(exc), 160)
+        return text, (f"this prose has not passed validate_findings yet, and its references ({{{{P1.…}}}}) could not "
+                      f"be written out: the metrics JSON was not read ({why})")
+    if problems:
+        names = ", ".join(sorted({p.old for p in problems})[:3])
+        return resolved, (f"this prose has not passed validate_findings yet: {count} reference(s) written out from the "
+                          f"metrics JSON, {len(problems)} not ({names}); run validate_findings on it")
+    return resolved, (f"this prose has not passed validate_findings yet: its {count} reference(s) are written out from "
+                      "the metrics JSON, as validate_findings would write them (run validate_findings on it)")
 
 
 def report_target(roots: DataRoots, out: Path, name: str | None) -> Path:
