@@ -24,7 +24,7 @@ from server.folder.manifest import current_run_id
 from server.folder.read import KERNEL_MEAN, CategoryData
 from server.numbers import DIGITS, finite, rounded
 from server.scoring.advice import category_facts, finding_advice, finding_facts, in_band_list, in_band_rows
-from server.scoring.fields import on
+from server.scoring.fields import BY_NAME, on
 from server.scoring.records import RooflineTable, step_workload, workload_profile
 from server.vocab import (
     ANOMALY_FLAG_PCT,
@@ -180,14 +180,15 @@ def build_metrics(
     library = [x if x != "Unknown" else None for x in r["library"].tolist()]
     workload, ctx, gen = _workload_profiles(r, table, att_arr)
 
+    # TraceLens' names for facts of the catalogue: each with the digits of the catalogue field it carries
     efficiency = Obj([
-        Field("tflops_achieved", Numbers(r["achieved_tflops"].to_numpy(), 2)),
-        Field("tb_s_achieved", Numbers(r["achieved_tbs"].to_numpy(), 2)),
-        Field("efficiency_percent", Numbers(eff_used, 2)),
+        Field("tflops_achieved", Numbers(r["achieved_tflops"].to_numpy(), BY_NAME["achieved_tflops"].digits)),
+        Field("tb_s_achieved", Numbers(r["achieved_tbs"].to_numpy(), BY_NAME["achieved_tbs"].digits)),
+        Field("efficiency_percent", Numbers(eff_used, BY_NAME["efficiency_pct"].digits)),
         Field("bound_type", _texts(bound)),
-        Field("flops_per_byte", Numbers(r["intensity"].to_numpy(), 2)),
+        Field("flops_per_byte", Numbers(r["intensity"].to_numpy(), BY_NAME["intensity"].digits)),
         *_text_fields(table, "compute_spec"),
-        Field("resolved_peak_maf", Numbers(peak_t, 2)),
+        Field("resolved_peak_maf", Numbers(peak_t, BY_NAME["peak_tflops"].digits)),
         Field("resolved_peak_hbm_bw", Const(peak_bw, n)),
         Field("warning", _texts(warn)),
         Field("is_anomaly", Bools(anomaly)),

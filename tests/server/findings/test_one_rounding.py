@@ -23,7 +23,7 @@ from server.findings.spec import number_text
 from server.roots import DataRoots
 from server.synthetic import build_trace, demo_calls, write_trace
 from server.tools import call
-from tests.support import SHARED_SKIP_REASON, TRACES
+from tests.support import SHARED_SKIP_REASON, TRACES, parse_html
 
 QWEN = TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 
@@ -65,7 +65,12 @@ def _surfaces(trace: Path, tmp_path: Path, roots: DataRoots) -> dict[str, dict[s
     block = metrics["sdpa_analyzer"]
     template_text = Path(tpl.findings_file).read_text(encoding="utf-8")
     refs = _template_refs(template_text)
-    page = _report_text(Path(report.report_file).read_text(encoding="utf-8"))
+    html_page = Path(report.report_file).read_text(encoding="utf-8")
+    page = _report_text(html_page)
+    ops_table = parse_html(html_page).tables["ops-sdpa_fwd"]
+    ops_row = dict(zip(ops_table[0], next(r for r in ops_table[1:] if r[0] == row.name), strict=True))
+    band_cell = re.match(r"([0-9.]+)–([0-9.]+) %", ops_row["expected band"])
+    assert band_cell, ops_row["expected band"]
     # the template's op1 of P1 is the longest op of this single-finding category: say so rather than assume it
     assert "`" + row.name + "` (row 1 of P1" in template_text
 
@@ -76,24 +81,41 @@ def _surfaces(trace: Path, tmp_path: Path, roots: DataRoots) -> dict[str, dict[s
             "metrics JSON operations[]": number_text(op["time_ms"]),
             "template P1.op1.time_ms": refs["P1.op1.time_ms"],
             "load_category_data top_ops": number_text(load.top_ops[0].time_ms),
+            "report ops table": ops_row["time ms"],
         },
         "op band_low": {
             "compute_roofline row": number_text(row.band_low),
             "roofline CSV": cells["band_low"],
             "metrics JSON roofline": number_text(op["roofline"]["band_low"]),
             "template P1.op1.band_low": refs["P1.op1.band_low"],
+            "report ops table": band_cell.group(1),
         },
         "op band_high": {
             "compute_roofline row": number_text(row.band_high),
             "roofline CSV": cells["band_high"],
             "metrics JSON roofline": number_text(op["roofline"]["band_high"]),
             "template P1.op1.band_high": refs["P1.op1.band_high"],
+            "report ops table": band_cell.group(2),
         },
         "op efficiency": {
-            "compute_roofline row": number_text(row.efficiency_datasheet_pct),
-            "roofline CSV": cells["efficiency_datasheet_pct"],
-            "metrics JSON roofline": number_text(op["roofline"]["efficiency_datasheet_pct"]),
+            "compute_roofline row": number_text(row.efficiency_pct),
+            "roofline CSV": cells["efficiency_pct"],
+            "metrics JSON efficiency": number_text(op["efficiency"]["efficiency_percent"]),
             "template P1.op1.efficiency": refs["P1.op1.efficiency"],
+            "report ops table": ops_row["efficiency %"],
+        },
+        # one fact under two names: the catalogue's achieved_tbs and TraceLens' efficiency.tb_s_achieved
+        "op achieved TB/s": {
+            "compute_roofline row": number_text(row.achieved_tbs),
+            "roofline CSV": cells["achieved_tbs"],
+            "metrics JSON efficiency": number_text(op["efficiency"]["tb_s_achieved"]),
+            "template P1.op1.tbs": refs["P1.op1.tbs"],
+        },
+        "op achieved TFLOPS": {
+            "compute_roofline row": number_text(row.achieved_tflops),
+            "roofline CSV": cells["achieved_tflops"],
+            "metrics JSON efficiency": number_text(op["efficiency"]["tflops_achieved"]),
+            "template P1.op1.tflops": refs["P1.op1.tflops"],
         },
         "op compute_pct": {
             "compute_roofline row": number_text(row.compute_pct),
@@ -101,6 +123,7 @@ def _surfaces(trace: Path, tmp_path: Path, roots: DataRoots) -> dict[str, dict[s
             "metrics JSON roofline": number_text(op["roofline"]["compute_pct"]),
             "template P1.op1.compute_pct": refs["P1.op1.compute_pct"],
             "compute_roofline verdict": _one(r"^([0-9.]+) % of tensor peak", row.verdict),
+            "report ops table": ops_row["compute %"],
         },
         "category time_ms": {
             "load_category_data": number_text(load.total_kernel_time_ms),
