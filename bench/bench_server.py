@@ -178,7 +178,7 @@ def _server_peak_rss_mb() -> float | None:
 
 
 async def _over_stdio(root: Path, folder: Path) -> tuple[float, float, dict, dict, float | None]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "server.cli.main", "serve", "--root", str(root)])
+    params = StdioServerParameters(command=sys.executable, args=["-m", "sdpa_analyzer.server.cli.main", "serve", "--root", str(root)])
     async with Client(params) as c:
         args = {"output_dir": str(folder), "category": "sdpa_fwd", "arch": "h100-sxm"}
         t0 = time.perf_counter()
@@ -195,12 +195,12 @@ async def _over_stdio(root: Path, folder: Path) -> tuple[float, float, dict, dic
 
 # the stages of the path, as (module, function): wrapped with a timer for --stages (names as of issue 21)
 _STAGES = (
-    ("server.folder.read", "_read_csv", "read the ops CSV (chunked C parse, repeated cells interned)"),
-    ("server.folder.read", "_parse_literal_columns", "shape literals and kernel summaries"),
-    ("server.scoring.cache", "compute_records", "the perf models over every row"),
-    ("server.scoring.outputs", "write_roofline_table", "render + write the roofline CSV"),
-    ("server.scoring.ranking", "build_metrics", "build the metrics document"),
-    ("server.scoring.outputs", "write_metrics", "render + write the metrics JSON"),
+    ("sdpa_analyzer.server.folder.read", "_read_csv", "read the ops CSV (chunked C parse, repeated cells interned)"),
+    ("sdpa_analyzer.server.folder.read", "_parse_literal_columns", "shape literals and kernel summaries"),
+    ("sdpa_analyzer.server.scoring.cache", "compute_records", "the perf models over every row"),
+    ("sdpa_analyzer.server.scoring.outputs", "write_roofline_table", "render + write the roofline CSV"),
+    ("sdpa_analyzer.server.scoring.ranking", "build_metrics", "build the metrics document"),
+    ("sdpa_analyzer.server.scoring.outputs", "write_metrics", "render + write the metrics JSON"),
 )
 
 
@@ -246,8 +246,8 @@ def _proposed_layout(metrics: Any, table: Any) -> Any:
     """The metrics document in the layout proposed for issue 21 (not the contract): `operations[i].call_chain`
     replaced by `call_chain_id` into `sdpa_analyzer.call_chains` (each distinct chain once), and no per-op
     `roofline` block (the same numbers are the roofline CSV's row `row`)."""
-    from server.scoring.ranking import Metrics
-    from server.writers.json_columns import Field, Ints, Obj
+    from sdpa_analyzer.server.scoring.ranking import Metrics
+    from sdpa_analyzer.server.writers.json_columns import Field, Ints, Obj
 
     codes, chains = table.column_codes("call_chain")
     fields = []
@@ -265,10 +265,10 @@ def _stages(root: Path, folder: Path, csv: Path, runs: int, proposed: bool = Fal
     """--stages: where the time of roofline + rank goes, in units of a bare read_csv of the same file."""
     import importlib
 
-    from server.folder import cache as folder_cache
-    from server.roots import DataRoots
-    from server.scoring import cache as scoring_cache
-    from server.tools import call
+    from sdpa_analyzer.server.folder import cache as folder_cache
+    from sdpa_analyzer.server.roots import DataRoots
+    from sdpa_analyzer.server.scoring import cache as scoring_cache
+    from sdpa_analyzer.server.tools import call
 
     spent: dict[str, list[float]] = {}
     now = [0]  # the round being timed
@@ -289,7 +289,7 @@ def _stages(root: Path, folder: Path, csv: Path, runs: int, proposed: bool = Fal
     for module, name, _ in _STAGES:
         timed(module, name)
     if proposed:  # build_metrics as the tool calls it, then the proposed layout (its time counted with the build)
-        ranking = importlib.import_module("server.scoring.ranking")
+        ranking = importlib.import_module("sdpa_analyzer.server.scoring.ranking")
         timed_build = ranking.build_metrics
 
         def build_proposed(data: Any, table: Any, *a: Any, **k: Any) -> Any:
@@ -361,8 +361,8 @@ def main() -> int:
         if args.stages:
             return _stages(root, folder, csv, args.runs, proposed=args.proposed)
         if args.in_process:
-            from server.roots import DataRoots
-            from server.tools import call
+            from sdpa_analyzer.server.roots import DataRoots
+            from sdpa_analyzer.server.tools import call
 
             bare = min(_bare_read(csv) for _ in range(2))
             prof = cProfile.Profile()

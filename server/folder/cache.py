@@ -18,9 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from server.folder.read import CategoryData, category_input_files, load_category
-from server.memory import release_free_heap
-from server.roots import UNRESTRICTED, DataRoots
+from sdpa_analyzer.server.folder.read import CategoryData, category_input_files, load_category
+from sdpa_analyzer.server.memory import release_free_heap
+from sdpa_analyzer.server.roots import UNRESTRICTED, DataRoots
 
 MAX_CATEGORIES = 4
 MAX_ROWS = 250_000  # per map, all entries together (~1 KB a row each); one larger category is still cached, alone

@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from perf_models.outputs import MODEL_OUTPUTS, Output, Surface, declare
-from server.numbers import DIGITS
-from server.results import ResultModel
+from sdpa_analyzer.perf_models.outputs import MODEL_OUTPUTS, Output, Surface, declare
+from sdpa_analyzer.server.numbers import DIGITS
+from sdpa_analyzer.server.results import ResultModel
 
 IDENTITY: tuple[Output, ...] = (
     declare("row", "int", "", None, "row", "rc", "row index in <category>_ops.csv (0-based)"),

@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from perf_models.bands import BELOW_WORDS, NO_BAND_WORDS
-from perf_models.terms import BYTES_MODELS
-from server.numbers import finite, round_to
-from server.scoring.fields import BY_NAME
+from sdpa_analyzer.perf_models.bands import BELOW_WORDS, NO_BAND_WORDS
+from sdpa_analyzer.perf_models.terms import BYTES_MODELS
+from sdpa_analyzer.server.numbers import finite, round_to
+from sdpa_analyzer.server.scoring.fields import BY_NAME
 
 REGIME_WORDS = {
     "compute": "compute-bound",

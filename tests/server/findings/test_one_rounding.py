@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from server.findings.spec import number_text
-from server.roots import DataRoots
-from server.synthetic import build_trace, demo_calls, write_trace
-from server.tools import call
+from sdpa_analyzer.server.findings.spec import number_text
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.synthetic import build_trace, demo_calls, write_trace
+from sdpa_analyzer.server.tools import call
 from tests.support import SHARED_SKIP_REASON, TRACES, parse_html
 
 QWEN = TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
