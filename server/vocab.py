@@ -148,6 +148,41 @@ BOUND_PHRASES: dict[str, tuple[str, ...]] = {
                rf"\bhits? (?:the )?{_ROOF_M} roof\b"),
     "balanced": (r"\bbalanced\b", r"\bneither roof\b", r"\bnear the ridge(?: point)?\b"),
 }
+# The binding roof among three (roofline.binding_roof, perf_models.exp_roof): the tensor cores, the exponential
+# (special-function) units that evaluate the softmax exps, or HBM. A claim names one roof and says it limits the call.
+# Written from the mechanism: each roof's names (the unit, what it computes, its rate), a limit word, and the forms
+# that join them (`exp-bound`, `limited by the exponential units`, `at the bandwidth roof`, `the binding roof is
+# HBM`, `the softmax exps are the bottleneck`). Only words that name one of the three roofs count here: `compute-bound`
+# and `memory-bound` are the two-roof regime, checked by BOUND_PHRASES.
+_ROOF_NAMES: dict[str, str] = {
+    "tensor": r"(?:tensor[- ]cores?|tensor(?:[- ]core)?[- ](?:units?|peak|throughput|pipes?|rate|roof)|tensor"
+              r"|matrix[- ](?:cores?|units?|engines?|pipes?|multiply(?:[- ]units?)?)|MMAs?(?:[- ]units?)?"
+              r"|GEMMs?|matmuls?|matrix multiplications?)",
+    "exp": r"(?:exp(?:onential)?s?(?:[- ](?:units?|functions?|throughput|rate|pipes?|roof|evaluations?))?"
+           r"|softmax(?:'s)?(?:[- ](?:exp(?:onential)?s?|units?|throughput|rate))?|SFUs?|MUFU"
+           r"|special[- ]function(?:[- ]units?)?|transcendentals?(?:[- ](?:units?|functions?|throughput))?)",
+    "hbm": r"(?:HBM(?:[- ](?:bandwidth|traffic|roof|throughput))?|DRAM(?:[- ](?:bandwidth|traffic|roof))?"
+           r"|(?:memory[- ]|HBM[- ])?bandwidth roof|off[- ]chip (?:memory|bandwidth))",
+}
+_ROOF_LIMIT = r"(?:bound|limited|constrained|capped|starved|throttled|bottlenecked|gated|dominated)"
+_ROOF_IS_LIMIT = (r"(?:the )?(?:binding (?:roof|limit|resource|unit)|limit(?:ing (?:roof|factor|resource|unit))?"
+                  r"|bottleneck|ceiling that binds|roof that binds)")
+
+
+def _roof_forms(name: str) -> tuple[str, ...]:
+    return (
+        rf"\b{name}[- ]{_ROOF_LIMIT}\b",  # exp-bound, tensor-core bound, HBM-limited
+        rf"\b{_ROOF_LIMIT} (?:by|on|at) (?:the |its |their )?(?:\w+ )?{name}\b",  # limited by the exponential units
+        rf"\b(?:at|hits?|on|against) (?:the |its )?{name} (?:roof|ceiling|limit)\b",  # at the HBM roof
+        rf"\b(?:binding roof|bottleneck|limit|limiting (?:roof|factor|resource)) (?:is|was|here is|of (?:the|this) "
+        rf"(?:op|call|kernel) is) (?:the |its |their )?{name}\b",  # the binding roof is HBM
+        rf"\b(?:the |its )?{name} (?:is|are|was|were|becomes?|remains?) {_ROOF_IS_LIMIT}\b",
+        rf"\b(?:the |its )?{name} (?:binds?|limits?|caps?|gates?|throttles?) (?:it|the (?:op|call|kernel|time))\b",
+        rf"\b{name} roof (?:binds|is binding|limits)\b",
+    )
+
+
+BINDING_ROOF_PHRASES: dict[str, tuple[str, ...]] = {roof: _roof_forms(n) for roof, n in _ROOF_NAMES.items()}
 # the workload profile of a serving step (classification.workload_profile.workload_type)
 WORKLOAD_PHRASES: dict[str, tuple[str, ...]] = {
     "prefill_heavy": (r"\bprefill[- ](?:heavy|dominated|bound|intensive)\b", r"\bdominated by prefill\b",
@@ -259,6 +294,7 @@ STRAGGLER_RATIO = 1.1  # a rank over this × the median time of its category or 
 __all__ = [
     "ANOMALY_FLAG_PCT",
     "ANOMALY_PCT",
+    "BINDING_ROOF_PHRASES",
     "BOTTLENECK_CLAIM",
     "BOUND_LEGEND",
     "BOUND_MARKS",

@@ -3,6 +3,8 @@
 * the workload of a serving step (`decode-heavy` for a prefill-heavy step): classification.workload_profile;
 * the direction of a comparison (`trace 2 is slower` when it is faster): operations[].time_ms / t2_time_ms;
 * a bottleneck claimed for an op within its expected band;
+* the binding roof among three (`limited by the exponential units`, `HBM-bound`, `tensor-core bound`, `at the
+  bandwidth roof`) other than the members' `roofline.binding_roof`;
 * advice the seed gates on a fact (KV block size only over the KV-write rule, chunked prefill only prefill-heavy,
   decode batching only decode-heavy, a fused kernel only for an unfused implementation, tile tuning only for a
   fused kernel);
@@ -24,6 +26,7 @@ from sdpa_analyzer.server.findings.metrics_view import FindingView, MetricsView,
 from sdpa_analyzer.server.findings.prose import Run
 from sdpa_analyzer.server.findings.spec import NEGATIONS, as_float
 from sdpa_analyzer.server.vocab import (
+    BINDING_ROOF_PHRASES,
     BOTTLENECK_CLAIM,
     DIRECTION_WORDS,
     FORM_FACTORS,
@@ -38,6 +41,8 @@ _NEGATION = re.compile(NEGATIONS, _I)
 _WORKLOAD = [(kind, re.compile(p, _I)) for kind, phrases in WORKLOAD_PHRASES.items() for p in phrases]
 _DIRECTION = [(kind, re.compile(p, _I)) for kind, p in DIRECTION_WORDS.items()]
 _BOTTLENECK = re.compile(BOTTLENECK_CLAIM, _I)
+_ROOFS = [(roof, re.compile(p, _I)) for roof, phrases in BINDING_ROOF_PHRASES.items() for p in phrases]
+ROOF_NAMES = {"tensor": "the tensor cores", "exp": "the exponential (special-function) units", "hbm": "HBM bandwidth"}
 _GATED = [(kind, re.compile(p, _I), gate) for kind, (phrases, gate) in GATED_ADVICE.items() for p in phrases]
 _UNOBSERVABLE = re.compile("|".join(UNOBSERVABLE), _I)
 _UNOBSERVABLE_OK = re.compile("|".join(UNOBSERVABLE_OK), _I)
@@ -58,6 +63,7 @@ class Claims:
     in_band: bool = False  # every member within (or above) its band
     kinds: set[str] = field(default_factory=set)  # attention_type of the members
     kv_over: bool = False  # KV-cache writes over the rule (the finding's or the category's)
+    roofs: set[str] = field(default_factory=set)  # roofline.binding_roof of the members: tensor / exp / hbm
 
 
 def claims_for(finding: FindingView, view: MetricsView, category_facts: dict[str, Any]) -> Claims:
@@ -73,6 +79,8 @@ def claims_for(finding: FindingView, view: MetricsView, category_facts: dict[str
         if cls.get("attention_type"):
             claims.kinds.add(str(cls["attention_type"]))
         statuses.add(roofline.get("band_status"))
+        if roofline.get("binding_roof") in ROOF_NAMES:
+            claims.roofs.add(str(roofline["binding_roof"]))
         t1, t2 = as_float(op.get("time_ms")), as_float(op.get("t2_time_ms"))
         if t1 is not None and t2 is not None and t1 != t2:
             claims.directions.add("slower" if t2 > t1 else "faster")
@@ -123,6 +131,7 @@ def check_claims(run: Run, claims: Claims, out: Collector) -> None:
                           f"Delete `{match.group()}`; write the workload by reference (`{{{{{who}.op1.workload}}}}`).",
                           edit=(match.group(), ""))  # fmt: skip
         _check_direction(text, line, claims, who, out)
+        _check_roof(text, line, claims, who, out)
         for match in _BOTTLENECK.finditer(text):
             if claims.in_band and not _negated(text, match.start()):
                 out.error("R15-bottleneck", line(match.start()),
@@ -144,6 +153,24 @@ def check_claims(run: Run, claims: Claims, out: Collector) -> None:
                       f"Say that {match.group().strip()} is not visible in trace data (a kernel profile would show "
                       "it), or delete the claim.")  # fmt: skip
             break
+
+
+def _check_roof(text: str, line: Any, claims: Claims, who: str, out: Collector) -> None:
+    """A binding roof named as the limit that is none of the members' (each phrase once, however many forms match)."""
+    if not claims.roofs:
+        return
+    seen: set[int] = set()
+    for roof, pattern in _ROOFS:
+        for match in pattern.finditer(text):
+            if roof in claims.roofs or match.start() in seen or _negated(text, match.start()):
+                continue
+            seen.add(match.start())
+            have = " / ".join(ROOF_NAMES[r] for r in sorted(claims.roofs))
+            out.error("R15-roof", line(match.start()),
+                      f"`{match.group()}` names {ROOF_NAMES[roof]} as the limit, but {who}'s binding roof is {have} "
+                      "(roofline.binding_roof: the longest of the tensor, exponential-unit and HBM times).",
+                      f"Write the binding roof by reference (`{{{{{who}.op1.binding_roof}}}}`) instead of "
+                      f"`{match.group()}`.")  # fmt: skip
 
 
 def _check_direction(text: str, line: Any, claims: Claims, who: str, out: Collector) -> None:

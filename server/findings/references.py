@@ -428,6 +428,14 @@ def strip_reference_list(lines: list[str]) -> list[str]:
     return out
 
 
+def written_out(text: str, metrics: dict[str, Any]) -> tuple[str, int, list[RefProblem]]:
+    """A findings text with its references written out as validate_findings writes them (the same table and
+    resolver), the reference list gone: (text, references resolved, the ones it could not resolve). For a reader
+    of a file not validated yet (the HTML report); the checks are validate_findings'."""
+    resolution = resolve(text.split("\n"), reference_table(metrics))
+    return "\n".join(strip_reference_list(resolution.resolved)), resolution.count, resolution.problems
+
+
 def references_in(lines: list[str]) -> Iterator[tuple[int, str]]:
     for index, line in enumerate(lines):
         for match in REFERENCE.finditer(line):
@@ -447,4 +455,5 @@ __all__ = [
     "regions_of",
     "resolve",
     "strip_reference_list",
+    "written_out",
 ]

@@ -24,7 +24,9 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Annotation
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from sdpa_analyzer.perf_models.outputs import MODEL_OUTPUTS
 from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.numbers import DIGITS, round_to
 from sdpa_analyzer.server.render.chart_types import (
     Ceilings,
     PlacedLabel,
@@ -149,7 +151,7 @@ def _unplotted_box_text(unplotted: list[UnplottedPoint]) -> str:
     for i, u in enumerate(unplotted):
         # the name on its own (shortened) line so wrapping never splits it mid-identifier
         detail = textwrap.wrap(
-            f"[{u.direction}] {u.time_ms:.3g} ms: {u.reason}",
+            f"[{u.direction}] {_ms(u.time_ms)} ms: {u.reason}",
             width=UNPLOTTED_WRAP,
             initial_indent="   ",
             subsequent_indent="   ",
@@ -333,9 +335,10 @@ def _render(
             [],
             color=COMPUTE_CEILING_COLOR,
             linewidth=2,
-            label=f"compute {c.peak_tflops:.4g} TFLOPS\n({peak_label})",
+            label=f"compute {_written('peak_tflops', c.peak_tflops)} TFLOPS\n({peak_label})",
         ),
-        Line2D([], [], color=BANDWIDTH_CEILING_COLOR, linewidth=2, label=f"HBM {c.peak_tbs:.4g} TB/s"),
+        Line2D([], [], color=BANDWIDTH_CEILING_COLOR, linewidth=2,
+               label=f"HBM {_written('peak_tbs', c.peak_tbs)} TB/s"),
         Line2D(
             [],
             [],
@@ -343,7 +346,7 @@ def _render(
             marker="D",
             color=RIDGE_COLOR,
             markersize=6,
-            label=f"ridge {ridge_x:.3g} FLOPs/byte",
+            label=f"ridge {_written('ridge', ridge_x)} FLOPs/byte",
         ),
     ]
     legend = fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(0.75, 0.89), frameon=True)
@@ -432,7 +435,7 @@ def _draw_ridge_note(ax: Axes, fig: Figure, ridge_x: float, peak: float, markers
     note = None
     for k, (dx, dy, ha, va) in enumerate(RIDGE_NOTE_SPOTS):
         note = ax.annotate(
-            f"ridge {ridge_x:.3g} FLOPs/B", (ridge_x, peak), xytext=(dx, dy), textcoords="offset points",
+            f"ridge {_written('ridge', ridge_x)} FLOPs/B", (ridge_x, peak), xytext=(dx, dy), textcoords="offset points",
             fontsize=9, ha=ha, va=va, zorder=RIDGE_NOTE_ZORDER,
             bbox={"boxstyle": f"round,pad={RIDGE_NOTE_PAD}", "fc": "white", "ec": "none", "alpha": 0.9},
         )  # fmt: skip
@@ -446,7 +449,7 @@ def _draw_ridge_note(ax: Axes, fig: Figure, ridge_x: float, peak: float, markers
     assert best is not None
     dx, dy, ha, va = RIDGE_NOTE_SPOTS[best[1]]
     return ax.annotate(
-        f"ridge {ridge_x:.3g} FLOPs/B", (ridge_x, peak), xytext=(dx, dy), textcoords="offset points",
+        f"ridge {_written('ridge', ridge_x)} FLOPs/B", (ridge_x, peak), xytext=(dx, dy), textcoords="offset points",
         fontsize=9, ha=ha, va=va, zorder=RIDGE_NOTE_ZORDER,
         bbox={"boxstyle": f"round,pad={RIDGE_NOTE_PAD}", "fc": "white", "ec": "none", "alpha": 0.9},
     )  # fmt: skip
@@ -469,13 +472,27 @@ def _outside(box: tuple[float, float, float, float], bounds: object) -> float:
     return w * h - iw * ih
 
 
+_DIGITS = {o.name: o.digits for o in MODEL_OUTPUTS}
+
+
+def _written(name: str, v: float) -> str:
+    """A model output's value with its catalogue digits, spelled as the metrics JSON writes it (one rounding per
+    fact: the chart says 19.43 % and 295.34 FLOPs/byte where the JSON and the report do)."""
+    digits = _DIGITS[name]
+    return repr(round_to(v, digits) if digits is not None else v)
+
+
+def _ms(v: float) -> str:
+    return repr(round_to(v, DIGITS["ms"]))
+
+
 def label_text(p: RooflinePoint) -> str:
     """A point's label: its shape, then its efficiency (≥ / ≤ when the row's work is a bound)."""
     text = _shorten(p.label, 40)
     if p.efficiency_pct is None or not math.isfinite(p.efficiency_pct):
         return text
     mark = BOUND_MARKS.get(p.work_bound or "", "")
-    return f"{text} · {mark}{p.efficiency_pct:.3g} %"
+    return f"{text} · {mark}{_written('efficiency_pct', p.efficiency_pct)} %"
 
 
 def _draw_warning(fig: Figure, warning: str, size_px: tuple[int, int], dpi: int) -> None:

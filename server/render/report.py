@@ -38,6 +38,7 @@ class PeakSource(BaseModel):
     compute_spec: str = Field(description="e.g. matrix_bf16")
     peak_tflops: float
     peak_tbs: float
+    ridge: float | None = Field(default=None, description="the ridge point, FLOPs/byte (peak TFLOPS / peak TB/s)")
     peak_kind: str = Field(description="achievable | datasheet | metadata")
     source: str = Field(description="e.g. 'GPU in the trace (deviceProperties: NVIDIA H100 80GB HBM3)'")
 
@@ -217,10 +218,6 @@ def _finite(v: float | None) -> bool:
     return v is not None and math.isfinite(v)
 
 
-def _fmt(v: float | None, spec: str) -> str:
-    return format(v, spec) if _finite(v) else MISSING
-
-
 def _si(v: float | None, unit: str) -> str:
     """12.3 GFLOP, 45.6 MB: decimal prefixes, three significant digits."""
     if not _finite(v):
@@ -256,14 +253,13 @@ def _peaks_html(ctx: ReportContext) -> str:
     )
     rows = []
     for p in ctx.peaks:
-        ridge = p.peak_tflops / p.peak_tbs if p.peak_tbs > 0 else None
         rows.append(
             "<tr>"
             + _td(_esc(p.gpu_name))
             + _td(_esc(p.compute_spec))
-            + _td(_fmt(p.peak_tflops, ".4g"), "num")
-            + _td(_fmt(p.peak_tbs, ".4g"), "num")
-            + _td(_fmt(ridge, ".4g"), "num")
+            + _td(_as_written(p.peak_tflops), "num")
+            + _td(_as_written(p.peak_tbs), "num")
+            + _td(_as_written(p.ridge), "num")
             + _td(_esc(p.peak_kind))
             + _td(_esc(p.source))
             + "</tr>"
@@ -319,10 +315,17 @@ def _findings_html(sec: CategorySection) -> str:
 
 
 def _as_written(v: float | None) -> str:
-    """A metrics JSON number with the digits the JSON writes (one rounding per fact: the tools'), `—` if none."""
+    """A number with the digits it was rounded to where it was computed (server.numbers: one rounding per fact, the
+    metrics JSON's), written as the JSON writes it; `—` if none. The page never formats a number its own way."""
     from sdpa_analyzer.server.findings.spec import number_text
 
     return MISSING if v is None else _esc(number_text(v))
+
+
+def _signed(v: float | None) -> str:
+    """A difference as written, with its sign: `+0.25`, `-1.5`, `0.0`."""
+    text = _as_written(v)
+    return "+" + text if v is not None and v > 0 else text
 
 
 def _within_html(f: FindingRow) -> str:
@@ -416,31 +419,31 @@ def _op_row_html(op: OpRow, comparative: bool) -> str:
     t2 = ""
     if comparative:
         t2 = (
-            _td(_fmt(op.t2_time_ms, ".3f"), "num")
+            _td(_as_written(op.t2_time_ms), "num")
             + _td(str(op.t2_count) if op.t2_count is not None else MISSING, "num")
-            + _td(_fmt(op.difference_ms, "+.3f"), "num")
+            + _td(_signed(op.difference_ms), "num")
         )
     return (
         f"<tr{row_cls}>"
         + _td(_esc(op.name), "name")
         + _td(_esc(op.shape) if op.shape else MISSING, "shape")
         + _td(str(op.count), "num")
-        + _td(_fmt(op.time_ms, ".3f"), "num")
-        + _td(_fmt(op.percent_e2e, ".2f"), "num")
-        + _td(_esc(_bounded(op, _fmt(eff, ".1f"))), eff_cls)
+        + _td(_as_written(op.time_ms), "num")
+        + _td(_as_written(op.percent_e2e), "num")
+        + _td(_esc(_bounded(op, _as_written(eff))), eff_cls)
         + _td(_band_html(op))
         + _td(_esc(op.verdict) if op.verdict else MISSING, "verdict")
         + t2
-        + _td(_esc(_bounded(op, _fmt(op.compute_pct, ".1f"))), "num")
-        + _td(_esc(_bounded(op, _fmt(op.memory_pct, ".1f"))), "num")
+        + _td(_esc(_bounded(op, _as_written(op.compute_pct))), "num")
+        + _td(_esc(_bounded(op, _as_written(op.memory_pct))), "num")
         + _td(_esc(op.regime) if op.regime else MISSING)
         + _td(_esc(op.bound) if op.bound else MISSING)
         + _td(_esc(" > ".join(op.module_chain)) if op.module_chain else MISSING, "module")
         + _td(_args_html(op.args), "args")
         + _td(_si(op.flops, "FLOP"), "num")
         + _td(_si(op.bytes, "B"), "num")
-        + _td(_fmt(op.intensity, ".1f"), "num")
-        + _td(_esc(_bounded(op, _fmt(op.achieved_tflops, ".2f"))), "num")
+        + _td(_as_written(op.intensity), "num")
+        + _td(_esc(_bounded(op, _as_written(op.achieved_tflops))), "num")
         + _td(_kernel_html(op), "kernel")
         + _td(_list_html(notes), "notes")
         + "</tr>"
@@ -488,9 +491,9 @@ def _section_pieces(sec: CategorySection) -> Iterator[str]:
     parts = [f'<section id="cat-{_esc(sec.category)}"><h2>{_esc(title)}</h2>']  # the pieces before the op rows
     if sec.total_time_ms is not None or sec.percent_of_e2e is not None:
         parts.append(
-            f'<p class="meta">GPU kernel time {_fmt(sec.total_time_ms, ".3f")} ms · '
-            f"{_fmt(sec.percent_of_e2e, '.2f')} % of E2E"
-            + (f" · {_fmt(sec.percent_of_busy, '.2f')} % of GPU busy time" if sec.percent_of_busy is not None else "")
+            f'<p class="meta">GPU kernel time {_as_written(sec.total_time_ms)} ms · '
+            f"{_as_written(sec.percent_of_e2e)} % of E2E"
+            + (f" · {_as_written(sec.percent_of_busy)} % of GPU busy time" if sec.percent_of_busy is not None else "")
             + "</p>"
         )
     parts.append(_alert_html(sec))
@@ -526,9 +529,9 @@ def report_pieces(ctx: ReportContext) -> Iterator[str]:
     if ctx.source:
         meta.append(f'<p class="meta">Source: {_esc(ctx.source)}</p>')
     if ctx.e2e_ms is not None:
-        base = f"E2E baseline: {_fmt(ctx.e2e_ms, '.3f')} ms"
+        base = f"E2E baseline: {_as_written(ctx.e2e_ms)} ms"
         if ctx.gpu_busy_ms is not None:
-            base += f" · GPU busy {_fmt(ctx.gpu_busy_ms, '.3f')} ms · idle {_fmt(ctx.gpu_idle_ms, '.3f')} ms"
+            base += f" · GPU busy {_as_written(ctx.gpu_busy_ms)} ms · idle {_as_written(ctx.gpu_idle_ms)} ms"
         meta.append(f'<p class="meta">{base}</p>')
     bytes_line = f"Bytes model: {_esc(ctx.bytes_model)}"
     if ctx.bytes_model_note:

@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from sdpa_analyzer.server.factorize import factorize
-from sdpa_analyzer.server.numbers import finite
+from sdpa_analyzer.server.numbers import DIGITS, finite, rounded
+from sdpa_analyzer.server.scoring.fields import BY_NAME
 from sdpa_analyzer.server.vocab import KV_WRITE_SHARE_PCT
 from sdpa_analyzer.server.writers.json_columns import Field, Ints, Numbers, Obj, RowList, Texts, Values
 
@@ -72,24 +73,29 @@ def in_band_list(records: pd.DataFrame, rows: np.ndarray, e2e_ms: float) -> RowL
         Field("library", texts("library")),
         Field("shape", texts("shape")),
         Field("count", Ints(r["count"].to_numpy(dtype=np.int64))),
-        Field("time_ms", Numbers(time_ms, 3)),
-        Field("percent_of_total", Numbers(100.0 * time_ms / e2e_ms, 2)),
-        Field("efficiency_pct", Numbers(r["efficiency_pct"].to_numpy(dtype=float), 2)),
+        Field("time_ms", Numbers(time_ms, DIGITS["ms"])),
+        Field("percent_of_total", Numbers(100.0 * time_ms / e2e_ms, DIGITS["pct"])),
+        Field("efficiency_pct", Numbers(r["efficiency_pct"].to_numpy(dtype=float), BY_NAME["efficiency_pct"].digits)),
         Field("band_metric", Values(r["band_metric"].tolist())),
-        Field("band_value", Numbers(r["band_value"].to_numpy(dtype=float), 2)),
-        Field("band_low", Numbers(r["band_low"].to_numpy(dtype=float), 1)),
-        Field("band_high", Numbers(r["band_high"].to_numpy(dtype=float), 1)),
+        Field("band_value", Numbers(r["band_value"].to_numpy(dtype=float), BY_NAME["band_value"].digits)),
+        Field("band_low", Numbers(r["band_low"].to_numpy(dtype=float), BY_NAME["band_low"].digits)),
+        Field("band_high", Numbers(r["band_high"].to_numpy(dtype=float), BY_NAME["band_high"].digits)),
         Field("band_status", texts("band_status")),
     ]
     return RowList(Obj(fields), len(r))
 
 
+def _catalogued(name: str, row: pd.Series) -> float | None:
+    """A catalogued field of a records row with the catalogue's digits (the same text as its roofline block)."""
+    return finite(row[name], BY_NAME[name].digits)
+
+
 def _ms(us: float) -> float | None:
-    return finite(us / 1000.0, 3)
+    return rounded(us / 1000.0, "ms")
 
 
 def _pct(ms: float, of_ms: float) -> float | None:
-    return finite(100.0 * ms / of_ms, 2) if of_ms > 0 else None
+    return rounded(100.0 * ms / of_ms, "pct") if of_ms > 0 else None
 
 
 @dataclass(frozen=True)
@@ -217,8 +223,9 @@ def finding_advice(records: pd.DataFrame, rows: list[int], e2e_ms: float) -> dic
         before, after, members = found
         saved = max(0.0, before - after)
         entry: dict[str, Any] = {
-            "id": lever.id, "change": lever.label, "time_ms": finite(before, 3), "time_after_ms": finite(after, 3),
-            "saved_ms": finite(saved, 3), "saved_pct_e2e": _pct(saved, e2e_ms),
+            "id": lever.id, "change": lever.label, "time_ms": rounded(before, "ms"),
+            "time_after_ms": rounded(after, "ms"),
+            "saved_ms": rounded(saved, "ms"), "saved_pct_e2e": _pct(saved, e2e_ms),
         }  # fmt: skip
         if members is not None:
             entry["members"] = members
@@ -230,17 +237,17 @@ def finding_advice(records: pd.DataFrame, rows: list[int], e2e_ms: float) -> dic
             entry["upper_bound"] = True
         levers.append(entry)
     levers.sort(key=lambda x: -(x["saved_ms"] or 0.0))
-    advice: dict[str, Any] = {"time_ms": finite(total, 3), "levers": levers}
+    advice: dict[str, Any] = {"time_ms": rounded(total, "ms"), "levers": levers}
     lead = int(np.argmax(m.time_ms)) if len(m.time_ms) else None
     if lead is not None and isinstance(r["band_id"].iloc[lead], str):
         x = r.iloc[lead]
         advice["reference"] = {
             "operation": str(x["name"]), "band_id": x["band_id"], "band_metric": x["band_metric"],
-            "band_low": finite(x["band_low"], 1), "band_high": finite(x["band_high"], 1),
-            "band_value": finite(x["band_value"], 2), "band_status": x["band_status"],
-            "kernel": x["band_reference_kernel"], "kernel_pct": finite(x["band_reference_pct"], 1),
+            "band_low": _catalogued("band_low", x), "band_high": _catalogued("band_high", x),
+            "band_value": _catalogued("band_value", x), "band_status": x["band_status"],
+            "kernel": x["band_reference_kernel"], "kernel_pct": _catalogued("band_reference_pct", x),
             "source": x["band_reference_source"], "borrowed_from": x["band_borrowed_from"],
-            "time_ms": finite(x["time_ms"], 3),
+            "time_ms": rounded(x["time_ms"], "ms"),
             "time_at_reference_ms": _ms(float(x["count"]) * x["band_reference_time_us"]),
         }  # fmt: skip
     return advice
@@ -254,7 +261,7 @@ def finding_facts(records: pd.DataFrame, rows: list[int], e2e_ms: float) -> dict
     copy_ms = float(np.nansum(r["copy_overhead_us"].to_numpy(dtype=float))) / 1000.0
     if copy_ms > 0:
         facts["copy_overhead"] = {
-            "time_ms": finite(copy_ms, 3), "attention_time_ms": finite(time_ms, 3),
+            "time_ms": rounded(copy_ms, "ms"), "attention_time_ms": rounded(time_ms, "ms"),
             "percent_of_attention": _pct(copy_ms, time_ms), "percent_of_e2e": _pct(copy_ms, e2e_ms),
             "rows": int((np.nan_to_num(r["copy_overhead_us"].to_numpy(dtype=float)) > 0).sum()),
         }  # fmt: skip
@@ -262,7 +269,7 @@ def finding_facts(records: pd.DataFrame, rows: list[int], e2e_ms: float) -> dict
     if kv_ms > 0:
         share = _pct(kv_ms, time_ms + kv_ms)
         facts["kv_cache_write"] = {
-            "time_ms": finite(kv_ms, 3), "attention_time_ms": finite(time_ms, 3), "percent_of_op": share,
+            "time_ms": rounded(kv_ms, "ms"), "attention_time_ms": rounded(time_ms, "ms"), "percent_of_op": share,
             "percent_of_e2e": _pct(kv_ms, e2e_ms), "threshold_pct": KV_WRITE_SHARE_PCT,
             "over_threshold": bool(share is not None and share > KV_WRITE_SHARE_PCT),
         }  # fmt: skip
@@ -291,8 +298,8 @@ def backward_vs_forward(bwd: pd.DataFrame, fwd: pd.DataFrame | None) -> list[dic
         fwd_call = 1000.0 * x["fwd_time_ms"] / max(x["fwd_calls"], 1)
         out.append({
             "shape": str(x["shape"]).removeprefix("bwd "), "backward_operation": str(x["bwd_operation"]),
-            "forward_operation": str(x["fwd_operation"]), "backward_us_per_call": finite(bwd_call, 3),
-            "forward_us_per_call": finite(fwd_call, 3),
+            "forward_operation": str(x["fwd_operation"]), "backward_us_per_call": rounded(bwd_call, "us"),
+            "forward_us_per_call": rounded(fwd_call, "us"),
             "time_ratio": finite(bwd_call / fwd_call, 2) if fwd_call else None,
             "flops_ratio": finite(x["bwd_flops"] / x["fwd_flops"], 2) if x["fwd_flops"] else None,
             "backward_efficiency_pct": finite(x["bwd_eff"], 2), "forward_efficiency_pct": finite(x["fwd_eff"], 2),

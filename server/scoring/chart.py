@@ -8,10 +8,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from sdpa_analyzer.server.numbers import finite
+from sdpa_analyzer.server.numbers import finite, rounded
 from sdpa_analyzer.server.render.chart_types import Ceilings, RooflinePoint
 from sdpa_analyzer.server.render.report import OpRow, OpRows
 from sdpa_analyzer.server.scoring.arch import ResolvedArch
+from sdpa_analyzer.server.scoring.field_values import value
+from sdpa_analyzer.server.scoring.fields import BY_NAME
 from sdpa_analyzer.server.scoring.ranking import trace2_times
 from sdpa_analyzer.server.scoring.records import RooflineTable, dominant_compute_spec
 from sdpa_analyzer.server.scoring.verdicts import row_verdict
@@ -109,9 +111,13 @@ def report_op_rows(table: RooflineTable, e2e_ms: float) -> OpRows:
     def make(k: int) -> OpRow:
         i = order[k]
         row = _RowView(columns, i)
-        band = f"{row['band_low']:g}–{row['band_high']:g} %" if math.isfinite(row["band_low"]) else None
+        def shown(name: str) -> Any:  # a catalogued field with the catalogue's digits: the page writes them as they are
+            return value(BY_NAME[name], row[name])
+
+        low, high = shown("band_low"), shown("band_high")
+        band = f"{low!r}–{high!r} %" if low is not None and high is not None else None
         kernels = _kernel_list(row["kernel_name"])
-        t2_ms = finite(t2[i]) if t2 is not None else None
+        t2_ms = rounded(t2[i], "ms") if t2 is not None else None
         t2_count = c2[i] if c2 is not None and math.isfinite(c2[i]) else None
         return OpRow(
             name=str(row["name"]),
@@ -120,17 +126,17 @@ def report_op_rows(table: RooflineTable, e2e_ms: float) -> OpRows:
             work_bound=_text(row["work_bound"]),
             args=str(row["args"]),
             count=int(row["count"]),
-            time_ms=float(row["time_ms"]),
-            percent_e2e=100.0 * float(row["time_ms"]) / e2e_ms,
-            efficiency_pct=finite(row["efficiency_pct"]),
-            compute_pct=finite(row["compute_pct"]),
-            memory_pct=finite(row["memory_pct"]),
+            time_ms=shown("time_ms"),
+            percent_e2e=rounded(100.0 * float(row["time_ms"]) / e2e_ms, "pct"),
+            efficiency_pct=shown("efficiency_pct"),
+            compute_pct=shown("compute_pct"),
+            memory_pct=shown("memory_pct"),
             regime=_text(row["regime"]),
             bound=row["bound"] if isinstance(row["bound"], str) else None,
             flops=finite(row["flops_useful"]),
             bytes=finite(row["bytes_used"]),
-            intensity=finite(row["intensity"]),
-            achieved_tflops=finite(row["achieved_tflops"]),
+            intensity=shown("intensity"),
+            achieved_tflops=shown("achieved_tflops"),
             expected_band=band,
             band_status=_text(row["band_status"]),
             kernel_name=_text(row["dominant_kernel"]) or (kernels[0] if kernels else None),
@@ -138,7 +144,7 @@ def report_op_rows(table: RooflineTable, e2e_ms: float) -> OpRows:
             module_chain=[str(m) for m in row["module_chain"]] if isinstance(row["module_chain"], list) else [],
             t2_time_ms=t2_ms,
             t2_count=int(t2_count) if t2_count is not None else None,
-            difference_ms=t2_ms - float(row["time_ms"]) if t2_ms is not None else None,
+            difference_ms=rounded(t2[i] - float(row["time_ms"]), "ms") if t2 is not None else None,
             warnings=list(row["warnings"]),
             no_model_reason=row["no_model_reason"],
         )

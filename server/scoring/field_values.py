@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sdpa_analyzer.perf_models.outputs import Output, Surface
+from sdpa_analyzer.server.numbers import round_to
 from sdpa_analyzer.server.scoring.fields import on
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ def value(o: Output, x: Any) -> Any:
         except (TypeError, ValueError):
             return None
     f = float(x)
-    return round(f, o.digits) if o.digits is not None else f
+    return round_to(f, o.digits) if o.digits is not None else f
 
 
 def result_values(row: Mapping[str, Any] | pd.Series, surface: Surface, **computed: Any) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model
 
 from sdpa_analyzer.perf_models.outputs import MODEL_OUTPUTS, Output, Surface, declare
+from sdpa_analyzer.server.numbers import DIGITS
 from sdpa_analyzer.server.results import ResultModel
 
 IDENTITY: tuple[Output, ...] = (
@@ -40,7 +41,7 @@ IDENTITY: tuple[Output, ...] = (
             "right)"),
     declare("dtype", "text", "", None, "dtype", "rjc", "element type of Q"),
     declare("count", "int", "calls", None, "count", "rc", "calls (instances) of the row"),
-    declare("time_ms", "float", "ms", 4, "time ms", "rc", "total kernel time of the row"),
+    declare("time_ms", "float", "ms", DIGITS["ms"], "time ms", "rc", "total kernel time of the row"),
     declare("mean_us", "float", "µs", 3, "mean µs", "rjc", "kernel time of one call"),
     declare("has_model", "bool", "", None, "model", "jc", "whether the perf models could model the row"),
     declare("no_model_reason", "text", "", None, "why no model", "jc", "why the row has no perf model"),

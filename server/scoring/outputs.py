@@ -50,6 +50,11 @@ def write_roofline_table(
             return path
         columns = csv_columns()
         frame = table.records[columns]
+        # each float column with the catalogue's digits, the same np.round the metrics JSON's columns use
+        frame = frame.assign(**{
+            c: np.round(frame[c].to_numpy(dtype=float), BY_NAME[c].digits)
+            for c in columns if BY_NAME[c].kind == "float" and BY_NAME[c].digits is not None
+        })
         if run_id is not None:
             frame = frame.assign(**{RUN_ID_KEY: run_id})
 

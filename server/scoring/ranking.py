@@ -22,7 +22,7 @@ from sdpa_analyzer.perf_models.outputs import Output
 from sdpa_analyzer.server.factorize import factorize
 from sdpa_analyzer.server.folder.manifest import current_run_id
 from sdpa_analyzer.server.folder.read import KERNEL_MEAN, CategoryData
-from sdpa_analyzer.server.numbers import finite
+from sdpa_analyzer.server.numbers import DIGITS, finite, rounded
 from sdpa_analyzer.server.scoring.advice import (
     category_facts,
     finding_advice,
@@ -30,7 +30,7 @@ from sdpa_analyzer.server.scoring.advice import (
     in_band_list,
     in_band_rows,
 )
-from sdpa_analyzer.server.scoring.fields import on
+from sdpa_analyzer.server.scoring.fields import BY_NAME, on
 from sdpa_analyzer.server.scoring.records import RooflineTable, step_workload, workload_profile
 from sdpa_analyzer.server.vocab import (
     ANOMALY_FLAG_PCT,
@@ -123,12 +123,6 @@ def _text_fields(table: RooflineTable, *columns: str) -> list[Field]:
     return [Field(c, Texts(*table.column_codes(c))) for c in columns]
 
 
-def _python_rounded(values: np.ndarray, nd: int) -> Numbers:
-    """finite() (Python's round, which can differ from np.round in the last digit) of each value."""
-    rounded = [finite(x, nd) for x in np.asarray(values, dtype=float).tolist()]
-    return Numbers(np.array([np.nan if v is None else v for v in rounded], dtype=float))
-
-
 @dataclass
 class Metrics:
     """The metrics document: `document` holds every field but the per-op list, which `operations` renders
@@ -192,14 +186,15 @@ def build_metrics(
     library = [x if x != "Unknown" else None for x in r["library"].tolist()]
     workload, ctx, gen = _workload_profiles(r, table, att_arr)
 
+    # TraceLens' names for facts of the catalogue: each with the digits of the catalogue field it carries
     efficiency = Obj([
-        Field("tflops_achieved", Numbers(r["achieved_tflops"].to_numpy(), 2)),
-        Field("tb_s_achieved", Numbers(r["achieved_tbs"].to_numpy(), 2)),
-        Field("efficiency_percent", Numbers(eff_used, 2)),
+        Field("tflops_achieved", Numbers(r["achieved_tflops"].to_numpy(), BY_NAME["achieved_tflops"].digits)),
+        Field("tb_s_achieved", Numbers(r["achieved_tbs"].to_numpy(), BY_NAME["achieved_tbs"].digits)),
+        Field("efficiency_percent", Numbers(eff_used, BY_NAME["efficiency_pct"].digits)),
         Field("bound_type", _texts(bound)),
-        Field("flops_per_byte", Numbers(r["intensity"].to_numpy(), 2)),
+        Field("flops_per_byte", Numbers(r["intensity"].to_numpy(), BY_NAME["intensity"].digits)),
         *_text_fields(table, "compute_spec"),
-        Field("resolved_peak_maf", Numbers(peak_t, 2)),
+        Field("resolved_peak_maf", Numbers(peak_t, BY_NAME["peak_tflops"].digits)),
         Field("resolved_peak_hbm_bw", Const(peak_bw, n)),
         Field("warning", _texts(warn)),
         Field("is_anomaly", Bools(anomaly)),
@@ -217,9 +212,10 @@ def build_metrics(
     fields = [
         *_text_fields(table, "name"),
         Field("count", Ints(counts)),
-        Field("time_ms", Numbers(time_ms, 3)),
-        Field("percent_of_category", Numbers(100.0 * time_ms / total_ms if total_ms > 0 else np.zeros(n), 2)),
-        Field("percent_of_total", Numbers(pct_total, 2)),
+        Field("time_ms", Numbers(time_ms, DIGITS["ms"])),
+        Field("percent_of_category", Numbers(100.0 * time_ms / total_ms if total_ms > 0 else np.zeros(n),
+                                             DIGITS["pct"])),
+        Field("percent_of_total", Numbers(pct_total, DIGITS["pct"])),
         Field("efficiency", efficiency),
         *(Field(c, _texts(_raw_cells(df, c))) for c in ("Input Dims", "Input type")),
         Field("has_perf_model", Bools(has_model)),
@@ -236,9 +232,9 @@ def build_metrics(
     ]
     if comparative:
         fields += [
-            Field("t2_time_ms", _python_rounded(t2, 3)),
+            Field("t2_time_ms", Numbers(t2, DIGITS["ms"])),
             Field("count_trace2", Ints(c2)),
-            Field("difference_ms", _python_rounded(t2 - time_ms, 3)),
+            Field("difference_ms", Numbers(t2 - time_ms, DIGITS["ms"])),
         ]
 
     gated = in_band_rows(r, comparative)
@@ -277,15 +273,15 @@ def build_metrics(
         specific["workload_profile"] = {
             "total_ctx_tokens": ctx,
             "total_gen_tokens": gen,
-            "ctx_ratio": round(ratio, 4),
+            "ctx_ratio": rounded(ratio, "ratio"),
             "profile_type": profile_type(ratio),
         }
     document = {
         "category": data.category,
         "status": "OK",
         "comparison_scope": comparison_scope,
-        "total_time_ms": finite(total_ms, 3),
-        "percent_of_compute": finite(100.0 * total_ms / e2e, 2),
+        "total_time_ms": rounded(total_ms, "ms"),
+        "percent_of_compute": rounded(100.0 * total_ms / e2e, "pct"),
         "operation_count": int(counts.sum()),
         "operations": None,  # written from Metrics.operations
         "category_specific": specific,
@@ -294,8 +290,8 @@ def build_metrics(
         OURS: {
             "version": 1,
             "run_id": current_run_id(data.manifest),  # the analysis these numbers come from (None: no run record)
-            "e2e_baseline_ms": finite(e2e, 4),
-            "trace2_e2e_baseline_ms": finite(data.trace2_e2e_ms, 4),
+            "e2e_baseline_ms": rounded(e2e, "window_ms"),
+            "trace2_e2e_baseline_ms": rounded(data.trace2_e2e_ms, "window_ms"),
             "time_base": _time_base(data, total_ms),
             "bytes_model": table.bytes_model,
             "impact_unit": IMPACT_UNIT,
@@ -314,8 +310,8 @@ def _time_base(data: CategoryData, total_ms: float) -> dict[str, Any] | None:
     busy, idle = data.time_base()
     if busy is None:
         return None
-    return {"gpu_busy_ms": finite(busy, 4), "gpu_idle_ms": finite(idle, 4),
-            "percent_of_busy": finite(100.0 * total_ms / busy, 2) if busy > 0 else None}
+    return {"gpu_busy_ms": rounded(busy, "window_ms"), "gpu_idle_ms": rounded(idle, "window_ms"),
+            "percent_of_busy": rounded(100.0 * total_ms / busy, "pct") if busy > 0 else None}
 
 
 def _workload_profiles(r: pd.DataFrame, table: RooflineTable, att: np.ndarray) -> tuple[Obj, int, int]:
@@ -439,8 +435,8 @@ def _impact_estimates(
     names = r["name"].tolist()
     libs = [x if x != "Unknown" else None for x in r["library"].tolist()]
     bounds = [b if isinstance(b, str) else None for b in r["bound"].tolist()]
-    eff_r = _rounded(eff, 2)
-    t_r = _rounded(time_ms, 3)
+    eff_r = _rounded(eff, DIGITS["pct"])
+    t_r = _rounded(time_ms, DIGITS["ms"])
     out: list[dict[str, Any]] = []
     # scores stay numpy float64 scalars (iterating an array yields them): sums and rounding depend on it
     q = np.flatnonzero(quantified & (high >= MIN_HIGH) & ~gated)

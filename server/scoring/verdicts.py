@@ -17,7 +17,8 @@ from typing import Any
 
 from sdpa_analyzer.perf_models.bands import BELOW_WORDS, NO_BAND_WORDS
 from sdpa_analyzer.perf_models.terms import BYTES_MODELS, INCONSISTENT, INCONSISTENT_REASONS
-from sdpa_analyzer.server.numbers import finite
+from sdpa_analyzer.server.numbers import finite, round_to
+from sdpa_analyzer.server.scoring.fields import BY_NAME
 
 REGIME_WORDS = {
     "compute": "compute-bound",
@@ -40,6 +41,12 @@ WITHIN_WORDS = "within the expected band (the band of the best published kernels
 ABOVE_WORDS = "above the band of the best published kernels"
 
 
+def _written(name: str, x: float | None) -> str:
+    """A catalogued field's value with the catalogue's digits, spelled as the metrics JSON writes it (one rounding
+    per fact: the verdict never shows 9.1 beside a compute_pct of 9.14)."""
+    return repr(round_to(float(x), BY_NAME[name].digits)) if x is not None else "?"
+
+
 def _num(x: float | None) -> bool:
     return x is not None and math.isfinite(x)
 
@@ -52,11 +59,12 @@ def band_words(status: str | None, low: float | None, high: float | None, metric
     if status in (None, "none") or not (_num(low) and _num(high)):
         return note or NO_BAND_WORDS
     unit = "HBM bandwidth" if metric == "memory" else "tensor peak"
-    span = f"{low:.3g}–{high:.3g} % of {unit} (datasheet)"
+    span = f"{_written('band_low', low)}–{_written('band_high', high)} % of {unit} (datasheet)"
     if basis == "derived" and _num(reference_pct):
-        span += f"; ceiling {reference_pct:.1f} % {rests_on or 'derived from the ceiling model'}"
+        ceiling = _written("band_reference_pct", reference_pct)
+        span += f"; ceiling {ceiling} % {rests_on or 'derived from the ceiling model'}"
     elif reference_kernel and _num(reference_pct):
-        span += f"; best published here: {reference_kernel} at {reference_pct:.1f} %"
+        span += f"; best published here: {reference_kernel} at {_written('band_reference_pct', reference_pct)} %"
     if borrowed_from:
         span += f"; band borrowed from {borrowed_from} measurements"
     if status == "within":
@@ -115,10 +123,12 @@ def verdict(
     sentence says which one it used and what the other gives."""
     if not (_num(compute_pct) and _num(memory_pct)):
         return "not measured or no roof: no verdict"
-    head = f"{compute_pct:.1f} % of tensor peak, {memory_pct:.1f} % of HBM bandwidth"
+    head = (f"{_written('compute_pct', compute_pct)} % of tensor peak, "
+            f"{_written('memory_pct', memory_pct)} % of HBM bandwidth")
     if is_anomaly and work_bound != "upper":  # above the roofline: the model, not the kernel, is wrong
         check = model_check or f"{INCONSISTENT}: {INCONSISTENT_REASONS[0]}"
-        return f"{check}; no verdict (the modeled work would run at {max(compute_pct, memory_pct):.1f} % of a roof)"
+        higher = max(("compute_pct", compute_pct), ("memory_pct", memory_pct), key=lambda kv: kv[1])
+        return f"{check}; no verdict (the modeled work would run at {_written(*higher)} % of a roof)"
     if work_bound in BOUND_WORDS:
         why = f"{BOUND_WHY[work_bound]} ({work_bound_reason})" if work_bound_reason else BOUND_WHY[work_bound]
         return f"{BOUND_WORDS[work_bound]} {head}: {why}; a bound, so no band verdict"

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from sdpa_analyzer.server.errors import shorten_message, shorten_middle
 from sdpa_analyzer.server.folder import layout
-from sdpa_analyzer.server.numbers import finite
+from sdpa_analyzer.server.numbers import rounded
 from sdpa_analyzer.server.results import ResultModel
 from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 from sdpa_analyzer.server.tools.common import CategoryArg, OutputDir, resolve_output_dir
@@ -99,9 +99,9 @@ def load_category_data(ctx: ToolContext, args: LoadInput) -> LoadResult:
     ksum = df["Kernel Time (µs)_sum"].to_numpy(dtype=float) / 1000.0
     res.rows = len(df)
     res.instances = int(df["operation_count"].sum())
-    res.total_kernel_time_ms = round(float(ksum.sum()), 4)
-    res.e2e_baseline_ms = finite(data.e2e_ms, 4)
-    res.percent_of_e2e = finite(100.0 * ksum.sum() / data.e2e_ms, 4) if data.e2e_ms else None
+    res.total_kernel_time_ms = rounded(float(ksum.sum()), "ms") or 0.0
+    res.e2e_baseline_ms = rounded(data.e2e_ms, "window_ms")
+    res.percent_of_e2e = rounded(100.0 * ksum.sum() / data.e2e_ms, "pct") if data.e2e_ms else None
     _time_base(res, data, float(ksum.sum()))
 
     impl: dict[str, int] = {}
@@ -117,8 +117,8 @@ def load_category_data(ctx: ToolContext, args: LoadInput) -> LoadResult:
                 name=str(df["name"].iloc[i]),
                 args=short_args(data.input_dims(int(i)), data.parsed["Input type"][i]),
                 count=int(df["operation_count"].iloc[i]),
-                time_ms=round(float(ksum[i]), 4),
-                percent_of_total=finite(100.0 * ksum[i] / data.e2e_ms, 4) if data.e2e_ms else None,
+                time_ms=rounded(float(ksum[i]), "ms") or 0.0,
+                percent_of_total=rounded(100.0 * ksum[i] / data.e2e_ms, "pct") if data.e2e_ms else None,
             )
         )
     return res
@@ -129,16 +129,16 @@ def _time_base(res: LoadResult, data: CategoryData, kernel_ms: float) -> None:
     metadata analyze_trace writes (numbers only; anything else is left None)."""
     busy, idle = data.time_base()
     if busy is not None:
-        res.gpu_busy_ms = finite(busy, 4)
-        res.percent_of_busy = finite(100.0 * kernel_ms / busy, 4) if busy > 0 else None
+        res.gpu_busy_ms = rounded(busy, "window_ms")
+        res.percent_of_busy = rounded(100.0 * kernel_ms / busy, "pct") if busy > 0 else None
     if idle is not None:
-        res.gpu_idle_ms = finite(idle, 4)
+        res.gpu_idle_ms = rounded(idle, "window_ms")
     md = data.metadata
     outside = md.get("attention_outside_rows") if isinstance(md, dict) else None
     trace1 = outside.get("trace1") if isinstance(outside, dict) else None
     late = trace1.get("outside_window") if isinstance(trace1, dict) else None
     if isinstance(late, dict) and _number(late.get("time_us")):
-        res.attention_outside_window_us = finite(float(late["time_us"]), 3)
+        res.attention_outside_window_us = rounded(float(late["time_us"]), "us")
 
 
 def _number(v: Any) -> bool:

@@ -11,8 +11,10 @@ from pydantic import Field
 from sdpa_analyzer.server.errors import InputError, shorten_message
 from sdpa_analyzer.server.folder import layout
 from sdpa_analyzer.server.memory import release_free_heap
+from sdpa_analyzer.server.numbers import finite, rounded
 from sdpa_analyzer.server.results import ResultModel
 from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.fields import BY_NAME
 from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from sdpa_analyzer.server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
 from sdpa_analyzer.server.vocab import COMPARATIVE, IMPACT_UNIT
@@ -123,11 +125,29 @@ def _prose(
             "(render_findings_template, fill it again, validate_findings)"
         )
     if "{{" in text and "{{FILL" not in text:
-        notes.append(
-            "this prose has not passed validate_findings yet: its references ({{P1.…}}) are not written out "
-            "(run validate_findings on it)"
-        )
+        text, note = _written_out(roots, out, cat, text)
+        notes.append(note)
     return text, str(path), notes
+
+
+def _written_out(roots: DataRoots, out: Path, cat: str, text: str) -> tuple[str, str]:
+    """Prose not validated yet, its references written out from the metrics JSON by validate_findings' own resolver
+    (server.findings.references.written_out), and the note the page shows above it."""
+    from sdpa_analyzer.server.findings.metrics_view import load_metrics
+    from sdpa_analyzer.server.findings.references import written_out
+
+    try:
+        resolved, count, problems = written_out(text, load_metrics(out / layout.metrics_json(cat), roots))
+    except (InputError, OSError, ValueError) as exc:
+        why = shorten_message(str(exc), 160)
+        return text, (f"this prose has not passed validate_findings yet, and its references ({{{{P1.…}}}}) could not "
+                      f"be written out: the metrics JSON was not read ({why})")
+    if problems:
+        names = ", ".join(sorted({p.old for p in problems})[:3])
+        return resolved, (f"this prose has not passed validate_findings yet: {count} reference(s) written out from the "
+                          f"metrics JSON, {len(problems)} not ({names}); run validate_findings on it")
+    return resolved, (f"this prose has not passed validate_findings yet: its {count} reference(s) are written out from "
+                      "the metrics JSON, as validate_findings would write them (run validate_findings on it)")
 
 
 def report_target(roots: DataRoots, out: Path, name: str | None) -> Path:
@@ -180,8 +200,9 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
             PeakSource(
                 gpu_name=resolved.gpu.name,
                 compute_spec=ceil.compute_spec,
-                peak_tflops=ceil.peak_tflops,
-                peak_tbs=ceil.peak_tbs,
+                peak_tflops=finite(ceil.peak_tflops, BY_NAME["peak_tflops"].digits) or 0.0,
+                peak_tbs=finite(ceil.peak_tbs, BY_NAME["peak_tbs"].digits) or 0.0,
+                ridge=finite(ceil.peak_tflops / ceil.peak_tbs, BY_NAME["ridge"].digits) if ceil.peak_tbs else None,
                 peak_kind=ceil.peak_kind,
                 source=src,
             )
@@ -212,9 +233,9 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
                 category=cat,
                 chart_png=plot.png,
                 chart_alt=f"Roofline chart of {cat}",
-                total_time_ms=total,
-                percent_of_e2e=100.0 * total / e2e,
-                percent_of_busy=100.0 * total / busy if busy else None,
+                total_time_ms=rounded(total, "ms"),
+                percent_of_e2e=rounded(100.0 * total / e2e, "pct"),
+                percent_of_busy=rounded(100.0 * total / busy, "pct") if busy else None,
                 notes=list(table.peak_notes),
                 consistency_warnings=[mismatch] if mismatch else [],
                 ranked_with=ranked.ranked_with() if ranked is not None and not ranked.error else None,
@@ -233,9 +254,9 @@ def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
     report = ReportContext(
         title=f"Attention performance report — {out.name}",
         source=str(out),
-        e2e_ms=e2e,
-        gpu_busy_ms=busy,
-        gpu_idle_ms=idle,
+        e2e_ms=rounded(e2e, "window_ms"),
+        gpu_busy_ms=rounded(busy, "window_ms"),
+        gpu_idle_ms=rounded(idle, "window_ms"),
         bytes_model=args.bytes_model,
         peaks=peaks,
         warnings=list(resolved.warnings) if resolved else [],

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from sdpa_analyzer.server.numbers import finite
+from sdpa_analyzer.server.numbers import rounded
 from sdpa_analyzer.server.results import ResultModel
 from sdpa_analyzer.server.scoring.fields import result_model
 from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
@@ -132,8 +132,8 @@ def compute_roofline(ctx: ToolContext, args: RooflineInput) -> RooflineResult:
         total_rows=len(r),
         modeled_rows=int(modeled.sum()),
         unmodeled_rows=int((~modeled).sum()),
-        total_time_ms=round(float(r["time_ms"].sum()), 4),
-        weighted_efficiency_pct=finite(100.0 * ideal_total / meas_total, 2) if meas_total > 0 else None,
+        total_time_ms=rounded(float(r["time_ms"].sum()), "ms") or 0.0,
+        weighted_efficiency_pct=rounded(100.0 * ideal_total / meas_total, "pct") if meas_total > 0 else None,
         anomalies=int(r["anomaly_flag"].sum()),
         offset=args.offset,
         limit=args.limit,

@@ -77,6 +77,34 @@ def _when(test: Callable[[Case], bool], sentence: str, where: str = "**Action**"
     return lambda c: c.append(where, 1, sentence) if test(c) else None
 
 
+def _roof(case: Case) -> str | None:
+    return _get(case.op(1), "roofline", "binding_roof") if not case.findings[0].heuristic else None
+
+
+ROOFS = ("tensor", "exp", "hbm")
+
+
+def _wrong_roof(words: dict[str, str], where: str = "**Reasoning for Slowdown:**") -> Mistake:
+    """A sentence naming as the limit a roof other than the op's binding roof (the first other one, in ROOFS order)."""
+
+    def mistake(c: Case) -> str | None:
+        roof = _roof(c)
+        if roof not in ROOFS:
+            return None
+        wrong = next(r for r in ROOFS if r != roof)
+        return c.append(where, 1, words[wrong])
+
+    return mistake
+
+
+def _true_roof(words: dict[str, str]) -> Mistake:
+    def edit(c: Case) -> str | None:
+        roof = _roof(c)
+        return c.append("**Reasoning for Slowdown:**", 1, words[roof]) if roof in ROOFS else None
+
+    return edit
+
+
 def _other_item_ref(c: Case) -> str | None:
     return c.append("**Insight**", 1, "It takes {{P2.op1.time_ms}}.") if len(c.findings) > 1 else None
 
@@ -121,6 +149,22 @@ FAMILIES: dict[str, tuple[list[Mistake], list[Mistake]]] = {
          _when(lambda c: _workload(c) != "decode_heavy", "The work is dominated by decode.", "**Insight**")],
     ),
     "reversed direction": ([_reversed_direction], []),
+    # the binding roof among three (roofline.binding_roof): the seen phrasings are the issue's own words
+    "wrong binding roof words": (
+        [_wrong_roof({"tensor": "It is tensor-core bound.", "exp": "It is limited by the exponential units.",
+                      "hbm": "It is HBM-bound."}),
+         _wrong_roof({"tensor": "The call is tensor-bound.", "exp": "The kernel is softmax-bound.",
+                      "hbm": "It sits at the bandwidth roof."}),
+         _wrong_roof({"tensor": "It is limited by the tensor cores.", "exp": "It is exp-bound.",
+                      "hbm": "It is limited by HBM bandwidth."})],
+        [_wrong_roof({"tensor": "The matmuls are the limiting factor.", "exp": "It is throttled by the SFUs.",
+                      "hbm": "The binding roof is DRAM."}),
+         _wrong_roof({"tensor": "The limit here is the tensor cores.",
+                      "exp": "The softmax exponentials are the bottleneck.",
+                      "hbm": "It runs against the HBM ceiling."}),
+         _wrong_roof({"tensor": "It is GEMM-limited.", "exp": "The transcendental units cap the kernel.",
+                      "hbm": "It is constrained by its HBM traffic."})],
+    ),
     "advice the seed rules out": (
         [_when(lambda c: not _kv_over(c), "Tune the KV-cache block size."),
          _when(lambda c: _workload(c) != "prefill_heavy", "Use chunked prefill."),
@@ -158,6 +202,15 @@ HARMLESS: list[tuple[str, Mistake]] = [
     ("a negated gated advice", _say("Do not tune the KV-cache block size here.", "**Action**")),
     ("one fused kernel stated", _say("The op already runs as one kernel.")),
     ("a rephrased sentence", lambda c: c.edit("**Resolution:**", 1, "keeps", "lets")),
+    ("the true binding roof in words", _true_roof({"tensor": "The tensor cores are the binding roof.",
+                                                   "exp": "The exponential units are the binding roof.",
+                                                   "hbm": "The binding roof is HBM."})),
+    ("a wrong binding roof negated", _wrong_roof({"tensor": "It is not limited by the tensor cores.",
+                                                  "exp": "It is not limited by the exponential units.",
+                                                  "hbm": "It is not HBM-bound."})),
+    ("the three roofs named", lambda c: c.append(
+        "**Reasoning for Slowdown:**", 1, "Of the tensor cores, the exponential units and HBM, the binding roof is "
+        "{{P1.op1.binding_roof}}.") if _roof(c) in ROOFS else None),
 ]
 
 

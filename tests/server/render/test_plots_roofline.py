@@ -106,8 +106,8 @@ def test_unplotted_ops_are_listed_with_reasons(plot) -> None:
     assert "achieved TFLOPS is 0" in plot.unplotted[1].reason
     assert plot.unplotted_text.startswith("Not plotted (2 ops)")
     text = " ".join(plot.unplotted_text.split())  # undo the box's line wrapping
-    assert "[fwd] 2 ms: unsupported signature of flash_attn::foo" in text
-    assert "[bwd] 1 ms: achieved TFLOPS is 0" in text
+    assert "[fwd] 2.0 ms: unsupported signature of flash_attn::foo" in text  # times as the metrics JSON writes them
+    assert "[bwd] 1.0 ms: achieved TFLOPS is 0" in text
     # 50-char name cut to 42 in the middle: first 20 chars + "…" + last 21 chars
     assert "• aten::_scaled_dot_pr…sh_attention<nomodel>" in text
 

@@ -44,17 +44,17 @@ def make_ctx(chart_png: bytes) -> ReportContext:
             verdict="8.7 % of tensor peak; compute-bound; below the best published kernels for this shape",
             args="(16,16,559,64) bf16<br>(16,16,559,64) bf16<br>(16,16,559,64) bf16",
             count=24,
-            time_ms=4.01634,
-            percent_e2e=12.1225,
-            efficiency_pct=8.677,
+            time_ms=4.016,
+            percent_e2e=12.12,
+            efficiency_pct=8.68,
             bound="compute",
             flops=1.2345e12,
             bytes=4.5e8,
             intensity=140.04,
-            achieved_tflops=85.835,
+            achieved_tflops=85.84,
             expected_band="20–40 %",
             band_status="below",
-            compute_pct=8.677,
+            compute_pct=8.68,
             memory_pct=3.25,
             regime="compute",
             kernel_name=FLASH_KERNEL,
@@ -82,7 +82,8 @@ def make_ctx(chart_png: bytes) -> ReportContext:
         bytes_model="compulsory",
         bytes_model_note="re-reads assumed to hit L2",
         peaks=[PeakSource(gpu_name="NVIDIA H100 80GB HBM3", compute_spec="matrix_bf16", peak_tflops=989.0,
-                          peak_tbs=3.35, peak_kind="achievable", source="GPU in the trace (deviceProperties)")],
+                          peak_tbs=3.35, ridge=295.22, peak_kind="achievable",
+                          source="GPU in the trace (deviceProperties)")],
         warnings=["metadata platform MI300X disagrees with the trace's GPU (H100): using H100"],
         sections=[
             CategorySection(category="sdpa_fwd", display_name="SDPA forward", chart_png=chart_png,
@@ -108,12 +109,14 @@ def test_ops_table_rows_and_values(page: str) -> None:
     ]  # fmt: skip
     assert len(rows) == 1 + 3
     r = rows[1]
-    # formatting worked by hand: 4.01634 → 4.016; 8.677 → 8.7; 3.25 → 3.2 (round half even); 1.2345e12 → 1.23 TFLOP
+    # the numbers as the producer rounded them (one rounding per fact, server.numbers: the page never formats a
+    # number its own way, so 8.68 stays 8.68 and never becomes 8.7 beside a metrics JSON that says 8.68); FLOPs and
+    # bytes with decimal prefixes: 1.2345e12 → 1.23 TFLOP
     assert r[:18] == [
-        "aten::_scaled_dot_product_flash_attention", "fwd B16 H16 N559 d64", "24", "4.016", "12.12", "8.7",
+        "aten::_scaled_dot_product_flash_attention", "fwd B16 H16 N559 d64", "24", "4.016", "12.12", "8.68",
         "20–40 % (below)", "8.7 % of tensor peak; compute-bound; below the best published kernels for this shape",
-        "8.7", "3.2", "compute", "compute", "LlamaModel > LlamaDecoderLayer > LlamaAttention",
-        "(16,16,559,64) bf16\n(16,16,559,64) bf16\n(16,16,559,64) bf16", "1.23 TFLOP", "450 MB", "140.0", "85.83",
+        "8.68", "3.25", "compute", "compute", "LlamaModel > LlamaDecoderLayer > LlamaAttention",
+        "(16,16,559,64) bf16\n(16,16,559,64) bf16\n(16,16,559,64) bf16", "1.23 TFLOP", "450 MB", "140.04", "85.84",
     ]  # fmt: skip
     assert r[-1] == "kernel time includes a FillFunctor<float> kernel"
     # the kernel cell: the dominant kernel cut to 60 characters in a <summary>, every kernel in full below it
@@ -137,9 +140,9 @@ def test_bounded_rows_carry_their_marks(chart_png: bytes) -> None:
     page = render_report_html(ReportContext(title="t", sections=[CategorySection(category="sdpa_fwd", ops=ops)]))
     rows = {r[0]: r for r in parse(page).tables["ops-sdpa_fwd"][1:]}
     rated = (5, 8, 9, 17)  # efficiency, compute %, memory %, achieved TFLOPS
-    assert [rows["causal"][i] for i in rated] == ["40.0", "40.0", "5.0", "395.60"]
-    assert [rows["window"][i] for i in rated] == ["≤40.0", "≤40.0", "≤5.0", "≤395.60"]
-    assert [rows["varlen"][i] for i in rated] == ["≥40.0", "≥40.0", "≥5.0", "≥395.60"]
+    assert [rows["causal"][i] for i in rated] == ["40.0", "40.0", "5.0", "395.6"]
+    assert [rows["window"][i] for i in rated] == ["≤40.0", "≤40.0", "≤5.0", "≤395.6"]
+    assert [rows["varlen"][i] for i in rated] == ["≥40.0", "≥40.0", "≥5.0", "≥395.6"]
     assert "≥ / ≤ / ~: the row&#x27;s work is a lower bound" in page
     assert "All ops (3 rows)" in page
     one = render_report_html(ReportContext(title="t", sections=[CategorySection(category="sdpa_fwd", ops=ops[:1])]))
@@ -170,8 +173,8 @@ def test_findings_table(page: str) -> None:
 
 def test_peaks_table_says_where_peaks_came_from(page: str) -> None:
     rows = parse(page).tables["peaks"]
-    # ridge = 989 / 3.35 = 295.22… FLOPs/byte
-    assert rows[1] == ["NVIDIA H100 80GB HBM3", "matrix_bf16", "989", "3.35", "295.2", "achievable",
+    # the peaks and the ridge (989 / 3.35 = 295.22… FLOPs/byte, rounded by render_report) as given
+    assert rows[1] == ["NVIDIA H100 80GB HBM3", "matrix_bf16", "989.0", "3.35", "295.22", "achievable",
                        "GPU in the trace (deviceProperties)"]  # fmt: skip
 
 
@@ -216,7 +219,7 @@ def test_context_lines(page: str) -> None:
 
 def test_anomalous_efficiency_is_highlighted(page: str) -> None:
     assert '<td class="num anomaly">123.4</td>' in page
-    assert '<td class="num">8.7</td>' in page
+    assert '<td class="num">8.68</td>' in page
 
 
 def test_report_without_sections_says_no_ops() -> None:
@@ -238,7 +241,7 @@ def test_consistency_alert_and_no_findings_reason_render() -> None:
     rows = parse(page).tables["ops-sdpa_fwd"]
     # the trace-2 columns follow the key columns (op … verdict)
     assert rows[0][7:11] == ["verdict", "T2 time ms", "T2 count", "Δ ms (T2 − T1)"]
-    assert rows[1][8:11] == ["1.500", "2", "+0.500"]
+    assert rows[1][8:11] == ["1.5", "2", "+0.5"]  # as given (rounded by their producer), the sign added
     # without a reason the page still says that it does not know why
     bare = render_report_html(ReportContext(title="t", sections=[CategorySection(category="sdpa_fwd", ops=[op])]))
     assert "No findings: the report was not told why." in "".join(parse(bare).text)
