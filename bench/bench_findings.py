@@ -65,6 +65,7 @@ sys.path.insert(0, str(HERE))
 
 import pandas as pd  # noqa: E402
 from bench_server import make_folder  # noqa: E402
+from common import mmm  # noqa: E402
 
 TARGET_S = 5.0  # template and validator at 20,000 rows
 TARGET_VALIDATE_S = 0.5  # validate_findings' work at 20,000 rows (issue 36)
@@ -73,7 +74,7 @@ TARGET_RSS_MB = 1024.0  # every tool at 100,000 rows
 TOOLS = ("render_findings_template", "validate_findings", "render_report")
 CONTROL = "control"  # the floor of reading the metrics JSON once: its bytes read and split into lines
 # what a tool imports when it runs (not to be declared): timed apart, so that `work` is the tool's own
-RUN_IMPORTS = {"validate_findings": ("server.findings.validate", "server.findings.metrics_file", "server.ranks.read")}
+RUN_IMPORTS = {"validate_findings": ("server.findings.validate", "server.folder.metrics_file", "server.ranks.read")}
 
 
 def one_time_folder(root: Path, rows: int) -> Path:
@@ -163,10 +164,6 @@ def run(
         return out
 
 
-def _spread(values: list[float], fmt: str = "{:.2f}") -> str:
-    return "/".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, nargs="+", default=[20_000, 100_000])
@@ -199,12 +196,12 @@ def main() -> int:
                 ok &= rss_ok
                 time_ok = tool in ("render_report", CONTROL) or rows > 20_000 or max(secs) < TARGET_S
                 ok &= time_ok
-                print(f"    {tool:24s} {_spread(secs)} s  peak {_spread(rss, '{:.0f}')} MB "
+                print(f"    {tool:24s} {mmm(secs)} s  peak {mmm(rss, '.0f')} MB "
                       f"[RSS < {TARGET_RSS_MB:.0f} MB: {'PASS' if rss_ok else 'FAIL'}]{ratio}")
             work = res["validate_findings"]["work_s"]
             per_control = [v / c for v, c in zip(work, res[CONTROL]["seconds"], strict=True)]
-            print(f"    validate_findings' work (the call, its run-time imports apart) {_spread(work)} s = "
-                  f"{_spread(per_control)}x the {CONTROL} of the same round")
+            print(f"    validate_findings' work (the call, its run-time imports apart) {mmm(work)} s = "
+                  f"{mmm(per_control)}x the {CONTROL} of the same round")
         ok &= _validate_checks(results)
     print(f"targets (every tool < {TARGET_RSS_MB:.0f} MB peak RSS; template and validate < {TARGET_S:g} s at 20,000 "
           f"rows; validate < {TARGET_VALIDATE_S:g} s at 20,000 rows and flat per row): {'PASS' if ok else 'FAIL'}")
