@@ -10,7 +10,7 @@ is memory-bound C and the tools mostly Python, so that control shows how much of
 machine. Current figures and their dates: bench/README.md; where the time goes: docs/metrics-layout-proposal.md.
 
     .venv/bin/python bench/bench_server.py [--rows 100000] [--runs 3]     over MCP stdio, a fresh server a round
-    .venv/bin/python bench/bench_server.py --stages [--layout L] [--runs 3]   in process, stage by stage
+    .venv/bin/python bench/bench_server.py --stages [--layout L...] [--runs 3]  in process, stage by stage
     .venv/bin/python bench/bench_server.py --in-process                    in process, with a cProfile summary
 
 Default: the server runs as a real stdio subprocess (`sdpa-analyzer serve`) called by the SDK's client, as an agent
@@ -18,7 +18,8 @@ would; each round is the bare read, then a fresh server (nothing cached): comput
 server's peak RSS (VmHWM). `--stages` calls the tools directly `--runs` times (caches cleared) and prints each
 stage's time in units of its round's bare read, the time to write the two output files' bytes again as constant
 data (fsynced: the write floor on this machine) and the metrics JSON's bytes by `operations[]` field. `--layout`
-writes the metrics JSON in another layout to measure what it would save (never what the tools write):
+writes the metrics JSON in other layouts, each once a round after the same bare read, to measure what they would
+save (never what the tools write):
 `no-roofline-block` drops `operations[i].roofline{}` (ours; the same numbers are the roofline CSV's row),
 `proposed` also writes each distinct call chain once (docs/metrics-layout-proposal.md). The contract's own bytes are
 the floor: `--layout no-roofline-block` is the contract without our per-operation block.
@@ -252,8 +253,10 @@ def _other_layout(metrics: Any, table: Any, layout: str) -> Any:
     return Metrics(document, Obj(fields), metrics.rows)
 
 
-def _stages(root: Path, folder: Path, csv: Path, runs: int, layout: str = "contract") -> int:
-    """--stages: where the time of roofline + rank goes, in units of a bare read_csv of the same file."""
+def _stages(root: Path, folder: Path, csv: Path, runs: int, layouts: list[str]) -> int:
+    """--stages: where the time of roofline + rank goes, in units of a bare read_csv of the same file. With several
+    layouts, each round runs the path once per layout after one bare read (in rotating order): their ratios share
+    the round's machine."""
     import importlib
 
     from server.folder import cache as folder_cache
@@ -261,8 +264,8 @@ def _stages(root: Path, folder: Path, csv: Path, runs: int, layout: str = "contr
     from server.scoring import cache as scoring_cache
     from server.tools import call
 
-    spent: dict[str, list[float]] = {}
-    now = [0]  # the round being timed
+    spent: dict[tuple[str, str], list[float]] = {}
+    now: list[Any] = [0, layouts[0]]  # the round and the layout being timed
 
     def timed(module: str, name: str) -> None:
         mod = importlib.import_module(module)
@@ -273,57 +276,65 @@ def _stages(root: Path, folder: Path, csv: Path, runs: int, layout: str = "contr
             try:
                 return inner(*a, **k)
             finally:
-                spent.setdefault(name, [0.0] * runs)[now[0]] += time.perf_counter() - t
+                spent.setdefault((now[1], name), [0.0] * runs)[now[0]] += time.perf_counter() - t
 
         setattr(mod, name, wrapper)
 
     for module, name, _ in _STAGES:
         timed(module, name)
-    if layout != "contract":  # build_metrics as the tool calls it, then the layout (its time counted with the build)
-        ranking = importlib.import_module("server.scoring.ranking")
-        timed_build = ranking.build_metrics
+    ranking = importlib.import_module("server.scoring.ranking")
+    timed_build = ranking.build_metrics
 
-        def build_other(data: Any, table: Any, *a: Any, **k: Any) -> Any:
-            return _other_layout(timed_build(data, table, *a, **k), table, layout)
+    def build(data: Any, table: Any, *a: Any, **k: Any) -> Any:  # another layout's time counted with the build
+        built = timed_build(data, table, *a, **k)
+        return built if now[1] == "contract" else _other_layout(built, table, now[1])
 
-        ranking.build_metrics = build_other
-    bares, totals, floors, controls = [], [], [], []
+    ranking.build_metrics = build
+    bares, controls = [], []
+    totals: dict[str, list[float]] = {layout: [] for layout in layouts}
+    floors: dict[str, list[float]] = {layout: [] for layout in layouts}
+    sizes: dict[str, tuple[float, float]] = {}
+    shares: dict[str, dict[str, float]] = {}
     roof_csv = folder / "category_data" / "sdpa_fwd_roofline.csv"
     metrics = folder / "category_data" / "sdpa_fwd_metrics.json"
     for run in range(runs):
         now[0] = run
-        folder_cache.clear()
-        scoring_cache.clear()
-        roof_csv.unlink(missing_ok=True)
         bares.append(_bare_read(csv))
         controls.append(_python_control() / bares[-1])
-        t = time.perf_counter()
-        for tool in ("compute_roofline", "rank_findings"):
-            call(tool, DataRoots([root]), output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
-        totals.append(time.perf_counter() - t)
-        floors.append(_write_floor(roof_csv.stat().st_size + metrics.stat().st_size, folder))
+        for layout in layouts[run % len(layouts) :] + layouts[: run % len(layouts)]:
+            now[1] = layout
+            folder_cache.clear()
+            scoring_cache.clear()
+            roof_csv.unlink(missing_ok=True)
+            t = time.perf_counter()
+            for tool in ("compute_roofline", "rank_findings"):
+                call(tool, DataRoots([root]), output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
+            totals[layout].append(time.perf_counter() - t)
+            sizes[layout] = (roof_csv.stat().st_size / 1e6, metrics.stat().st_size / 1e6)
+            floors[layout].append(_write_floor(roof_csv.stat().st_size + metrics.stat().st_size, folder))
+            if layout not in shares:
+                shares[layout] = _field_bytes(metrics)
+
     def per_bare(seconds: list[float]) -> str:
         """min / median / max of each round's seconds over that round's bare read."""
         return mmm([x / b for x, b in zip(seconds, bares, strict=True)])
 
-    named = "the contract's metrics layout" if layout == "contract" else f"metrics layout {layout!r} (not the contract)"
-    print(f"{named}; metrics JSON {metrics.stat().st_size / 1e6:.0f} MB")
-    print(f"{runs} rounds in process; bare read_csv {mmm(bares)} s; roofline + rank {mmm(totals)} s = "
-          f"{per_bare(totals)} x the bare read")
-    print(f"python control / the bare read, same rounds: {mmm(controls)}")
-    print("stage (x the bare read of the same round: min / median / max)")
-    accounted = [0.0] * runs
-    for _, name, what in _STAGES:
-        times = spent.get(name, [0.0] * runs)
-        accounted = [a + t for a, t in zip(accounted, times, strict=True)]
-        print(f"  {what:58s} {per_bare(times)}")
-    rest = [t - a for t, a in zip(totals, accounted, strict=True)]
-    print(f"  {'the rest (checks, locks, the results, the page of rows)':58s} {per_bare(rest)}")
-    out_mb = (roof_csv.stat().st_size + metrics.stat().st_size) / 1e6
-    print(f"write floor: {out_mb:.0f} MB of constant bytes written + fsynced right after the round = "
-          f"{per_bare(floors)} x the bare read")
-    print("metrics JSON bytes by operations[] field (share of the file):")
-    print("  " + ", ".join(f"{k} {100 * v:.1f} %" for k, v in list(_field_bytes(metrics).items())[:8]))
+    print(f"{runs} rounds in process; bare read_csv {mmm(bares)} s; python control / the bare read {mmm(controls)}")
+    for layout in layouts:
+        named = "the contract's layout" if layout == "contract" else f"layout {layout!r} (not the contract)"
+        print(f"metrics JSON in {named}: {sizes[layout][1]:.0f} MB; roofline + rank {mmm(totals[layout])} s = "
+              f"{per_bare(totals[layout])} x the bare read")  # fmt: skip
+        accounted = [0.0] * runs
+        for _, name, what in _STAGES:
+            times = spent.get((layout, name), [0.0] * runs)
+            accounted = [a + t for a, t in zip(accounted, times, strict=True)]
+            print(f"  {what:58s} {per_bare(times)}")
+        rest = [t - a for t, a in zip(totals[layout], accounted, strict=True)]
+        print(f"  {'the rest (checks, locks, the results, the page of rows)':58s} {per_bare(rest)}")
+        print(f"  write floor: {sum(sizes[layout]):.0f} MB of constant bytes written + fsynced right after = "
+              f"{per_bare(floors[layout])} x the bare read")  # fmt: skip
+        print("  metrics JSON bytes by operations[] field (share of the file): "
+              + ", ".join(f"{k} {100 * v:.1f} %" for k, v in list(shares[layout].items())[:8]))  # fmt: skip
     return 0
 
 
@@ -335,7 +346,7 @@ def main() -> int:
     ap.add_argument("--stages", action="store_true",
                     help="in process: each stage's time x the bare read, the output files' write floor, the metrics "
                     "JSON's bytes by field (the evidence for the contract proposal)")
-    ap.add_argument("--layout", choices=LAYOUTS, default="contract",
+    ap.add_argument("--layout", choices=LAYOUTS, nargs="+", default=["contract"],
                     help="with --stages: write the metrics JSON without the per-op roofline block, or in the proposed "
                     "layout (also each distinct call chain once), to measure what it buys")
     args = ap.parse_args()
@@ -345,7 +356,7 @@ def main() -> int:
         csv = folder / "category_data" / "sdpa_fwd_ops.csv"
         size_mb = csv.stat().st_size / 1e6
         if args.stages:
-            return _stages(root, folder, csv, args.runs, layout=args.layout)
+            return _stages(root, folder, csv, args.runs, args.layout)
         if args.in_process:
             from server.roots import DataRoots
             from server.tools import call
