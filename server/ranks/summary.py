@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from server.folder import layout
 from server.numbers import finite
 from server.ranks.discover import RankPlan
 from server.ranks.task import RankOutcome
@@ -29,7 +30,7 @@ from server.roots import DataRoots
 from server.vocab import STRAGGLER_RATIO
 from server.writers.atomic import write_json_atomic, write_text_atomic
 
-SUMMARY_JSON = "ranks_summary.json"
+SUMMARY_JSON = layout.RANKS_SUMMARY
 SUMMARY_CSV = "ranks_summary.csv"
 SHAPES_CSV = "ranks_shapes.csv"
 SCHEMA = "sdpa-analyzer/ranks-summary/1"
