@@ -335,6 +335,11 @@ def _stages(root: Path, folder: Path, csv: Path, runs: int, layouts: list[str]) 
               f"{per_bare(floors[layout])} x the bare read")  # fmt: skip
         print("  metrics JSON bytes by operations[] field (share of the file): "
               + ", ".join(f"{k} {100 * v:.1f} %" for k, v in list(shares[layout].items())[:8]))  # fmt: skip
+        if layout != layouts[0]:  # paired within each round: the load of the round falls on both
+            base, json_stage = layouts[0], "write_metrics"
+            whole = [x / y for x, y in zip(totals[layout], totals[base], strict=True)]
+            stage = [x / y for x, y in zip(spent[(layout, json_stage)], spent[(base, json_stage)], strict=True)]
+            print(f"  x {base!r} in the same round: roofline + rank {mmm(whole)}; metrics JSON stage {mmm(stage)}")
     return 0
 
 
