@@ -238,7 +238,7 @@ import gc, json, resource, sys, time, tracemalloc
 from pathlib import Path
 mode, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
 import orjson
-from server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
 
 
 def rss_kb(field):
@@ -286,8 +286,8 @@ def qwen_end_to_end(tmp: Path) -> dict | None:
     """analyze_trace on the Qwen H100 trace, then compute_roofline + rank_findings on its folder (5 runs)."""
     if not QWEN.exists():
         return None
-    from server.ingest.analyze import analyze_trace
-    from server.roots import DataRoots
+    from sdpa_analyzer.server.ingest.analyze import analyze_trace
+    from sdpa_analyzer.server.roots import DataRoots
 
     roots = DataRoots([Path("/"), tmp])
     times, e2e, note = [], [], None
@@ -298,7 +298,7 @@ def qwen_end_to_end(tmp: Path) -> dict | None:
         t1 = time.perf_counter()
         times.append(t1 - t)
         if note is None:
-            from server.tools import call
+            from sdpa_analyzer.server.tools import call
 
             call("compute_roofline", roots, output_dir=str(out), category="sdpa_fwd")
             call("rank_findings", roots, output_dir=str(out), category="sdpa_fwd")
@@ -326,7 +326,7 @@ def _print_qwen(q: dict | None) -> None:
 def _generate(kind: str, events: int, path: Path) -> int:
     if kind == "synthetic":
         try:
-            from server.synthetic import generate_large_trace
+            from sdpa_analyzer.server.synthetic import generate_large_trace
         except ImportError:
             kind = "own"
         else:
@@ -348,7 +348,7 @@ def main() -> int:
         "--generator",
         choices=("synthetic", "own"),
         default="synthetic",
-        help="server.synthetic.generate_large_trace (default) or this script's generator",
+        help="sdpa_analyzer.server.synthetic.generate_large_trace (default) or this script's generator",
     )
     ap.add_argument("--qwen-only", action="store_true", help="skip the generated and the largest real trace")
     ap.add_argument("--generate-to", type=Path, help=argparse.SUPPRESS)  # internal: generate in a child

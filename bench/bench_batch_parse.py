@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from perf_models.literals import parse_literal
-from perf_models.ops.batch import parse_ops_table
-from perf_models.registry import parse_op
+from sdpa_analyzer.perf_models.literals import parse_literal
+from sdpa_analyzer.perf_models.ops.batch import parse_ops_table
+from sdpa_analyzer.perf_models.registry import parse_op
 
 BF16 = "c10::BFloat16"
 Cells = tuple[str, list[Any], str, str]  # name, Input Dims (lists), Input type, Concrete Inputs (strings)

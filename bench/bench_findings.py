@@ -71,7 +71,7 @@ TARGET_RSS_MB = 1024.0  # every tool at 100,000 rows
 TOOLS = ("render_findings_template", "validate_findings", "render_report")
 CONTROL = "control"  # the floor of reading the metrics JSON once: its bytes read and split into lines
 # what a tool imports when it runs (not to be declared): timed apart, so that `work` is the tool's own
-RUN_IMPORTS = {"validate_findings": ("server.findings.validate", "server.folder.metrics_file", "server.ranks.read")}
+RUN_IMPORTS = {"validate_findings": ("sdpa_analyzer.server.findings.validate", "sdpa_analyzer.server.folder.metrics_file", "sdpa_analyzer.server.ranks.read")}
 
 
 def one_time_folder(root: Path, rows: int) -> Path:
@@ -94,8 +94,8 @@ def _arguments(tool: str, folder: Path) -> dict[str, str]:
 
 def child(tool: str, root: str, folder: str) -> None:
     """Run one tool in this (fresh) process; print its wall time and this process's peak RSS as JSON."""
-    from server.roots import DataRoots
-    from server.tools import call
+    from sdpa_analyzer.server.roots import DataRoots
+    from sdpa_analyzer.server.tools import call
 
     roots = DataRoots([Path(root)])
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -145,8 +145,8 @@ def run(
 ) -> dict[str, dict[str, list[float]]]:
     """Per tool: the wall seconds and peak RSS (MB) of each repetition. The template runs first in each round (the
     validator reads the file it writes; the findings file is removed before each template run so it is rewritten)."""
-    from server.roots import DataRoots
-    from server.tools import call
+    from sdpa_analyzer.server.roots import DataRoots
+    from sdpa_analyzer.server.tools import call
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

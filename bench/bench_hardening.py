@@ -28,9 +28,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from server.roots import DataRoots  # noqa: E402
-from server.tools import call  # noqa: E402
-from server.tools.base import ToolFailure  # noqa: E402
+from sdpa_analyzer.server.roots import DataRoots  # noqa: E402
+from sdpa_analyzer.server.tools import call  # noqa: E402
+from sdpa_analyzer.server.tools.base import ToolFailure  # noqa: E402
 from tests.support import FLASH_ROW, kernel_trace, make_folder  # noqa: E402
 
 
@@ -78,7 +78,7 @@ def main() -> int:
         "validate_findings", roots, findings_path=str(findings))))  # fmt: skip
 
     worst = max(worst, padding(tmp, roots, doc))
-    from server.render.markdown import render_markdown
+    from sdpa_analyzer.server.render.markdown import render_markdown
 
     for label, prose in (("report prose of '['*200000 (link brackets)", "[" * 200_000),
                          ("report prose of '`a` '*50000 (code spans)", "`a` " * 50_000)):  # fmt: skip
@@ -105,8 +105,8 @@ def _padded_gz(path: Path, head: bytes, pad: int, tail: bytes) -> None:
 _CHILD = r"""
 import json, sys, time
 from pathlib import Path
-from server.errors import InputError
-from server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
 def hwm():
     return int(next(l for l in open("/proc/self/status") if l.startswith("VmHWM:")).split()[1])
 base = hwm()

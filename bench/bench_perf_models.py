@@ -15,12 +15,12 @@ import time
 
 import numpy as np
 
-from perf_models.assess import assess
-from perf_models.estimate import estimate_work
-from perf_models.hardware import get_gpu
-from perf_models.roofline import roofline
-from perf_models.row_outputs import row_outputs
-from perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.assess import assess
+from sdpa_analyzer.perf_models.estimate import estimate_work
+from sdpa_analyzer.perf_models.hardware import get_gpu
+from sdpa_analyzer.perf_models.roofline import roofline
+from sdpa_analyzer.perf_models.row_outputs import row_outputs
+from sdpa_analyzer.perf_models.table import ConfigTable
 
 
 def random_table(n: int, seed: int = 0) -> ConfigTable:

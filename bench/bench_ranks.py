@@ -48,8 +48,8 @@ CONTROL_FREE = 0.65  # a control ratio above this: the machine did not offer two
 _RUN = """
 import json, sys, time
 from pathlib import Path
-from server.ranks.run import analyze_ranks
-from server.roots import DataRoots
+from sdpa_analyzer.server.ranks.run import analyze_ranks
+from sdpa_analyzer.server.roots import DataRoots
 
 def main():
     traces = sorted(Path(sys.argv[1]).glob("rank_*.json"))
@@ -81,7 +81,7 @@ if __name__ == "__main__":
 # a generated trace), VmHWM starts anew with the exec'd image.
 _ONE = """
 import json, secrets, sys, time
-from server.ranks.task import RankTask, analyze_rank
+from sdpa_analyzer.server.ranks.task import RankTask, analyze_rank
 
 def status_mb(key):
     for line in open("/proc/self/status"):
@@ -149,7 +149,7 @@ def spin_ratio(tasks: int, n: int = 15_000_000) -> float:
 
 def make_traces(n_ranks: int, n_events: int, folder: Path | None = None) -> Path:
     sys.path.insert(0, str(REPO))
-    from server.synthetic import generate_large_trace
+    from sdpa_analyzer.server.synthetic import generate_large_trace
 
     folder = folder or WORK / f"traces-{n_ranks}x{n_events}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -166,10 +166,10 @@ def make_traces(n_ranks: int, n_events: int, folder: Path | None = None) -> Path
 def bench_reduce(n_ranks: int, shapes_per_rank: int = 20) -> None:
     """The summary of a 1,024-rank job from its outcomes alone (no traces): the reduce step's cost."""
     sys.path.insert(0, str(REPO))
-    from server.ranks.discover import RankPlan, TraceRank
-    from server.ranks.summary import build_summary, write_summary
-    from server.ranks.task import RankCategory, RankOutcome, RankShape
-    from server.roots import DataRoots
+    from sdpa_analyzer.server.ranks.discover import RankPlan, TraceRank
+    from sdpa_analyzer.server.ranks.summary import build_summary, write_summary
+    from sdpa_analyzer.server.ranks.task import RankCategory, RankOutcome, RankShape
+    from sdpa_analyzer.server.roots import DataRoots
 
     out = WORK / "reduce"
     out.mkdir(parents=True, exist_ok=True)
@@ -205,7 +205,7 @@ def run_config(traces: Path, engine: str, workers: int) -> dict:
     shutil.rmtree(out, ignore_errors=True)
     if engine == "cli":  # the command as a user runs it: process start, imports, the run, its exit
         script = Path(sys.executable).parent / "sdpa-analyzer"
-        cli = [str(script)] if script.exists() else [sys.executable, "-m", "server.cli.main"]
+        cli = [str(script)] if script.exists() else [sys.executable, "-m", "sdpa_analyzer.server.cli.main"]
         t0 = time.perf_counter()
         cmd = [*cli, "analyze-ranks", str(traces), "-o", str(out), "--workers", str(workers), "--json"]
         proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False, env=_env())

@@ -46,7 +46,7 @@ def _env() -> dict[str, str]:
 
 def _cli() -> list[str]:
     script = Path(sys.executable).parent / "sdpa-analyzer"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "server.cli.main"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "sdpa_analyzer.server.cli.main"]
 
 
 def _timed(*commands: list[str]) -> float:
@@ -80,7 +80,7 @@ def main() -> int:
         root = Path(tmp)
         trace = args.trace or (SHARED_TRACE if SHARED_TRACE.exists() else None)
         if trace is None:
-            from server.synthetic import build_trace, demo_calls, write_trace
+            from sdpa_analyzer.server.synthetic import build_trace, demo_calls, write_trace
 
             trace = root / "demo.json.gz"
             write_trace(build_trace(demo_calls()), trace)

@@ -167,7 +167,7 @@ def _server_peak_rss_mb() -> float | None:
 
 
 async def _over_stdio(root: Path, folder: Path) -> tuple[float, float, dict, dict, float | None]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "server.cli.main", "serve", "--root", str(root)])
+    params = StdioServerParameters(command=sys.executable, args=["-m", "sdpa_analyzer.server.cli.main", "serve", "--root", str(root)])
     async with Client(params) as c:
         args = {"output_dir": str(folder), "category": "sdpa_fwd", "arch": "h100-sxm"}
         t0 = time.perf_counter()
@@ -184,12 +184,12 @@ async def _over_stdio(root: Path, folder: Path) -> tuple[float, float, dict, dic
 
 # the stages of the path, as (module, function): wrapped with a timer for --stages (names as of issue 21)
 _STAGES = (
-    ("server.folder.read", "_read_csv", "read the ops CSV (chunked C parse, repeated cells interned)"),
-    ("server.folder.read", "_parse_literal_columns", "shape literals and kernel summaries"),
-    ("server.scoring.cache", "compute_records", "the perf models over every row"),
-    ("server.scoring.outputs", "write_roofline_table", "render + write the roofline CSV"),
-    ("server.scoring.ranking", "build_metrics", "build the metrics document"),
-    ("server.scoring.outputs", "write_metrics", "render + write the metrics JSON"),
+    ("sdpa_analyzer.server.folder.read", "_read_csv", "read the ops CSV (chunked C parse, repeated cells interned)"),
+    ("sdpa_analyzer.server.folder.read", "_parse_literal_columns", "shape literals and kernel summaries"),
+    ("sdpa_analyzer.server.scoring.cache", "compute_records", "the perf models over every row"),
+    ("sdpa_analyzer.server.scoring.outputs", "write_roofline_table", "render + write the roofline CSV"),
+    ("sdpa_analyzer.server.scoring.ranking", "build_metrics", "build the metrics document"),
+    ("sdpa_analyzer.server.scoring.outputs", "write_metrics", "render + write the metrics JSON"),
 )
 
 
@@ -239,8 +239,8 @@ def _other_layout(metrics: Any, table: Any, layout: str) -> Any:
     without the per-op `roofline` block (the same numbers are the roofline CSV's row `row`), and for `proposed` also
     `operations[i].call_chain` replaced by `call_chain_id` into `sdpa_analyzer.call_chains` (each distinct chain
     once)."""
-    from server.scoring.ranking import Metrics
-    from server.writers.json_columns import Field, Ints, Obj
+    from sdpa_analyzer.server.scoring.ranking import Metrics
+    from sdpa_analyzer.server.writers.json_columns import Field, Ints, Obj
 
     fields, document = [], dict(metrics.document)
     for f in metrics.operations.fields:
@@ -259,10 +259,10 @@ def _stages(root: Path, folder: Path, csv: Path, runs: int, layouts: list[str]) 
     the round's machine."""
     import importlib
 
-    from server.folder import cache as folder_cache
-    from server.roots import DataRoots
-    from server.scoring import cache as scoring_cache
-    from server.tools import call
+    from sdpa_analyzer.server.folder import cache as folder_cache
+    from sdpa_analyzer.server.roots import DataRoots
+    from sdpa_analyzer.server.scoring import cache as scoring_cache
+    from sdpa_analyzer.server.tools import call
 
     spent: dict[tuple[str, str], list[float]] = {}
     now: list[Any] = [0, layouts[0]]  # the round and the layout being timed
@@ -282,7 +282,7 @@ def _stages(root: Path, folder: Path, csv: Path, runs: int, layouts: list[str]) 
 
     for module, name, _ in _STAGES:
         timed(module, name)
-    ranking = importlib.import_module("server.scoring.ranking")
+    ranking = importlib.import_module("sdpa_analyzer.server.scoring.ranking")
     timed_build = ranking.build_metrics
 
     def build(data: Any, table: Any, *a: Any, **k: Any) -> Any:  # another layout's time counted with the build
@@ -363,8 +363,8 @@ def main() -> int:
         if args.stages:
             return _stages(root, folder, csv, args.runs, args.layout)
         if args.in_process:
-            from server.roots import DataRoots
-            from server.tools import call
+            from sdpa_analyzer.server.roots import DataRoots
+            from sdpa_analyzer.server.tools import call
 
             bare = min(_bare_read(csv) for _ in range(2))
             prof = cProfile.Profile()

@@ -51,7 +51,7 @@ def _env() -> dict[str, str]:
 def _cli() -> list[str]:
     """The console script a user runs (beside this interpreter), else the module."""
     script = Path(sys.executable).parent / "sdpa-analyzer"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "server.cli.main"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "sdpa_analyzer.server.cli.main"]
 
 
 def _timed(cmd: list[str]) -> float:

@@ -3,7 +3,7 @@
 No MCP, no file I/O beyond the packaged GPU data files. Usable as a plain library.
 """
 
-from perf_models.config import (
+from sdpa_analyzer.perf_models.config import (
     CAUSAL_BOTTOM_RIGHT,
     CAUSAL_TOP_LEFT,
     NO_MASK,
@@ -16,7 +16,7 @@ from perf_models.config import (
     PagedInfo,
     VarlenInfo,
 )
-from perf_models.errors import ConfigError, PerfModelError, UnknownArchError
+from sdpa_analyzer.perf_models.errors import ConfigError, PerfModelError, UnknownArchError
 
 __all__ = [
     "CAUSAL_BOTTOM_RIGHT",

@@ -24,10 +24,10 @@ from dataclasses import replace
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.assess import Assessment, assess, ideal_time_us, regime_of
-from perf_models.estimate import WorkEstimate, estimate_work
-from perf_models.hardware import GpuSpec
-from perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.assess import Assessment, assess, ideal_time_us, regime_of
+from sdpa_analyzer.perf_models.estimate import WorkEstimate, estimate_work
+from sdpa_analyzer.perf_models.hardware import GpuSpec
+from sdpa_analyzer.perf_models.table import ConfigTable
 
 F64 = NDArray[np.float64]
 ALT_HEAD_DIM = 128

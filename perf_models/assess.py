@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perf_models.bands import (
+from sdpa_analyzer.perf_models.bands import (
     NO_BAND_NOTES,
     NOTE_BOUND,
     NOTE_MIXED,
@@ -63,18 +63,18 @@ from perf_models.bands import (
     family_by_id,
     lookup_bands,
 )
-from perf_models.ceiling import ModelCeilings, model_ceilings
-from perf_models.errors import ConfigError, PerfModelError
-from perf_models.estimate import WorkEstimate
-from perf_models.exp_roof import exponentials, part_exp_roof, three_roofs
-from perf_models.hardware import GpuSpec, Roof, get_gpu
-from perf_models.masks import MASK_NONE, MASK_WINDOW
-from perf_models.objects import as_objects, filled
-from perf_models.roofline import RooflineArrays, roofline
-from perf_models.table import ConfigTable
-from perf_models.terms import BYTES_MODELS
-from perf_models.traffic import decode_rows
-from perf_models.waves import wave_factor
+from sdpa_analyzer.perf_models.ceiling import ModelCeilings, model_ceilings
+from sdpa_analyzer.perf_models.errors import ConfigError, PerfModelError
+from sdpa_analyzer.perf_models.estimate import WorkEstimate
+from sdpa_analyzer.perf_models.exp_roof import exponentials, part_exp_roof, three_roofs
+from sdpa_analyzer.perf_models.hardware import GpuSpec, Roof, get_gpu
+from sdpa_analyzer.perf_models.masks import MASK_NONE, MASK_WINDOW
+from sdpa_analyzer.perf_models.objects import as_objects, filled
+from sdpa_analyzer.perf_models.roofline import RooflineArrays, roofline
+from sdpa_analyzer.perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.terms import BYTES_MODELS
+from sdpa_analyzer.perf_models.traffic import decode_rows
+from sdpa_analyzer.perf_models.waves import wave_factor
 
 F64 = NDArray[np.float64]
 OBJ = NDArray[np.object_]

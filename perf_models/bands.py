@@ -33,7 +33,7 @@ from importlib import resources
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perf_models.errors import PerfModelError
+from sdpa_analyzer.perf_models.errors import PerfModelError
 
 KINDS = ("fwd", "bwd", "decode")
 MASKS = ("none", "causal", "any")

@@ -41,14 +41,14 @@ from importlib import resources
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.config import AttentionConfig, Direction, Mask, MaskKind
-from perf_models.errors import PerfModelError
-from perf_models.estimate import WorkEstimate, estimate_work
-from perf_models.exp_roof import arch_units, exponentials, part_exp_roof
-from perf_models.hardware import GpuSpec, get_gpu
-from perf_models.objects import filled
-from perf_models.table import ConfigTable
-from perf_models.waves import wave_factor
+from sdpa_analyzer.perf_models.config import AttentionConfig, Direction, Mask, MaskKind
+from sdpa_analyzer.perf_models.errors import PerfModelError
+from sdpa_analyzer.perf_models.estimate import WorkEstimate, estimate_work
+from sdpa_analyzer.perf_models.exp_roof import arch_units, exponentials, part_exp_roof
+from sdpa_analyzer.perf_models.hardware import GpuSpec, get_gpu
+from sdpa_analyzer.perf_models.objects import filled
+from sdpa_analyzer.perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.waves import wave_factor
 
 F64 = NDArray[np.float64]
 KERNEL_CLASSES = {

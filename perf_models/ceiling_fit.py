@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.ceiling import (
+from sdpa_analyzer.perf_models.ceiling import (
     KERNEL_CLASSES,
     CalibrationData,
     CallPhysics,

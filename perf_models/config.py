@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from perf_models.dtypes import normalize_dtype
-from perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.dtypes import normalize_dtype
+from sdpa_analyzer.perf_models.errors import ConfigError
 
 
 class Direction(StrEnum):

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perf_models.hardware import GpuSpec, list_gpus, name_matches
+from sdpa_analyzer.perf_models.hardware import GpuSpec, list_gpus, name_matches
 
 MEMORY_BELOW = 0.90  # the reported size may be this far below the nominal one (driver reservation, ECC)
 MEMORY_ABOVE = 1.02

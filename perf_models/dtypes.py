@@ -6,7 +6,7 @@ fp32 attention is not under-counted and fp8 KV caches are not over-counted.
 
 from __future__ import annotations
 
-from perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.errors import ConfigError
 
 # canonical name -> bytes per element
 ELEMENT_SIZE: dict[str, float] = {

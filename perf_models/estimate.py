@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perf_models.config import BwdConvention
-from perf_models.errors import ConfigError
-from perf_models.flops import (
+from sdpa_analyzer.perf_models.config import BwdConvention
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.flops import (
     SeqGroup,
     flops_per_pair,
     paged_pairs,
@@ -22,12 +22,12 @@ from perf_models.flops import (
     paged_window_floor,
     varlen_sequences,
 )
-from perf_models.limits import check_table
-from perf_models.masks import MASK_NONE, TileSums, kept_and_tiles
-from perf_models.objects import filled
-from perf_models.table import ConfigTable
-from perf_models.tiles import default_blocks, normalize_family
-from perf_models.traffic import (
+from sdpa_analyzer.perf_models.limits import check_table
+from sdpa_analyzer.perf_models.masks import MASK_NONE, TileSums, kept_and_tiles
+from sdpa_analyzer.perf_models.objects import filled
+from sdpa_analyzer.perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.tiles import default_blocks, normalize_family
+from sdpa_analyzer.perf_models.traffic import (
     TILED_BWD_MODELS,
     compulsory_bytes,
     compulsory_terms,

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perf_models.errors import PerfModelError
+from sdpa_analyzer.perf_models.errors import PerfModelError
 
 ROOFS = ("tensor", "exp", "hbm")
 F64 = NDArray[np.float64]

@@ -45,10 +45,10 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.config import BwdConvention
-from perf_models.errors import ConfigError
-from perf_models.masks import MASK_WINDOW
-from perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.config import BwdConvention
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.masks import MASK_WINDOW
+from sdpa_analyzer.perf_models.table import ConfigTable
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]

@@ -44,7 +44,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-from perf_models.errors import ConfigError, PerfModelError, UnknownArchError
+from sdpa_analyzer.perf_models.errors import ConfigError, PerfModelError, UnknownArchError
 
 PREFER_CHOICES = ("datasheet", "achievable")
 ROOF_KINDS = ("datasheet", "sustained", "achievable")  # achievable is a roof only for user peaks without a datasheet

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from perf_models.ops.types import AttentionType
+from sdpa_analyzer.perf_models.ops.types import AttentionType
 
 __all__ = [
     "HELPERS_BEFORE_MAIN",

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.errors import ConfigError
 
 MAX_ELEMENTS = 2**53
 MAX_WORK = 2**63 - 1

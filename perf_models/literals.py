@@ -16,7 +16,7 @@ import re
 import tokenize
 from typing import Any
 
-from perf_models.errors import PerfModelError
+from sdpa_analyzer.perf_models.errors import PerfModelError
 
 __all__ = [
     "PLAIN_INT_NEST",

@@ -28,8 +28,8 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perf_models.config import Alignment, Mask, MaskKind
-from perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.config import Alignment, Mask, MaskKind
+from sdpa_analyzer.perf_models.errors import ConfigError
 
 MASK_NONE = 0
 MASK_CAUSAL_TL = 1

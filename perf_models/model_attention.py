@@ -13,16 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from perf_models.assess import assess
-from perf_models.bands import family_by_id
-from perf_models.ceiling import ceiling_params
-from perf_models.config import AttentionConfig, BwdConvention, Direction
-from perf_models.estimate import TILED_BYTES_NOTE, estimate_work
-from perf_models.hardware import GpuSpec
-from perf_models.outputs import MODEL_OUTPUTS
-from perf_models.row_outputs import row_outputs
-from perf_models.table import ConfigTable
-from perf_models.terms import ANOMALY_FLAG_PCT, ANOMALY_PCT
+from sdpa_analyzer.perf_models.assess import assess
+from sdpa_analyzer.perf_models.bands import family_by_id
+from sdpa_analyzer.perf_models.ceiling import ceiling_params
+from sdpa_analyzer.perf_models.config import AttentionConfig, BwdConvention, Direction
+from sdpa_analyzer.perf_models.estimate import TILED_BYTES_NOTE, estimate_work
+from sdpa_analyzer.perf_models.hardware import GpuSpec
+from sdpa_analyzer.perf_models.outputs import MODEL_OUTPUTS
+from sdpa_analyzer.perf_models.row_outputs import row_outputs
+from sdpa_analyzer.perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.terms import ANOMALY_FLAG_PCT, ANOMALY_PCT
 
 
 @dataclass(frozen=True)

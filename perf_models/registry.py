@@ -4,7 +4,7 @@ the batch parser below it never imports upward."""
 
 from __future__ import annotations
 
-from perf_models.ops.registry import (
+from sdpa_analyzer.perf_models.ops.registry import (
     ATTENTION_OP_NAMES,
     GRAPH_PREFIX,
     GRAPH_REPLAY_REASON,

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perf_models.errors import PerfModelError
-from perf_models.terms import ANOMALY_FLAG_PCT, ANOMALY_PCT
+from sdpa_analyzer.perf_models.errors import PerfModelError
+from sdpa_analyzer.perf_models.terms import ANOMALY_FLAG_PCT, ANOMALY_PCT
 
 F64 = NDArray[np.float64]
 

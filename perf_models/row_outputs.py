@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.advice import regimes_by_bytes_model, what_ifs
-from perf_models.assess import Assessment
-from perf_models.estimate import WorkEstimate
-from perf_models.hardware import GpuSpec
-from perf_models.objects import filled
-from perf_models.outputs import MODEL_OUTPUTS
-from perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.advice import regimes_by_bytes_model, what_ifs
+from sdpa_analyzer.perf_models.assess import Assessment
+from sdpa_analyzer.perf_models.estimate import WorkEstimate
+from sdpa_analyzer.perf_models.hardware import GpuSpec
+from sdpa_analyzer.perf_models.objects import filled
+from sdpa_analyzer.perf_models.outputs import MODEL_OUTPUTS
+from sdpa_analyzer.perf_models.table import ConfigTable
 
 
 def row_outputs(table: ConfigTable, work: WorkEstimate, a: Assessment, gpu: GpuSpec,

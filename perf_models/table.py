@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perf_models.config import CAUSAL_BOTTOM_RIGHT, AttentionConfig, Direction, Mask, MaskKind
-from perf_models.dtypes import element_size, matrix_compute_spec
-from perf_models.errors import ConfigError
-from perf_models.masks import MASK_CODES, MASK_WINDOW, mask_code
-from perf_models.objects import filled
+from sdpa_analyzer.perf_models.config import CAUSAL_BOTTOM_RIGHT, AttentionConfig, Direction, Mask, MaskKind
+from sdpa_analyzer.perf_models.dtypes import element_size, matrix_compute_spec
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.masks import MASK_CODES, MASK_WINDOW, mask_code
+from sdpa_analyzer.perf_models.objects import filled
 
 _INT_COLUMNS = (
     "batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v",

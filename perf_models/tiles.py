@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.errors import ConfigError
 
 HEAD_DIM_BUCKETS = (64, 96, 128, 192, 256)
 Tile = tuple[int, int]

@@ -70,9 +70,9 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.errors import ConfigError
-from perf_models.masks import MASK_CAUSAL_TL, MASK_WINDOW, TileSums
-from perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.masks import MASK_CAUSAL_TL, MASK_WINDOW, TileSums
+from sdpa_analyzer.perf_models.table import ConfigTable
 
 F64 = NDArray[np.float64]
 TILED_BWD_MODELS = ("two_pass", "single_pass")

@@ -10,8 +10,8 @@ has a declared condition in `SECTIONS`, and a block inside a section between `<!
 is sent when the condition NAME of `CONDITIONS` holds for the run. `agent.md` serves every run, so it holds all of
 them (each says when it applies).
 
-    python -m prompts.render --write-agent-md   # regenerate agent.md after editing the prompt
-    python -m prompts.render --check            # exit 1 when agent.md is stale
+    python -m sdpa_analyzer.prompts.render --write-agent-md   # regenerate agent.md after editing the prompt
+    python -m sdpa_analyzer.prompts.render --check            # exit 1 when agent.md is stale
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from server.tools import TOOLS
-from server.vocab import CATEGORIES, SCOPES
+from sdpa_analyzer.server.tools import TOOLS
+from sdpa_analyzer.server.vocab import CATEGORIES, SCOPES
 
 PROMPT_FILE = "sdpa_analysis.md"
 FINDINGS_FORMAT_FILE = "findings_format.md"
@@ -51,7 +51,7 @@ AGENT_DESCRIPTION = (
 )
 AGENT_MODEL = "inherit"
 GENERATED_NOTE = (
-    "<!-- Generated from prompts/sdpa_analysis.md by `python -m prompts.render --write-agent-md`; "
+    "<!-- Generated from prompts/sdpa_analysis.md by `python -m sdpa_analyzer.prompts.render --write-agent-md`; "
     "edit the prompt, not this file. -->"
 )
 
@@ -69,7 +69,9 @@ class Run:
 
 
 def _is_rank_folder(run: Run) -> bool:
-    from server.ranks.summary import RANK_FOLDER  # the layout's one name for it (imported when a prompt is rendered)
+    from sdpa_analyzer.server.ranks.summary import (
+        RANK_FOLDER,  # the layout's one name for it (imported when a prompt is rendered)
+    )
 
     name = PureWindowsPath(run.output_dir).name if "\\" in run.output_dir else PurePosixPath(run.output_dir).name
     return RANK_FOLDER.fullmatch(name) is not None
@@ -271,7 +273,7 @@ def agent_md_is_current(path: Path = AGENT_MD_PATH) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m prompts.render", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m sdpa_analyzer.prompts.render", description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write-agent-md", action="store_true", help="regenerate agent.md from the prompt")
     mode.add_argument("--check", action="store_true", help="exit 1 when agent.md differs from the prompt")
@@ -283,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     if agent_md_is_current(args.path):
         print(f"{args.path} is up to date")
         return 0
-    print(f"{args.path} is stale: run `python -m prompts.render --write-agent-md`", file=sys.stderr)
+    print(f"{args.path} is stale: run `python -m sdpa_analyzer.prompts.render --write-agent-md`", file=sys.stderr)
     return 1
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from perf_models.ceiling_fit import fit_params_json, leave_one_gpu_out, logo_markdown
+from sdpa_analyzer.perf_models.ceiling_fit import fit_params_json, leave_one_gpu_out, logo_markdown
 
 TARGET = Path(__file__).resolve().parents[1] / "perf_models" / "data" / "ceiling_params.json"
 

@@ -3,6 +3,6 @@ implementation, which the batch op parser also uses), under the name the server'
 
 from __future__ import annotations
 
-from perf_models.gc_pause import gc_paused
+from sdpa_analyzer.perf_models.gc_pause import gc_paused
 
 __all__ = ["gc_paused"]

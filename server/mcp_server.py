@@ -56,16 +56,16 @@ from mcp.types import (
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, Field
 
-from prompts.render import PromptArgumentError, load_findings_format, render_analysis_prompt
-from server import __version__
-from server.errors import shorten_message
-from server.roots import DataRoots
-from server.schemas import compact_input_schema, output_shape_schema
-from server.tools import TOOLS
-from server.tools.archs import architecture_table
-from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute
-from server.tools.common import canonical_gpu
-from server.vocab import CATEGORY_HELP, SCOPE_HELP
+from sdpa_analyzer.prompts.render import PromptArgumentError, load_findings_format, render_analysis_prompt
+from sdpa_analyzer.server import __version__
+from sdpa_analyzer.server.errors import shorten_message
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.schemas import compact_input_schema, output_shape_schema
+from sdpa_analyzer.server.tools import TOOLS
+from sdpa_analyzer.server.tools.archs import architecture_table
+from sdpa_analyzer.server.tools.base import ToolContext, ToolFailure, ToolSpec, execute
+from sdpa_analyzer.server.tools.common import canonical_gpu
+from sdpa_analyzer.server.vocab import CATEGORY_HELP, SCOPE_HELP
 
 log = logging.getLogger("sdpa_analyzer")
 
@@ -331,13 +331,13 @@ def import_the_analysis() -> None:
     import numpy  # noqa: F401
     import pandas  # noqa: F401
 
-    import server.findings.template
-    import server.findings.validate
-    import server.folder.cache
-    import server.scoring.category
-    import server.scoring.outputs
-    import server.scoring.ranking
-    import server.scoring.records  # noqa: F401
+    import sdpa_analyzer.server.findings.template
+    import sdpa_analyzer.server.findings.validate
+    import sdpa_analyzer.server.folder.cache
+    import sdpa_analyzer.server.scoring.category
+    import sdpa_analyzer.server.scoring.outputs
+    import sdpa_analyzer.server.scoring.ranking
+    import sdpa_analyzer.server.scoring.records  # noqa: F401
 
 
 def start_preload(preload: Callable[[], None]) -> threading.Thread:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from server.errors import InputError, PathOutsideRootsError, shorten_middle
+from sdpa_analyzer.server.errors import InputError, PathOutsideRootsError, shorten_middle
 
 _PATH_SHOWN = 120  # characters of a path quoted in an error (middle elided)
 # A configuration file read whole (a model's config.json, an arch JSON): kilobytes in practice (Llama 3 70B's

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from perf_models.terms import ANOMALY_FLAG_PCT, ANOMALY_PCT, BYTES_MODELS
+from sdpa_analyzer.perf_models.terms import ANOMALY_FLAG_PCT, ANOMALY_PCT, BYTES_MODELS
 
 # ---- attention categories ------------------------------------------------------------------------
 # A category is one `<cat>_ops.csv` of the analysis folder (docs/formats.md). The display name is what an

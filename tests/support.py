@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perf_models.config import AttentionConfig
-from perf_models.dtypes import matrix_compute_spec
-from perf_models.errors import ConfigError
-from perf_models.ops.batch import ParsedTable, parse_ops_table
-from perf_models.registry import parse_op
-from perf_models.table import ConfigTable
-from server.ranks.task import RankOutcome, RankTask, analyze_rank
+from sdpa_analyzer.perf_models.config import AttentionConfig
+from sdpa_analyzer.perf_models.dtypes import matrix_compute_spec
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.ops.batch import ParsedTable, parse_ops_table
+from sdpa_analyzer.perf_models.registry import parse_op
+from sdpa_analyzer.perf_models.table import ConfigTable
+from sdpa_analyzer.server.ranks.task import RankOutcome, RankTask, analyze_rank
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("SDPA_SHARED_DIR", REPO.parent / "shared"))
@@ -361,7 +361,7 @@ def fill_findings(skeleton: str, metrics: dict[str, Any]) -> str:
     from the metrics JSON's numbers and names (each copied as the JSON writes it) and the contract's words: the slot
     kind comes from the label its line starts with, the facts from the finding of the region (P-item or block) the
     slot sits in. A slot the helper does not know gets a sentence without numbers."""
-    from server.findings.metrics_view import finding_operation_indices, view_metrics
+    from sdpa_analyzer.server.findings.metrics_view import finding_operation_indices, view_metrics
 
     view = view_metrics(metrics)
     findings = {f.rank: f for f in view.findings}
@@ -470,7 +470,7 @@ def _identification(finding: Any, op: dict[str, Any], impl: str) -> str:
 def run_cli(capsys: Any, *argv: str) -> tuple[int, str, str]:
     """One `sdpa-analyzer` command in this process: its exit code (argparse's usage errors included) and what it
     printed on stdout and stderr (read from pytest's capsys)."""
-    from server.cli.main import main
+    from sdpa_analyzer.server.cli.main import main
 
     try:
         rc = main(list(argv))

@@ -28,8 +28,8 @@ OP_MODULE = '''"""A library the guide adds: one attention op (BNHD, q/k/v first,
 
 from __future__ import annotations
 
-from perf_models.ops.specs.base import FWD, OpSpec, Signature, op_specs
-from perf_models.ops.types import AttentionType, CausalRule, Layout
+from sdpa_analyzer.perf_models.ops.specs.base import FWD, OpSpec, Signature, op_specs
+from sdpa_analyzer.perf_models.ops.types import AttentionType, CausalRule, Layout
 
 GUIDELIB = "guidelib"
 SPECS: list[OpSpec] = []
@@ -57,8 +57,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from server.results import ResultModel
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from sdpa_analyzer.server.results import ResultModel
+from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
 
 
 class EchoInput(ToolInput):
@@ -168,8 +168,8 @@ def test_a_new_op_and_a_new_gpu_flow_to_compute_roofline(copy: Path, tmp_path: P
     path.write_text(json.dumps(trace))
     out = _run(copy, f"""
         import json
-        from server.roots import DataRoots
-        from server.tools import call
+        from sdpa_analyzer.server.roots import DataRoots
+        from sdpa_analyzer.server.tools import call
         roots = DataRoots([{str(tmp_path)!r}])
         call("analyze_trace", roots, trace_path={str(path)!r}, output_dir={str(tmp_path / "out")!r})
         r = call("compute_roofline", roots, output_dir={str(tmp_path / "out")!r}, category="sdpa_fwd")
@@ -188,8 +188,8 @@ def test_a_new_paged_op_lands_in_inferenceattention(copy: Path, tmp_path: Path) 
     path = tmp_path / "p.json"
     path.write_text(json.dumps(trace))
     out = _run(copy, f"""
-        from server.roots import DataRoots
-        from server.tools import call
+        from sdpa_analyzer.server.roots import DataRoots
+        from sdpa_analyzer.server.tools import call
         roots = DataRoots([{str(tmp_path)!r}])
         res = call("analyze_trace", roots, trace_path={str(path)!r}, output_dir={str(tmp_path / "paged")!r})
         print([c.name for c in res.categories])
@@ -199,8 +199,8 @@ def test_a_new_paged_op_lands_in_inferenceattention(copy: Path, tmp_path: Path) 
 
 def test_a_new_band_is_the_verdict_on_its_gpu(copy: Path) -> None:
     out = _run(copy, f"""
-        from server.roots import DataRoots
-        from server.tools import call
+        from sdpa_analyzer.server.roots import DataRoots
+        from sdpa_analyzer.server.tools import call
         r = call("model_attention", DataRoots(["/"]), batch=8, heads_q=16, seq_q=4096, head_dim=128,
                  arch={GPU_KEY!r}, measured_us=2000.0)
         print(r.band.id if r.band else None, r.peaks.gpu_key)
@@ -212,8 +212,8 @@ def test_a_new_tool_reaches_the_cli_and_the_mcp_listing(copy: Path) -> None:
     out = _run(copy, """
         import anyio
         from mcp import Client
-        from server.cli.main import main
-        from server.mcp_server import create_server
+        from sdpa_analyzer.server.cli.main import main
+        from sdpa_analyzer.server.mcp_server import create_server
         assert main(["guide-echo", "hello", "--json"]) == 0
 
         async def listed() -> list[str]:
@@ -305,8 +305,8 @@ def test_a_new_lever_reaches_the_metrics_and_the_template(copy: Path, tmp_path: 
     out = _run(copy, f"""
         import json
         from pathlib import Path
-        from server.roots import DataRoots
-        from server.tools import call
+        from sdpa_analyzer.server.roots import DataRoots
+        from sdpa_analyzer.server.tools import call
         roots = DataRoots([{str(tmp_path)!r}])
         call("compute_roofline", roots, output_dir={str(folder)!r}, category="sdpa_fwd")
         call("rank_findings", roots, output_dir={str(folder)!r}, category="sdpa_fwd")

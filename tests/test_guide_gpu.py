@@ -65,7 +65,7 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # step 5: regenerate the docs table as the guide says
     _run(root, """
         from pathlib import Path
-        from server.tools.archs import TABLE_BEGIN, TABLE_END, markdown_table
+        from sdpa_analyzer.server.tools.archs import TABLE_BEGIN, TABLE_END, markdown_table
         page = Path("docs/gpus.md")
         text = page.read_text(encoding="utf-8")
         start, end = text.index(TABLE_BEGIN), text.index(TABLE_END) + len(TABLE_END)
@@ -88,7 +88,7 @@ def test_the_guide_walks_through_adding_a_gpu() -> None:
 def test_the_new_gpu_is_identified_from_device_properties(copy: Path) -> None:
     out = _run(copy, """
         import json
-        from perf_models.devices import identify_device
+        from sdpa_analyzer.perf_models.devices import identify_device
         props = {"totalGlobalMem": 61 * 2**30, "numSms": 100, "computeMajor": 9, "computeMinor": 0, "warpSize": 32}
         named = identify_device({**props, "name": "Guide Accelerator 64GB"})
         unknown = identify_device({**props, "name": "GA-64 engineering sample"})
@@ -108,8 +108,8 @@ def test_the_new_gpu_is_scored_against_its_datasheet_roofs(copy: Path, tmp_path:
     out = _run(copy, f"""
         import json
         from pathlib import Path
-        from server.roots import DataRoots
-        from server.tools import call
+        from sdpa_analyzer.server.roots import DataRoots
+        from sdpa_analyzer.server.tools import call
         from tests.support import kernel_trace
         roots = DataRoots(["/"])
         m = call("model_attention", roots, batch=4, heads_q=16, seq_q=4096, head_dim=128, arch={KEY!r},

@@ -25,18 +25,18 @@ PACKAGES = ("perf_models", "server", "prompts")
 LAYERS: dict[str, int] = {
     "perf_models": 0,
     "server": 1,  # server/__init__ and the basics at the package's top level (errors, roots, vocab, numbers, ...)
-    "server.writers": 2,
-    "server.folder": 3,
-    "server.findings": 3,
-    "server.render": 3,
-    "server.ingest": 4,
-    "server.synthetic": 4,
-    "server.scoring": 4,
-    "server.ranks": 5,  # many rank traces: runs ingest + scoring per rank, reduces the ranks' results
-    "server.tools": 6,
+    "sdpa_analyzer.server.writers": 2,
+    "sdpa_analyzer.server.folder": 3,
+    "sdpa_analyzer.server.findings": 3,
+    "sdpa_analyzer.server.render": 3,
+    "sdpa_analyzer.server.ingest": 4,
+    "sdpa_analyzer.server.synthetic": 4,
+    "sdpa_analyzer.server.scoring": 4,
+    "sdpa_analyzer.server.ranks": 5,  # many rank traces: runs ingest + scoring per rank, reduces the ranks' results
+    "sdpa_analyzer.server.tools": 6,
     "prompts": 7,
-    "server.mcp_server": 8,
-    "server.cli": 9,
+    "sdpa_analyzer.server.mcp_server": 8,
+    "sdpa_analyzer.server.cli": 9,
 }
 MAX_MODULE_LINES = 900
 
@@ -108,15 +108,15 @@ def test_only_the_cli_imports_the_cli() -> None:
     bad = [
         f"{path.relative_to(REPO)}:{line}"
         for name, path in MODULES.items()
-        if not name.startswith("server.cli")
+        if not name.startswith("sdpa_analyzer.server.cli")
         for target, line in _imports(path)
-        if target == "server.cli" or target.startswith("server.cli.")
+        if target == "sdpa_analyzer.server.cli" or target.startswith("sdpa_analyzer.server.cli.")
     ]
     assert not bad, bad
 
 
 @pytest.mark.parametrize(
-    ("library", "allowed"), [("mcp", ("server.mcp_server",)), ("argparse", ("server.cli", "prompts"))]
+    ("library", "allowed"), [("mcp", ("sdpa_analyzer.server.mcp_server",)), ("argparse", ("sdpa_analyzer.server.cli", "prompts"))]
 )
 def test_protocol_and_argparse_stay_at_the_top(library: str, allowed: tuple[str, ...]) -> None:
     bad = [
@@ -248,7 +248,7 @@ def test_analysis_folder_paths_are_spelled_only_in_layout() -> None:
     bad = [
         f"{path.relative_to(REPO)}:{line} {text!r}"
         for name, path in MODULES.items()
-        if name != "server.folder.layout"
+        if name != "sdpa_analyzer.server.folder.layout"
         for text, line in _code_strings(path)
         if not any(c.isspace() for c in text) and _FOLDER_PATH.search(text)
     ]
@@ -262,7 +262,7 @@ def test_thresholds_live_in_vocab_or_perf_models() -> None:
     """Module-level numeric thresholds of verdicts and ranking are defined in server/vocab.py or perf_models only."""
     bad = []
     for name, path in MODULES.items():
-        if name.startswith("perf_models") or name == "server.vocab":
+        if name.startswith("perf_models") or name == "sdpa_analyzer.server.vocab":
             continue
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
@@ -277,7 +277,7 @@ def test_thresholds_live_in_vocab_or_perf_models() -> None:
 
 
 def test_no_tool_imports_another_tool() -> None:
-    tools = {n for n, p in MODULES.items() if n.startswith("server.tools.") and "TOOL = ToolSpec(" in p.read_text()}
+    tools = {n for n, p in MODULES.items() if n.startswith("sdpa_analyzer.server.tools.") and "TOOL = ToolSpec(" in p.read_text()}
     bad = [
         f"{MODULES[name].relative_to(REPO)}:{line} imports {target}"
         for name in sorted(tools)
@@ -311,12 +311,12 @@ def test_no_subpackage_imports_a_module_above_it_that_imports_the_subpackage() -
 # read the metrics JSON through server.findings and the trace's deviceProperties through server.ingest (issue 35):
 # both readers now sit where they are used (server.folder.metrics_file, server.scoring.device).
 ROOMS_USED: dict[str, frozenset[str]] = {
-    "server.folder": frozenset(),
-    "server.synthetic": frozenset(),
-    "server.findings": frozenset({"server.folder"}),
-    "server.render": frozenset({"server.findings"}),
-    "server.ingest": frozenset({"server.folder"}),
-    "server.scoring": frozenset({"server.folder", "server.render"}),
+    "sdpa_analyzer.server.folder": frozenset(),
+    "sdpa_analyzer.server.synthetic": frozenset(),
+    "sdpa_analyzer.server.findings": frozenset({"sdpa_analyzer.server.folder"}),
+    "sdpa_analyzer.server.render": frozenset({"sdpa_analyzer.server.findings"}),
+    "sdpa_analyzer.server.ingest": frozenset({"sdpa_analyzer.server.folder"}),
+    "sdpa_analyzer.server.scoring": frozenset({"sdpa_analyzer.server.folder", "sdpa_analyzer.server.render"}),
 }
 
 
@@ -341,7 +341,7 @@ def test_the_metrics_json_is_read_through_one_reader() -> None:
     bad = [
         f"{path.relative_to(REPO)}:{node.lineno} imports open_streamed from {node.module}"
         for name, path in MODULES.items()
-        if name != "server.folder.metrics_file"
+        if name != "sdpa_analyzer.server.folder.metrics_file"
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if isinstance(node, ast.ImportFrom) and any(alias.name == "open_streamed" for alias in node.names)
     ]

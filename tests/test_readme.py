@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from server.cli.main import build_parser
-from server.tools import TOOLS
+from sdpa_analyzer.server.cli.main import build_parser
+from sdpa_analyzer.server.tools import TOOLS
 from tests.support import REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -122,8 +122,8 @@ def test_the_findings_page_example_passes_the_validator_on_its_trace(tmp_path: P
     its block replaces the template's P-item (the rest filled by tests.support.fill_findings)."""
     import json
 
-    from server.roots import DataRoots
-    from server.tools import call
+    from sdpa_analyzer.server.roots import DataRoots
+    from sdpa_analyzer.server.tools import call
     from tests.support import TRACES, fill_findings, need
 
     trace = need(TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz")

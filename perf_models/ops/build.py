@@ -7,18 +7,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perf_models.config import Alignment, AttentionConfig, Direction, Mask, MaskKind, PagedInfo, VarlenInfo
-from perf_models.dtypes import matrix_compute_spec
-from perf_models.errors import ConfigError
-from perf_models.ops import perf_params as pp
-from perf_models.ops.choice import Choice, choose_signature
-from perf_models.ops.mla import latent_head_dim_v
-from perf_models.ops.roles import window_list
-from perf_models.ops.row import Row, is_blank
-from perf_models.ops.specs import ATEN_EFFICIENT, FLASH_MLA, TRANSFORMER_ENGINE, VLLM, OpSpec, Signature
-from perf_models.ops.types import AttentionType, CausalRule, Layout, RowError
-from perf_models.ops.vllm import StepTokens, paged_info, step_tokens
-from perf_models.traffic import flashmla_fp8_token_bytes
+from sdpa_analyzer.perf_models.config import (
+    Alignment,
+    AttentionConfig,
+    Direction,
+    Mask,
+    MaskKind,
+    PagedInfo,
+    VarlenInfo,
+)
+from sdpa_analyzer.perf_models.dtypes import matrix_compute_spec
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.ops import perf_params as pp
+from sdpa_analyzer.perf_models.ops.choice import Choice, choose_signature
+from sdpa_analyzer.perf_models.ops.mla import latent_head_dim_v
+from sdpa_analyzer.perf_models.ops.roles import window_list
+from sdpa_analyzer.perf_models.ops.row import Row, is_blank
+from sdpa_analyzer.perf_models.ops.specs import ATEN_EFFICIENT, FLASH_MLA, TRANSFORMER_ENGINE, VLLM, OpSpec, Signature
+from sdpa_analyzer.perf_models.ops.types import AttentionType, CausalRule, Layout, RowError
+from sdpa_analyzer.perf_models.ops.vllm import StepTokens, paged_info, step_tokens
+from sdpa_analyzer.perf_models.traffic import flashmla_fp8_token_bytes
 
 _ALIGN = {CausalRule.BOTTOM_RIGHT: Alignment.BOTTOM_RIGHT, CausalRule.TOP_LEFT: Alignment.TOP_LEFT}
 # aten mem-efficient custom_mask_type: 0 none, 1 causal from top-left, 2 causal from bottom-right

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perf_models.ops.infer import Inference, infer_signature
-from perf_models.ops.roles import misfit
-from perf_models.ops.row import Row
-from perf_models.ops.specs import OpSpec, Signature
-from perf_models.ops.types import RowError
+from sdpa_analyzer.perf_models.ops.infer import Inference, infer_signature
+from sdpa_analyzer.perf_models.ops.roles import misfit
+from sdpa_analyzer.perf_models.ops.row import Row
+from sdpa_analyzer.perf_models.ops.specs import OpSpec, Signature
+from sdpa_analyzer.perf_models.ops.types import RowError
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,12 +30,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.config import Direction
-from perf_models.literals import LiteralParseError, parse_bool_str, parse_float_str, parse_int_str
-from perf_models.ops.roles import is_attention_dtype, is_index_dtype, window_list
-from perf_models.ops.row import Row, is_blank
-from perf_models.ops.specs import TRANSFORMER_ENGINE, VLLM, OpSpec, Signature
-from perf_models.ops.types import AttentionType, CausalRule, Layout
+from sdpa_analyzer.perf_models.config import Direction
+from sdpa_analyzer.perf_models.literals import LiteralParseError, parse_bool_str, parse_float_str, parse_int_str
+from sdpa_analyzer.perf_models.ops.roles import is_attention_dtype, is_index_dtype, window_list
+from sdpa_analyzer.perf_models.ops.row import Row, is_blank
+from sdpa_analyzer.perf_models.ops.specs import TRANSFORMER_ENGINE, VLLM, OpSpec, Signature
+from sdpa_analyzer.perf_models.ops.types import AttentionType, CausalRule, Layout
 
 _TE_MASKS = frozenset(
     {"no_mask", "padding", "causal", "padding_causal", "causal_bottom_right", "padding_causal_bottom_right",

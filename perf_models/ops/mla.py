@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from perf_models.ops.types import RowError
+from sdpa_analyzer.perf_models.ops.types import RowError
 
 # DeepSeek-V2/V3 config.json: kv_lora_rank 512, qk_rope_head_dim 64 (FlashMLA's head_dim 576, head_dim_v 512)
 DEEPSEEK_LATENT = (576, 512)

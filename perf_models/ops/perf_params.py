@@ -12,10 +12,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from perf_models.config import Alignment, Direction, Mask, MaskKind
-from perf_models.dtypes import try_normalize_dtype
-from perf_models.literals import LiteralParseError, parse_literal
-from perf_models.ops.types import AttentionType, RowError
+from sdpa_analyzer.perf_models.config import Alignment, Direction, Mask, MaskKind
+from sdpa_analyzer.perf_models.dtypes import try_normalize_dtype
+from sdpa_analyzer.perf_models.literals import LiteralParseError, parse_literal
+from sdpa_analyzer.perf_models.ops.types import AttentionType, RowError
 
 SHAPE_KEYS = ("B", "N_Q", "H_Q", "N_KV", "H_KV", "d_h_qk", "d_h_v")
 

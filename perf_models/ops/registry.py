@@ -26,12 +26,12 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from perf_models.config import AttentionConfig, Direction
-from perf_models.ops import perf_params as pp
-from perf_models.ops.build import Built, build_from_perf_params, build_from_row
-from perf_models.ops.perf_params import SHAPE_KEYS, as_mapping
-from perf_models.ops.row import Row
-from perf_models.ops.specs import (
+from sdpa_analyzer.perf_models.config import AttentionConfig, Direction
+from sdpa_analyzer.perf_models.ops import perf_params as pp
+from sdpa_analyzer.perf_models.ops.build import Built, build_from_perf_params, build_from_row
+from sdpa_analyzer.perf_models.ops.perf_params import SHAPE_KEYS, as_mapping
+from sdpa_analyzer.perf_models.ops.row import Row
+from sdpa_analyzer.perf_models.ops.specs import (
     SPEC_BY_NAME,
     UNFUSED_BWD,
     UNFUSED_BWD_PREFIX,
@@ -40,7 +40,15 @@ from perf_models.ops.specs import (
     OpSpec,
     Signature,
 )
-from perf_models.ops.types import GRAPH_PREFIX, GRAPH_REPLAY_REASON, AttentionType, CausalRule, Layout, RowError, Source
+from sdpa_analyzer.perf_models.ops.types import (
+    GRAPH_PREFIX,
+    GRAPH_REPLAY_REASON,
+    AttentionType,
+    CausalRule,
+    Layout,
+    RowError,
+    Source,
+)
 
 __all__ = [
     "ATTENTION_OP_NAMES",

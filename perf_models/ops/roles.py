@@ -12,10 +12,16 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from perf_models.dtypes import try_normalize_dtype
-from perf_models.literals import LiteralParseError, parse_bool_str, parse_float_str, parse_int_str, parse_literal
-from perf_models.ops.row import Row, is_blank
-from perf_models.ops.specs import Signature
+from sdpa_analyzer.perf_models.dtypes import try_normalize_dtype
+from sdpa_analyzer.perf_models.literals import (
+    LiteralParseError,
+    parse_bool_str,
+    parse_float_str,
+    parse_int_str,
+    parse_literal,
+)
+from sdpa_analyzer.perf_models.ops.row import Row, is_blank
+from sdpa_analyzer.perf_models.ops.specs import Signature
 
 # element types of index / flag tensors (cu_seqlens, page tables, masks): never q, k, v, dout or out
 INDEX_DTYPES = frozenset({"int32", "int64", "bool"})

@@ -6,9 +6,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from perf_models.dtypes import try_normalize_dtype
-from perf_models.literals import LiteralParseError, parse_bool_str, parse_float_str, parse_int_str, parse_literal
-from perf_models.ops.types import RowError
+from sdpa_analyzer.perf_models.dtypes import try_normalize_dtype
+from sdpa_analyzer.perf_models.literals import (
+    LiteralParseError,
+    parse_bool_str,
+    parse_float_str,
+    parse_int_str,
+    parse_literal,
+)
+from sdpa_analyzer.perf_models.ops.types import RowError
 
 Dims = tuple[int, ...]
 

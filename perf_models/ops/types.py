@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from perf_models.errors import PerfModelError
+from sdpa_analyzer.perf_models.errors import PerfModelError
 
 
 class Layout(StrEnum):

@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from perf_models.config import PagedInfo
-from perf_models.errors import ConfigError
-from perf_models.ops.perf_params import optional_int
-from perf_models.ops.types import RowError
+from sdpa_analyzer.perf_models.config import PagedInfo
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.ops.perf_params import optional_int
+from sdpa_analyzer.perf_models.ops.types import RowError
 
 # execute_context_<n_ctx>(<sum q>_<sum q^2>)_generation_<n_gen>(<numbers>)
 _ANNOTATION = re.compile(r"context_(\d+)\(([\d_]*)\)_generation_(\d+)\(([\d_]*)\)")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from server.cli.human import human_rank, human_roofline
-from server.cli.wording import cli_words
-from server.errors import InputError
-from server.roots import DataRoots
-from server.synthetic import build_trace, demo_calls, write_trace
-from server.tools import call
+from sdpa_analyzer.server.cli.human import human_rank, human_roofline
+from sdpa_analyzer.server.cli.wording import cli_words
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.synthetic import build_trace, demo_calls, write_trace
+from sdpa_analyzer.server.tools import call
 
 DEMO_MARKER = ".sdpa-analyzer-demo"  # only a folder holding this (one the demo wrote) is emptied on a re-run
 

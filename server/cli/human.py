@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from server.scoring.fields import BY_NAME
-from server.vocab import (
+from sdpa_analyzer.server.scoring.fields import BY_NAME
+from sdpa_analyzer.server.vocab import (
     ANOMALY_FLAG_PCT,
     BOUND_LEGEND,
     BOUND_MARKS,

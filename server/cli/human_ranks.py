@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from server.cli.human import fmt, plural, short_op, table
-from server.vocab import STRAGGLER_RATIO
+from sdpa_analyzer.server.cli.human import fmt, plural, short_op, table
+from sdpa_analyzer.server.vocab import STRAGGLER_RATIO
 
 SAME_TIME = 0.005  # a category straggler whose one straggling shape takes its whole time (within 0.5 %) is one line
 

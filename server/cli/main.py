@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from server import __version__
-from server.cli.options import (
+from sdpa_analyzer.server import __version__
+from sdpa_analyzer.server.cli.options import (
     ALL_CATEGORIES,
     add_field_options,
     add_positionals,
@@ -34,15 +34,15 @@ from server.cli.options import (
     settings_from,
     tool_arguments,
 )
-from server.cli.output import human_text, print_json, print_text
-from server.cli.pipeline import add_run_command
-from server.cli.progress import ProgressBar
-from server.cli.wording import cli_words
-from server.errors import InputError, os_error_message, shorten_message
-from server.ranks.children import Stopped, stop_children, stop_on_signals
-from server.tools import TOOLS
-from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute
-from server.vocab import CATEGORIES
+from sdpa_analyzer.server.cli.output import human_text, print_json, print_text
+from sdpa_analyzer.server.cli.pipeline import add_run_command
+from sdpa_analyzer.server.cli.progress import ProgressBar
+from sdpa_analyzer.server.cli.wording import cli_words
+from sdpa_analyzer.server.errors import InputError, os_error_message, shorten_message
+from sdpa_analyzer.server.ranks.children import Stopped, stop_children, stop_on_signals
+from sdpa_analyzer.server.tools import TOOLS
+from sdpa_analyzer.server.tools.base import ToolContext, ToolFailure, ToolSpec, execute
+from sdpa_analyzer.server.vocab import CATEGORIES
 
 EXIT_OK, EXIT_INVALID, EXIT_INPUT = 0, 1, 2
 log = logging.getLogger("sdpa_analyzer")
@@ -98,7 +98,7 @@ def run_tool_command(args: argparse.Namespace) -> int:
 
 # ------------------------------------------------------------------ serve and demo
 def cmd_serve(args: argparse.Namespace) -> int:
-    from server.mcp_server import create_server, run_stdio  # only `serve` needs the MCP server loaded
+    from sdpa_analyzer.server.mcp_server import create_server, run_stdio  # only `serve` needs the MCP server loaded
 
     roots = [Path(r) for r in args.root] if args.root else [Path.cwd()]
     for r in roots:
@@ -119,7 +119,7 @@ def serve_http(server: Any, host: str, port: int) -> None:
 
     import uvicorn
 
-    from server.mcp_server import http_app, is_loopback
+    from sdpa_analyzer.server.mcp_server import http_app, is_loopback
 
     if not is_loopback(host):
         print(
@@ -162,7 +162,7 @@ def serve_http(server: Any, host: str, port: int) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from server.cli.demo import run_demo
+    from sdpa_analyzer.server.cli.demo import run_demo
 
     return run_demo(Path(args.output_dir))
 

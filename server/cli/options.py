@@ -17,11 +17,11 @@ from typing import Any, Literal
 
 from pydantic.fields import FieldInfo
 
-from server.cli.wording import cli_words, flag
-from server.roots import DataRoots
-from server.tools import TOOLS
-from server.tools.base import Setting, ToolSpec
-from server.vocab import CATEGORIES
+from sdpa_analyzer.server.cli.wording import cli_words, flag
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.tools import TOOLS
+from sdpa_analyzer.server.tools.base import Setting, ToolSpec
+from sdpa_analyzer.server.vocab import CATEGORIES
 
 ALL_CATEGORIES = "all"  # a category positional's value meaning "each category in turn"
 

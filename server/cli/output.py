@@ -7,10 +7,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from server.cli.human import render
-from server.cli.human_ranks import RANK_RENDERERS
-from server.cli.wording import cli_words
-from server.errors import printable
+from sdpa_analyzer.server.cli.human import render
+from sdpa_analyzer.server.cli.human_ranks import RANK_RENDERERS
+from sdpa_analyzer.server.cli.wording import cli_words
+from sdpa_analyzer.server.errors import printable
 
 
 def human_text(tool_name: str, result: BaseModel) -> str:

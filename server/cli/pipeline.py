@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from server.cli.options import (
+from sdpa_analyzer.server.cli.options import (
     add_field_options,
     add_positionals,
     add_root_option,
@@ -26,14 +26,14 @@ from server.cli.options import (
     settings_from,
     tool_arguments,
 )
-from server.cli.output import human_text, print_json, print_text
-from server.cli.progress import ProgressBar
-from server.cli.wording import PROG, cli_words
-from server.errors import InputError
-from server.ingest.result import AnalyzeResult
-from server.tools import TOOLS_BY_NAME
-from server.tools.base import ToolContext, ToolFailure, ToolSpec, execute, parse_input
-from server.vocab import CATEGORIES, COMPARATIVE
+from sdpa_analyzer.server.cli.output import human_text, print_json, print_text
+from sdpa_analyzer.server.cli.progress import ProgressBar
+from sdpa_analyzer.server.cli.wording import PROG, cli_words
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.ingest.result import AnalyzeResult
+from sdpa_analyzer.server.tools import TOOLS_BY_NAME
+from sdpa_analyzer.server.tools.base import ToolContext, ToolFailure, ToolSpec, execute, parse_input
+from sdpa_analyzer.server.vocab import CATEGORIES, COMPARATIVE
 
 COMMAND = "run"
 ANALYZE = "analyze_trace"

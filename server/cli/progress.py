@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from server.errors import printable
+from sdpa_analyzer.server.errors import printable
 
 
 class ProgressBar:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from server.tools import TOOLS
+from sdpa_analyzer.server.tools import TOOLS
 
 PROG = "sdpa-analyzer"
 

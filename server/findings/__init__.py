@@ -27,13 +27,13 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in ("MetricsFormatError", "load_metrics"):
-        from server.findings import metrics_view as module
+        from sdpa_analyzer.server.findings import metrics_view as module
     elif name in ("FindingError", "ValidationReport"):
-        from server.findings import models as module
+        from sdpa_analyzer.server.findings import models as module
     elif name in ("render_error_file", "render_findings_template", "render_no_data_file"):
-        from server.findings import template as module
+        from sdpa_analyzer.server.findings import template as module
     elif name in ("find_metrics_for", "validate_findings_file", "validate_findings_text"):
-        from server.findings import validate as module
+        from sdpa_analyzer.server.findings import validate as module
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(module, name)

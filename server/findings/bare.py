@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import re
 
-from server.findings.document import Collector
-from server.findings.grounding import Number
-from server.findings.prose import Run
-from server.findings.references import MASK, RefTable
-from server.findings.spec import CONTRACT_NUMBERS
-from server.vocab import NUMBER_WORDS, UNIT_AFTER_REFERENCE
+from sdpa_analyzer.server.findings.document import Collector
+from sdpa_analyzer.server.findings.grounding import Number
+from sdpa_analyzer.server.findings.prose import Run
+from sdpa_analyzer.server.findings.references import MASK, RefTable
+from sdpa_analyzer.server.findings.spec import CONTRACT_NUMBERS
+from sdpa_analyzer.server.vocab import NUMBER_WORDS, UNIT_AFTER_REFERENCE
 
 _WORDS = re.compile(NUMBER_WORDS, re.IGNORECASE)
 _UNIT_AFTER_MASK = re.compile(re.escape(MASK) + r"\s*(?:" + UNIT_AFTER_REFERENCE + r")(?![\w/])", re.IGNORECASE)

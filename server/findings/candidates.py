@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 
-from server.findings.document import Candidate, Collector, Document, Marker, inside_any
-from server.findings.items import check_marker_numbers
-from server.findings.metrics_view import FindingView
-from server.findings.spec import NOT_QUANTIFIABLE, SUBSECTIONS
+from sdpa_analyzer.server.findings.document import Candidate, Collector, Document, Marker, inside_any
+from sdpa_analyzer.server.findings.items import check_marker_numbers
+from sdpa_analyzer.server.findings.metrics_view import FindingView
+from sdpa_analyzer.server.findings.spec import NOT_QUANTIFIABLE, SUBSECTIONS
 
 _LABELS = "|".join(re.escape(label) for label in SUBSECTIONS)
 _LABEL_EXACT = re.compile(rf"\*\*({_LABELS}):\*\*")

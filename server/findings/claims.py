@@ -19,11 +19,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.findings.document import Collector
-from server.findings.metrics_view import FindingView, MetricsView, finding_operation_indices
-from server.findings.prose import Run
-from server.findings.spec import NEGATIONS, as_float
-from server.vocab import (
+from sdpa_analyzer.server.findings.document import Collector
+from sdpa_analyzer.server.findings.metrics_view import FindingView, MetricsView, finding_operation_indices
+from sdpa_analyzer.server.findings.prose import Run
+from sdpa_analyzer.server.findings.spec import NEGATIONS, as_float
+from sdpa_analyzer.server.vocab import (
     BOTTLENECK_CLAIM,
     DIRECTION_WORDS,
     FORM_FACTORS,

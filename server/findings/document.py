@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from server.errors import MESSAGE_LIMIT, shorten_message
-from server.findings.markdown import Block, parse_attrs, structural_lines
-from server.findings.models import FindingError
-from server.findings.spec import DETAILED_ANALYSIS, MARKER_KINDS, RECOMMENDATIONS
+from sdpa_analyzer.server.errors import MESSAGE_LIMIT, shorten_message
+from sdpa_analyzer.server.findings.markdown import Block, parse_attrs, structural_lines
+from sdpa_analyzer.server.findings.models import FindingError
+from sdpa_analyzer.server.findings.spec import DETAILED_ANALYSIS, MARKER_KINDS, RECOMMENDATIONS
 
 MAX_REPORTED = 200
 

@@ -23,10 +23,22 @@ from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import cached_property, lru_cache, partial
 from typing import Any
 
-from server.findings.metrics_view import MetricsFormatError, MetricsView, finding_operation_indices, view_metrics
-from server.findings.spec import CONTRACT_NUMBERS, SLOT_CLOSE, SLOT_OPEN, TIME_CONVERSIONS, UNIT_WORDS, as_float
-from server.findings.template import render_findings_template
-from server.folder.metrics_file import StreamedOperations
+from sdpa_analyzer.server.findings.metrics_view import (
+    MetricsFormatError,
+    MetricsView,
+    finding_operation_indices,
+    view_metrics,
+)
+from sdpa_analyzer.server.findings.spec import (
+    CONTRACT_NUMBERS,
+    SLOT_CLOSE,
+    SLOT_OPEN,
+    TIME_CONVERSIONS,
+    UNIT_WORDS,
+    as_float,
+)
+from sdpa_analyzer.server.findings.template import render_findings_template
+from sdpa_analyzer.server.folder.metrics_file import StreamedOperations
 
 # ---- numbers in text --------------------------------------------------------------------------------------------
 _NUMBER = re.compile(r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?")
@@ -567,7 +579,9 @@ def build_grounding(
 def _take_skeleton(skeleton: str, category: Pool, by_rank: dict[int, Pool], citations: dict[int, str]) -> None:
     """The rendered skeleton's text, region by region: a P-item's and its candidate block's go to that rank, the
     rest (overview, sections the template adds before Recommendations) to the category."""
-    from server.findings.references import strip_reference_list  # the list names every rank's values: not text
+    from sdpa_analyzer.server.findings.references import (
+        strip_reference_list,  # the list names every rank's values: not text
+    )
 
     rank: int | None = None
     rows = 0

@@ -8,11 +8,17 @@ import itertools
 import re
 from collections import Counter
 
-from server.errors import shorten_middle
-from server.findings.document import Collector, Document, Marker, PItem, inside_any
-from server.findings.metrics_view import FindingView
-from server.findings.spec import MISSING, NOT_QUANTIFIABLE, P_LABELS, heuristic_warning_line, library_suffix
-from server.findings.template import IMPACT_TEXT
+from sdpa_analyzer.server.errors import shorten_middle
+from sdpa_analyzer.server.findings.document import Collector, Document, Marker, PItem, inside_any
+from sdpa_analyzer.server.findings.metrics_view import FindingView
+from sdpa_analyzer.server.findings.spec import (
+    MISSING,
+    NOT_QUANTIFIABLE,
+    P_LABELS,
+    heuristic_warning_line,
+    library_suffix,
+)
+from sdpa_analyzer.server.findings.template import IMPACT_TEXT
 
 _IMPACT_LINE = "**Impact**: impact_score: "
 

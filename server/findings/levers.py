@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from server.findings.spec import MISSING, as_float, cell_text, number_text
+from sdpa_analyzer.server.findings.spec import MISSING, as_float, cell_text, number_text
 
 IN_BAND_HEADING = "## Within the expected band"
 FACTS_HEADING = "## Category facts"

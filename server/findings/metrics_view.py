@@ -15,9 +15,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from server.errors import InputError
-from server.findings.levers import band_comparison
-from server.findings.spec import (
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.findings.levers import band_comparison
+from sdpa_analyzer.server.findings.spec import (
     MISSING,
     VERDICT_COLUMNS,
     as_float,
@@ -27,8 +27,14 @@ from server.findings.spec import (
     has_efficiency,
     number_text,
 )
-from server.folder.metrics_file import MAX_DEPTH, OperationKeys, StreamedOperations, json_depth, operation_keys
-from server.roots import UNRESTRICTED, DataRoots
+from sdpa_analyzer.server.folder.metrics_file import (
+    MAX_DEPTH,
+    OperationKeys,
+    StreamedOperations,
+    json_depth,
+    operation_keys,
+)
+from sdpa_analyzer.server.roots import UNRESTRICTED, DataRoots
 
 
 class MetricsFormatError(InputError):

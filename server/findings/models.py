@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from server.results import ResultModel
+from sdpa_analyzer.server.results import ResultModel
 
 
 class FindingError(ResultModel):

@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from server.findings.document import Collector, Document
-from server.findings.grounding import Grounding, Number
-from server.findings.metrics_view import FindingView
-from server.findings.prose import Run, category_number, neutral_name
-from server.findings.spec import library_suffix
+from sdpa_analyzer.server.findings.document import Collector, Document
+from sdpa_analyzer.server.findings.grounding import Grounding, Number
+from sdpa_analyzer.server.findings.metrics_view import FindingView
+from sdpa_analyzer.server.findings.prose import Run, category_number, neutral_name
+from sdpa_analyzer.server.findings.spec import library_suffix
 
 _RANK_ATTR = re.compile(r"\brank=\d+")
 _TITLE_WORDS = re.compile(r"[^a-z0-9]+")

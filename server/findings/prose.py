@@ -15,11 +15,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
-from server.findings.document import Collector, Document, inside_any
-from server.findings.grounding import Grounding, Number, NumberSet, compatible, numbers_in_text
-from server.findings.markdown import Block, inline_pieces
-from server.findings.spec import SLOT_CLOSE, SLOT_OPEN
-from server.folder import layout
+from sdpa_analyzer.server.findings.document import Collector, Document, inside_any
+from sdpa_analyzer.server.findings.grounding import Grounding, Number, NumberSet, compatible, numbers_in_text
+from sdpa_analyzer.server.findings.markdown import Block, inline_pieces
+from sdpa_analyzer.server.findings.spec import SLOT_CLOSE, SLOT_OPEN
+from sdpa_analyzer.server.folder import layout
 
 CODE = "⟨code⟩"  # a backticked span in a run's text: phrase rules see that a name stood there, not the name
 _EXCLUDED = re.compile(r"<!--|^\s*\*\*Impact\*\*\s*:|^\s*>\s*\*\*Warning|^\s*\|")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from server.findings.spec import as_float, number_text
+from sdpa_analyzer.server.findings.spec import as_float, number_text
 
 QuantityKind = Literal["ms", "us", "pct", "pct_e2e", "count", "ratio", "tflops", "tbs", "flops_per_byte", "number"]
 

@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.findings.levers import lever_id_of
-from server.findings.metrics_view import MetricsView, finding_operation_indices, view_metrics
-from server.findings.quantities import UNITS, is_number, render
-from server.vocab import DECODE_HEAVY_RATIO, KV_WRITE_SHARE_PCT, PREFILL_HEAVY_RATIO, REFERENCE_CONTEXT
+from sdpa_analyzer.server.findings.levers import lever_id_of
+from sdpa_analyzer.server.findings.metrics_view import MetricsView, finding_operation_indices, view_metrics
+from sdpa_analyzer.server.findings.quantities import UNITS, is_number, render
+from sdpa_analyzer.server.vocab import DECODE_HEAVY_RATIO, KV_WRITE_SHARE_PCT, PREFILL_HEAVY_RATIO, REFERENCE_CONTEXT
 
 REFERENCE = re.compile(r"\{\{\s*([A-Za-z][\w-]*(?:\.[\w-]+)+)\s*\}\}")
 ANY_BRACES = re.compile(r"\{\{(?!\s*FILL\s*:)([^{}\n]{0,80})\}\}")  # a reference or a misspelt one

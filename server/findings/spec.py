@@ -11,7 +11,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from server.vocab import (
+from sdpa_analyzer.server.vocab import (
     ANOMALY_PCT,
     DECODE_HEAVY_RATIO,
     KV_WRITE_SHARE_PCT,

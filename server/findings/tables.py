@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from server.findings.document import Candidate, Collector, Document
-from server.findings.markdown import Table, find_table, unescape_cell
-from server.findings.metrics_view import (
+from sdpa_analyzer.server.findings.document import Candidate, Collector, Document
+from sdpa_analyzer.server.findings.markdown import Table, find_table, unescape_cell
+from sdpa_analyzer.server.findings.metrics_view import (
     FindingView,
     distinct_member_lookups,
     expected_bound_cell,
@@ -18,7 +18,7 @@ from server.findings.metrics_view import (
     operations_named,
     verbatim_text,
 )
-from server.findings.spec import MISSING, VERBATIM_COLUMNS, VERDICT_COLUMNS, cell_text, columns_for
+from sdpa_analyzer.server.findings.spec import MISSING, VERBATIM_COLUMNS, VERDICT_COLUMNS, cell_text, columns_for
 
 # Spellings of "no value" that the spec replaces with `—`.
 _NOT_DASH = frozenset({"", "-", "--", "N/A", "n/a", "NA", "None", "none", "null", "nan", "NaN"})

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.findings.levers import action_hint, advice_tables, facts_section, in_band_section
-from server.findings.metrics_view import (
+from sdpa_analyzer.server.findings.levers import action_hint, advice_tables, facts_section, in_band_section
+from sdpa_analyzer.server.findings.metrics_view import (
     FindingView,
     MetricsFormatError,
     MetricsView,
@@ -21,8 +21,8 @@ from server.findings.metrics_view import (
     flops_per_byte,
     view_metrics,
 )
-from server.findings.references import reference_list, reference_table
-from server.findings.spec import (
+from sdpa_analyzer.server.findings.references import reference_list, reference_table
+from sdpa_analyzer.server.findings.spec import (
     MISSING,
     NO_DATA_SENTENCE,
     NOT_QUANTIFIABLE,
@@ -38,7 +38,7 @@ from server.findings.spec import (
     metrics_run_id,
     number_text,
 )
-from server.vocab import SCOPES, TIERS
+from sdpa_analyzer.server.vocab import SCOPES, TIERS
 
 PAGED_COLUMNS = ("Dominant Kernel Component", "Workload Type", "Attention Pattern")
 IMPACT_TEXT = "(% of E2E)"  # the unit of every impact score (server.vocab.IMPACT_UNIT)

@@ -13,18 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from server.findings.bare import check_bare
-from server.findings.candidates import (
+from sdpa_analyzer.server.findings.bare import check_bare
+from sdpa_analyzer.server.findings.candidates import (
     check_candidate_set,
     check_detail_numbers,
     check_stray_detail_markers,
     detail_marker,
     sub_section_lines,
 )
-from server.findings.claims import check_claims, check_form_factor, claims_for
-from server.findings.document import Collector, Document, parse_document
-from server.findings.grounding import Grounding, build_grounding, skeleton_for
-from server.findings.items import (
+from sdpa_analyzer.server.findings.claims import check_claims, check_form_factor, claims_for
+from sdpa_analyzer.server.findings.document import Collector, Document, parse_document
+from sdpa_analyzer.server.findings.grounding import Grounding, build_grounding, skeleton_for
+from sdpa_analyzer.server.findings.items import (
     check_impact_line,
     check_labels,
     check_marker_numbers,
@@ -34,10 +34,10 @@ from server.findings.items import (
     check_warning_line,
     p_item_marker,
 )
-from server.findings.markdown import read_blocks, split_cells, structural_lines
-from server.findings.metrics_view import MetricsView, view_metrics
-from server.findings.models import FileKind, ValidationReport
-from server.findings.owners import (
+from sdpa_analyzer.server.findings.markdown import read_blocks, split_cells, structural_lines
+from sdpa_analyzer.server.findings.metrics_view import MetricsView, view_metrics
+from sdpa_analyzer.server.findings.models import FileKind, ValidationReport
+from sdpa_analyzer.server.findings.owners import (
     Owner,
     Suppressed,
     check_block_titles,
@@ -45,8 +45,8 @@ from server.findings.owners import (
     report_item_owners,
     resolve_owners,
 )
-from server.findings.prose import Run, check_run, read_runs
-from server.findings.references import (
+from sdpa_analyzer.server.findings.prose import Run, check_run, read_runs
+from sdpa_analyzer.server.findings.references import (
     RESOLVED_LINE,
     RefTable,
     Resolution,
@@ -54,9 +54,9 @@ from server.findings.references import (
     resolve,
     strip_reference_list,
 )
-from server.findings.spec import NO_DATA_SENTENCE, RUN_LINE_FOUND, SLOT_OPEN
-from server.findings.tables import check_table_rows, data_table
-from server.findings.wording import (
+from sdpa_analyzer.server.findings.spec import NO_DATA_SENTENCE, RUN_LINE_FOUND, SLOT_OPEN
+from sdpa_analyzer.server.findings.tables import check_table_rows, data_table
+from sdpa_analyzer.server.findings.wording import (
     check_citation,
     check_gpu,
     check_language,
@@ -65,9 +65,9 @@ from server.findings.wording import (
     comparison_fix,
     facts_for,
 )
-from server.folder import layout
-from server.roots import UNRESTRICTED, DataRoots
-from server.vocab import SCOPES, TIERS
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.roots import UNRESTRICTED, DataRoots
+from sdpa_analyzer.server.vocab import SCOPES, TIERS
 
 _SLOT = re.compile(r"\{\{\s*FILL\s*:", re.I)
 OURS_BLOCK = "sdpa_analyzer"  # the metrics JSON's block rank_findings writes (server.scoring.ranking.OURS)

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from perf_models.hardware import list_gpus
-from server.findings.document import Collector
-from server.findings.grounding import Grounding, Number, compatible
-from server.findings.metrics_view import FindingView, MetricsView, finding_operation_indices
-from server.findings.prose import Run
-from server.findings.spec import (
+from sdpa_analyzer.perf_models.hardware import list_gpus
+from sdpa_analyzer.server.findings.document import Collector
+from sdpa_analyzer.server.findings.grounding import Grounding, Number, compatible
+from sdpa_analyzer.server.findings.metrics_view import FindingView, MetricsView, finding_operation_indices
+from sdpa_analyzer.server.findings.prose import Run
+from sdpa_analyzer.server.findings.spec import (
     BAND_PHRASES,
     BOUND_QUALIFIERS,
     COMPARISON_PHRASES,
@@ -30,7 +30,7 @@ from server.findings.spec import (
     NOT_A_BOTTLENECK,
     number_text,
 )
-from server.vocab import BOUND_PHRASES, CASE_SENSITIVE_VENDOR, VENDOR_FAMILIES
+from sdpa_analyzer.server.vocab import BOUND_PHRASES, CASE_SENSITIVE_VENDOR, VENDOR_FAMILIES
 
 _BOUND = [(said, re.compile(p, re.IGNORECASE)) for said, phrases in BOUND_PHRASES.items() for p in phrases]
 _BANDS = [(status, re.compile(p, re.IGNORECASE)) for status, phrases in BAND_PHRASES.items() for p in phrases]

@@ -15,10 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from server.folder.lru import FileStamp, Lru, file_stamp
-from server.folder.read import CategoryData, category_input_files, load_category
-from server.memory import release_free_heap
-from server.roots import UNRESTRICTED, DataRoots
+from sdpa_analyzer.server.folder.lru import FileStamp, Lru, file_stamp
+from sdpa_analyzer.server.folder.read import CategoryData, category_input_files, load_category
+from sdpa_analyzer.server.memory import release_free_heap
+from sdpa_analyzer.server.roots import UNRESTRICTED, DataRoots
 
 MAX_CATEGORIES = 4
 

@@ -17,9 +17,9 @@ from typing import Any, overload
 
 import numpy as np
 
-from perf_models.literals import is_missing
-from server.factorize import factorize
-from server.folder.cells import CELL_SEP, PackedTexts
+from sdpa_analyzer.perf_models.literals import is_missing
+from sdpa_analyzer.server.factorize import factorize
+from sdpa_analyzer.server.folder.cells import CELL_SEP, PackedTexts
 
 _KD_NAME_RE = re.compile(r"'name':\s*'((?:[^'\\]|\\.)*)'")
 _KD_DUR_RE = re.compile(r"'total_duration_us':\s*(?:np\.float64\()?\s*([-+0-9.eE]+|nan)\)?")

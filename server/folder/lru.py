@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from server.roots import UNRESTRICTED, DataRoots
+from sdpa_analyzer.server.roots import UNRESTRICTED, DataRoots
 
 FileStamp = tuple[int, int, int] | None
 MAX_ROWS = 250_000  # per map, all entries together, unless a map says otherwise; one larger entry is still kept, alone

@@ -34,9 +34,9 @@ from typing import Any
 
 import orjson
 
-from server.errors import InputError
-from server.folder import layout
-from server.roots import DataRoots
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.roots import DataRoots
 
 if os.name == "posix":
     import fcntl

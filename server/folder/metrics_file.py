@@ -37,9 +37,9 @@ import msgspec
 import numpy as np
 import orjson
 
-from server.errors import InputError
-from server.folder.lru import Lru
-from server.roots import DataRoots
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.folder.lru import Lru
+from sdpa_analyzer.server.roots import DataRoots
 
 Numbers = Literal["decimal", "float"]  # how numbers are parsed: Decimal (the validator) or float (template, report)
 

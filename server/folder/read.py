@@ -26,16 +26,16 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from perf_models.errors import PerfModelError
-from perf_models.literals import MAX_NESTING, is_missing, parse_literal
-from server.errors import InputError, shorten_middle
-from server.factorize import factorize
-from server.folder import layout
-from server.folder.cells import CELL_SEP
-from server.folder.kernel_details import KernelDetails, read_kernel_details
-from server.folder.manifest import PENDING_MARKER, check_complete
-from server.roots import UNRESTRICTED, DataRoots
-from server.vocab import CATEGORIES, E2E_MIN_MS, MAX_KERNEL_TO_E2E, SCOPES
+from sdpa_analyzer.perf_models.errors import PerfModelError
+from sdpa_analyzer.perf_models.literals import MAX_NESTING, is_missing, parse_literal
+from sdpa_analyzer.server.errors import InputError, shorten_middle
+from sdpa_analyzer.server.factorize import factorize
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.folder.cells import CELL_SEP
+from sdpa_analyzer.server.folder.kernel_details import KernelDetails, read_kernel_details
+from sdpa_analyzer.server.folder.manifest import PENDING_MARKER, check_complete
+from sdpa_analyzer.server.roots import UNRESTRICTED, DataRoots
+from sdpa_analyzer.server.vocab import CATEGORIES, E2E_MIN_MS, MAX_KERNEL_TO_E2E, SCOPES
 
 KERNEL_SUM = "Kernel Time (µs)_sum"
 KERNEL_MEAN = "Kernel Time (µs)_mean"

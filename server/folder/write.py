@@ -33,12 +33,12 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from perf_models.hardware import GpuSpec
-from server.folder import layout
-from server.folder.manifest import PENDING_MARKER, RUN_ID_KEY, RUN_KEY, STAGE_PREFIX
-from server.roots import FD_WALK, UNRESTRICTED, DataRoots
-from server.vocab import CATEGORIES, DISPLAY_NAMES
-from server.writers.atomic import remove_tree, sweep_stale, write_json_atomic, write_text_atomic
+from sdpa_analyzer.perf_models.hardware import GpuSpec
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.folder.manifest import PENDING_MARKER, RUN_ID_KEY, RUN_KEY, STAGE_PREFIX
+from sdpa_analyzer.server.roots import FD_WALK, UNRESTRICTED, DataRoots
+from sdpa_analyzer.server.vocab import CATEGORIES, DISPLAY_NAMES
+from sdpa_analyzer.server.writers.atomic import remove_tree, sweep_stale, write_json_atomic, write_text_atomic
 
 if os.name == "posix":
     import fcntl

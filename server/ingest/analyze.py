@@ -16,27 +16,27 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perf_models.devices import DeviceMatch, identify_device
-from perf_models.errors import UnknownArchError
-from perf_models.hardware import GpuSpec, get_gpu
-from server.folder import layout
-from server.folder.write import gpu_metadata, relative_trace_path, write_folder
-from server.ingest.attention import find_fused_calls, find_graph_calls
-from server.ingest.calls import Call
-from server.ingest.capture import CaptureSet, load_capture_dir, sibling_capture_dir
-from server.ingest.compare import add_comparison
-from server.ingest.context import TraceContext
-from server.ingest.copies import add_copy_overhead
-from server.ingest.errors import TraceError
-from server.ingest.kernel_calls import attention_kernel_mask, find_kernel_calls
-from server.ingest.layers import apply_model_hints, check_shapes
-from server.ingest.load import load_trace
-from server.ingest.model_config import ModelHints, load_model_config
-from server.ingest.names import short_kernel_name
-from server.ingest.paged import add_workload
-from server.ingest.result import AnalyzeResult, CategoryResult, E2EResult, GpuResult, UnlinkedResult
-from server.ingest.rows import Row, build_rows, category_totals, row_frame
-from server.ingest.serving import (
+from sdpa_analyzer.perf_models.devices import DeviceMatch, identify_device
+from sdpa_analyzer.perf_models.errors import UnknownArchError
+from sdpa_analyzer.perf_models.hardware import GpuSpec, get_gpu
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.folder.write import gpu_metadata, relative_trace_path, write_folder
+from sdpa_analyzer.server.ingest.attention import find_fused_calls, find_graph_calls
+from sdpa_analyzer.server.ingest.calls import Call
+from sdpa_analyzer.server.ingest.capture import CaptureSet, load_capture_dir, sibling_capture_dir
+from sdpa_analyzer.server.ingest.compare import add_comparison
+from sdpa_analyzer.server.ingest.context import TraceContext
+from sdpa_analyzer.server.ingest.copies import add_copy_overhead
+from sdpa_analyzer.server.ingest.errors import TraceError
+from sdpa_analyzer.server.ingest.kernel_calls import attention_kernel_mask, find_kernel_calls
+from sdpa_analyzer.server.ingest.layers import apply_model_hints, check_shapes
+from sdpa_analyzer.server.ingest.load import load_trace
+from sdpa_analyzer.server.ingest.model_config import ModelHints, load_model_config
+from sdpa_analyzer.server.ingest.names import short_kernel_name
+from sdpa_analyzer.server.ingest.paged import add_workload
+from sdpa_analyzer.server.ingest.result import AnalyzeResult, CategoryResult, E2EResult, GpuResult, UnlinkedResult
+from sdpa_analyzer.server.ingest.rows import Row, build_rows, category_totals, row_frame
+from sdpa_analyzer.server.ingest.serving import (
     add_kernel_hints,
     attach_helper_kernels,
     attach_side_ops,
@@ -45,9 +45,9 @@ from server.ingest.serving import (
     match_replays,
     split_kv_kernels,
 )
-from server.ingest.unfused import find_unfused_backward, find_unfused_calls
-from server.roots import UNRESTRICTED, DataRoots
-from server.vocab import CATEGORIES, INFERENCE
+from sdpa_analyzer.server.ingest.unfused import find_unfused_backward, find_unfused_calls
+from sdpa_analyzer.server.roots import UNRESTRICTED, DataRoots
+from sdpa_analyzer.server.vocab import CATEGORIES, INFERENCE
 
 Progress = Callable[[float, float, str], None]
 

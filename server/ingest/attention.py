@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from perf_models.kernels import HELPERS_BEFORE_MAIN, HelperKind
-from server.ingest import names as N
-from server.ingest.calls import Call, has_tensor_shapes
-from server.ingest.context import TraceContext
-from server.ingest.events import CPU, GPU_ANN, KERNEL
-from server.ingest.tree import nearest_marked_ancestor
-from server.vocab import INFERENCE, SDPA_BWD, SDPA_FWD
+from sdpa_analyzer.perf_models.kernels import HELPERS_BEFORE_MAIN, HelperKind
+from sdpa_analyzer.server.ingest import names as N
+from sdpa_analyzer.server.ingest.calls import Call, has_tensor_shapes
+from sdpa_analyzer.server.ingest.context import TraceContext
+from sdpa_analyzer.server.ingest.events import CPU, GPU_ANN, KERNEL
+from sdpa_analyzer.server.ingest.tree import nearest_marked_ancestor
+from sdpa_analyzer.server.vocab import INFERENCE, SDPA_BWD, SDPA_FWD
 
 
 def find_fused_calls(ctx: TraceContext) -> list[Call]:

@@ -23,16 +23,16 @@ from typing import Any
 
 import orjson
 
-from perf_models.devices import match_device_properties
-from server.errors import InputError
-from server.ingest.attention import find_fused_calls
-from server.ingest.calls import Call
-from server.ingest.context import TraceContext
-from server.ingest.errors import TraceError
-from server.ingest.events import ANN
-from server.ingest.load import load_trace
-from server.ingest.serving import attach_side_ops, mark_captured, match_replays
-from server.roots import UNRESTRICTED, DataRoots
+from sdpa_analyzer.perf_models.devices import match_device_properties
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.ingest.attention import find_fused_calls
+from sdpa_analyzer.server.ingest.calls import Call
+from sdpa_analyzer.server.ingest.context import TraceContext
+from sdpa_analyzer.server.ingest.errors import TraceError
+from sdpa_analyzer.server.ingest.events import ANN
+from sdpa_analyzer.server.ingest.load import load_trace
+from sdpa_analyzer.server.ingest.serving import attach_side_ops, mark_captured, match_replays
+from sdpa_analyzer.server.roots import UNRESTRICTED, DataRoots
 
 DETAILS = "execution_details.json"
 CAPTURE_SUBDIR = "capture_traces"  # where a serving run's folder keeps its capture traces
@@ -118,7 +118,7 @@ class CaptureSet:
 
 def _launch_steps(ctx: TraceContext, launches: list[int]) -> dict[int, tuple[int | None, int | None]]:
     """(padded token count, Σ q) of the step annotation around each graph launch."""
-    from server.ingest.paged import parse_step_annotation
+    from sdpa_analyzer.server.ingest.paged import parse_step_annotation
 
     is_step = ctx.name_mask(lambda n: parse_step_annotation(n) is not None, ANN)
     if not is_step.any():

@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from server.ingest.calls import Call
-from server.ingest.context import TraceContext
-from server.ingest.events import ANN, CPU, GPU_ANN, PY
-from server.ingest.rows import Row, union_by_group
-from server.ingest.tree import nearest_marked_ancestor
-from server.ingest.unfused import is_user_frame
+from sdpa_analyzer.server.ingest.calls import Call
+from sdpa_analyzer.server.ingest.context import TraceContext
+from sdpa_analyzer.server.ingest.events import ANN, CPU, GPU_ANN, PY
+from sdpa_analyzer.server.ingest.rows import Row, union_by_group
+from sdpa_analyzer.server.ingest.tree import nearest_marked_ancestor
+from sdpa_analyzer.server.ingest.unfused import is_user_frame
 
 _STEP = re.compile(r"^ProfilerStep#")
 _MODULE_SUFFIX = re.compile(r"_\d+$")

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from server.ingest.e2e import Baseline
-from server.ingest.events import ANN, CPU, GPU_ANN, PY, RT, TraceEvents
-from server.ingest.linking import Links
-from server.ingest.tree import HostForest
+from sdpa_analyzer.server.ingest.e2e import Baseline
+from sdpa_analyzer.server.ingest.events import ANN, CPU, GPU_ANN, PY, RT, TraceEvents
+from sdpa_analyzer.server.ingest.linking import Links
+from sdpa_analyzer.server.ingest.tree import HostForest
 
 _NO_SIGNATURE: tuple[Any, Any, Any, Any] = (None, None, None, None)
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from server.ingest import names as N
-from server.ingest.calls import Call, tensor_shapes
-from server.ingest.context import TraceContext
-from server.ingest.events import CPU, PY
+from sdpa_analyzer.server.ingest import names as N
+from sdpa_analyzer.server.ingest.calls import Call, tensor_shapes
+from sdpa_analyzer.server.ingest.context import TraceContext
+from sdpa_analyzer.server.ingest.events import CPU, PY
 
 
 def add_copy_overhead(ctx: TraceContext, calls: list[Call]) -> None:

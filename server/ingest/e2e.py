@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from server.ingest.events import GPU_ANN, KERNEL, MEMCPY, MEMSET, TraceEvents
-from server.ingest.linking import Links
+from sdpa_analyzer.server.ingest.events import GPU_ANN, KERNEL, MEMCPY, MEMSET, TraceEvents
+from sdpa_analyzer.server.ingest.linking import Links
 
 _COMM_RE = re.compile(
     r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|multimem|cross_device_reduce|"

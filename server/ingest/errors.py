@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.errors import InputError
+from sdpa_analyzer.server.errors import InputError
 
 
 class TraceError(InputError):

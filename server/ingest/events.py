@@ -26,10 +26,17 @@ from typing import Any
 import numpy as np
 import orjson
 
-from perf_models.literals import MAX_NESTING
-from server.ingest.errors import TraceError
-from server.ingest.fast_decode import NO_ARGS, Event, FastPiece, PieceDecoder, PreparedSignature, Signature
-from server.ingest.grids import pack_grid, pack_grids
+from sdpa_analyzer.perf_models.literals import MAX_NESTING
+from sdpa_analyzer.server.ingest.errors import TraceError
+from sdpa_analyzer.server.ingest.fast_decode import (
+    NO_ARGS,
+    Event,
+    FastPiece,
+    PieceDecoder,
+    PreparedSignature,
+    Signature,
+)
+from sdpa_analyzer.server.ingest.grids import pack_grid, pack_grids
 
 # event families (host side)
 CPU, RT, PY, ANN = 0, 1, 2, 3

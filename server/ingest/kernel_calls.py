@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from perf_models.kernels import HelperKind, KernelRole, classify_kernel, kernel_direction
-from perf_models.ops.types import AttentionType
-from server.ingest import names as N
-from server.ingest.attention import BEFORE, MAIN, OTHER, match_forward, segment_calls, segment_kind
-from server.ingest.calls import Call, has_tensor_shapes
-from server.ingest.context import TraceContext
-from server.ingest.events import CPU, GPU_ANN, RT
-from server.vocab import INFERENCE, SDPA_BWD, SDPA_FWD
+from sdpa_analyzer.perf_models.kernels import HelperKind, KernelRole, classify_kernel, kernel_direction
+from sdpa_analyzer.perf_models.ops.types import AttentionType
+from sdpa_analyzer.server.ingest import names as N
+from sdpa_analyzer.server.ingest.attention import BEFORE, MAIN, OTHER, match_forward, segment_calls, segment_kind
+from sdpa_analyzer.server.ingest.calls import Call, has_tensor_shapes
+from sdpa_analyzer.server.ingest.context import TraceContext
+from sdpa_analyzer.server.ingest.events import CPU, GPU_ANN, RT
+from sdpa_analyzer.server.vocab import INFERENCE, SDPA_BWD, SDPA_FWD
 
 KERNEL_CALL = "kernel"  # Call.kind of a call made from its kernels
 NO_OP, NO_LAUNCH = -1, -2  # the caller of kernels launched outside every host event / with no launch record

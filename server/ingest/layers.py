@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from perf_models.config import AttentionConfig
-from perf_models.kernels import kernel_window_hint
-from server.ingest.calls import Call
-from server.ingest.context import TraceContext
-from server.ingest.events import ANN
-from server.ingest.model_config import CHUNKED, FULL, SLIDING, ModelHints
-from server.ingest.paged import parse_step_annotation
-from server.vocab import INFERENCE
+from sdpa_analyzer.perf_models.config import AttentionConfig
+from sdpa_analyzer.perf_models.kernels import kernel_window_hint
+from sdpa_analyzer.server.ingest.calls import Call
+from sdpa_analyzer.server.ingest.context import TraceContext
+from sdpa_analyzer.server.ingest.events import ANN
+from sdpa_analyzer.server.ingest.model_config import CHUNKED, FULL, SLIDING, ModelHints
+from sdpa_analyzer.server.ingest.paged import parse_step_annotation
+from sdpa_analyzer.server.vocab import INFERENCE
 
 UNRESOLVED = "unresolved"  # perf_params sliding_window: the call's layer kind is not known (perf_models.ops.build)
 CHUNKED_HINT = "chunked"  # perf_params sliding_window of a chunked-attention layer (modeled causal: an upper bound)

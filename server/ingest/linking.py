@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from server.ingest.events import TraceEvents
+from sdpa_analyzer.server.ingest.events import TraceEvents
 
 
 @dataclass

@@ -7,18 +7,18 @@ from pathlib import Path
 
 import numpy as np
 
-from perf_models.literals import MAX_NESTING
-from server.gc_pause import gc_paused
-from server.ingest import names as N
-from server.ingest.context import TraceContext
-from server.ingest.e2e import compute_baseline
-from server.ingest.errors import TraceError
-from server.ingest.events import ANN, CPU, KERNEL, PY, RT, EventTablesBuilder, TraceEvents
-from server.ingest.linking import link_gpu_events
-from server.ingest.reader import TraceReader
-from server.ingest.tree import HostForest
-from server.memory import release_free_heap
-from server.roots import UNRESTRICTED, DataRoots
+from sdpa_analyzer.perf_models.literals import MAX_NESTING
+from sdpa_analyzer.server.gc_pause import gc_paused
+from sdpa_analyzer.server.ingest import names as N
+from sdpa_analyzer.server.ingest.context import TraceContext
+from sdpa_analyzer.server.ingest.e2e import compute_baseline
+from sdpa_analyzer.server.ingest.errors import TraceError
+from sdpa_analyzer.server.ingest.events import ANN, CPU, KERNEL, PY, RT, EventTablesBuilder, TraceEvents
+from sdpa_analyzer.server.ingest.linking import link_gpu_events
+from sdpa_analyzer.server.ingest.reader import TraceReader
+from sdpa_analyzer.server.ingest.tree import HostForest
+from sdpa_analyzer.server.memory import release_free_heap
+from sdpa_analyzer.server.roots import UNRESTRICTED, DataRoots
 
 Stage = Callable[[float, str], None]
 STREAMING = True  # False: every trace parsed as one document (the reference the streamed read is tested against)

@@ -27,8 +27,8 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from server.errors import InputError, shorten_message
-from server.roots import CONFIG_FILE_MAX_BYTES, UNRESTRICTED, DataRoots
+from sdpa_analyzer.server.errors import InputError, shorten_message
+from sdpa_analyzer.server.roots import CONFIG_FILE_MAX_BYTES, UNRESTRICTED, DataRoots
 
 MAX_LAYERS = 4096
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from perf_models.config import Direction
-from perf_models.kernels import HelperKind, kernel_group_role
-from perf_models.kernels import helper_kind as kernels_helper_kind
-from perf_models.kernels import is_decode_kernel as kernels_is_decode
-from perf_models.ops.types import AttentionType
-from perf_models.registry import is_attention_op as registry_is_attention_op
-from perf_models.registry import is_wrapper_op, lookup
+from sdpa_analyzer.perf_models.config import Direction
+from sdpa_analyzer.perf_models.kernels import HelperKind, kernel_group_role
+from sdpa_analyzer.perf_models.kernels import helper_kind as kernels_helper_kind
+from sdpa_analyzer.perf_models.kernels import is_decode_kernel as kernels_is_decode
+from sdpa_analyzer.perf_models.ops.types import AttentionType
+from sdpa_analyzer.perf_models.registry import is_attention_op as registry_is_attention_op
+from sdpa_analyzer.perf_models.registry import is_wrapper_op, lookup
 
 # Ops that only dispatch to the op doing the work: the row is the op below them.
 WRAPPER_OPS = frozenset({"aten::scaled_dot_product_attention"})

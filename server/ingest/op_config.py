@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from perf_models.config import AttentionConfig, MaskKind
-from perf_models.errors import PerfModelError
-from perf_models.registry import parse_op
+from sdpa_analyzer.perf_models.config import AttentionConfig, MaskKind
+from sdpa_analyzer.perf_models.errors import PerfModelError
+from sdpa_analyzer.perf_models.registry import parse_op
 
 # canonical dtype -> the c10 spelling the upstream perf_params use
 _C10 = {

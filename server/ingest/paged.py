@@ -17,12 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from perf_models.ops.vllm import parse_step_annotation as _parse_step
-from server.ingest import names as N
-from server.ingest.calls import Call
-from server.ingest.context import TraceContext
-from server.ingest.events import ANN
-from server.vocab import INFERENCE
+from sdpa_analyzer.perf_models.ops.vllm import parse_step_annotation as _parse_step
+from sdpa_analyzer.server.ingest import names as N
+from sdpa_analyzer.server.ingest.calls import Call
+from sdpa_analyzer.server.ingest.context import TraceContext
+from sdpa_analyzer.server.ingest.events import ANN
+from sdpa_analyzer.server.vocab import INFERENCE
 
 
 def parse_step_annotation(text: str) -> dict[str, int] | None:

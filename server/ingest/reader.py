@@ -42,8 +42,8 @@ from typing import Any
 
 import orjson
 
-from server.ingest.errors import TraceError
-from server.roots import UNRESTRICTED, DataRoots
+from sdpa_analyzer.server.ingest.errors import TraceError
+from sdpa_analyzer.server.roots import UNRESTRICTED, DataRoots
 
 CHUNK_BYTES = 2 << 20  # parse granularity: big enough to amortise, small enough that a piece's objects stay small
 READ_BYTES = 4 << 20  # compressed (or plain) bytes read per block

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from server.results import ResultModel
+from sdpa_analyzer.server.results import ResultModel
 
 
 class CategoryResult(ResultModel):

@@ -20,18 +20,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perf_models.kernels import HelperKind, classify_kernels, is_auxiliary_kernel
-from server.ingest import names as N
-from server.ingest import op_config
-from server.ingest import shape_source as S
-from server.ingest.calls import Call
-from server.ingest.context import TraceContext
-from server.ingest.events import CPU, PY
-from server.ingest.kernel_calls import KERNEL_CALL
-from server.ingest.paged import kernel_breakdown
-from server.ingest.serving import attention_kernel_names
-from server.ingest.unfused import is_user_frame
-from server.vocab import DISPLAY_NAMES, INFERENCE
+from sdpa_analyzer.perf_models.kernels import HelperKind, classify_kernels, is_auxiliary_kernel
+from sdpa_analyzer.server.ingest import names as N
+from sdpa_analyzer.server.ingest import op_config
+from sdpa_analyzer.server.ingest import shape_source as S
+from sdpa_analyzer.server.ingest.calls import Call
+from sdpa_analyzer.server.ingest.context import TraceContext
+from sdpa_analyzer.server.ingest.events import CPU, PY
+from sdpa_analyzer.server.ingest.kernel_calls import KERNEL_CALL
+from sdpa_analyzer.server.ingest.paged import kernel_breakdown
+from sdpa_analyzer.server.ingest.serving import attention_kernel_names
+from sdpa_analyzer.server.ingest.unfused import is_user_frame
+from sdpa_analyzer.server.vocab import DISPLAY_NAMES, INFERENCE
 
 KT = "Kernel Time (µs)"
 _MODULE_SUFFIX = re.compile(r"_\d+$")

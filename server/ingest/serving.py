@@ -20,13 +20,13 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from perf_models.kernels import HELPERS_BEFORE_MAIN, HelperKind, kernel_kv_cache_dtype, kernel_window_hint
-from server.ingest import names as N
-from server.ingest.calls import Call
-from server.ingest.context import TraceContext
-from server.ingest.events import CPU, GPU_ANN
-from server.ingest.tree import nearest_marked_ancestor
-from server.vocab import INFERENCE
+from sdpa_analyzer.perf_models.kernels import HELPERS_BEFORE_MAIN, HelperKind, kernel_kv_cache_dtype, kernel_window_hint
+from sdpa_analyzer.server.ingest import names as N
+from sdpa_analyzer.server.ingest.calls import Call
+from sdpa_analyzer.server.ingest.context import TraceContext
+from sdpa_analyzer.server.ingest.events import CPU, GPU_ANN
+from sdpa_analyzer.server.ingest.tree import nearest_marked_ancestor
+from sdpa_analyzer.server.vocab import INFERENCE
 
 # ---- gpu rows owned by op subtrees -------------------------------------------------------------------------------
 

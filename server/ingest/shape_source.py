@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from perf_models.kernels import grid_shape_hints, kernel_shape_hints
-from server.ingest.calls import Call
-from server.ingest.context import TraceContext
-from server.ingest.grids import unpack_grid
+from sdpa_analyzer.perf_models.kernels import grid_shape_hints, kernel_shape_hints
+from sdpa_analyzer.server.ingest.calls import Call
+from sdpa_analyzer.server.ingest.context import TraceContext
+from sdpa_analyzer.server.ingest.grids import unpack_grid
 
 RECORDED = "recorded inputs"
 LINKED_FORWARD = "linked forward"

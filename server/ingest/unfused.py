@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from server.ingest import names as N
-from server.ingest.calls import Call, tensor_shapes
-from server.ingest.context import TraceContext
-from server.ingest.events import ANN, CPU, GPU_ANN, PY
-from server.ingest.tree import nearest_marked_ancestor
-from server.vocab import SDPA_BWD, SDPA_FWD
+from sdpa_analyzer.server.ingest import names as N
+from sdpa_analyzer.server.ingest.calls import Call, tensor_shapes
+from sdpa_analyzer.server.ingest.context import TraceContext
+from sdpa_analyzer.server.ingest.events import ANN, CPU, GPU_ANN, PY
+from sdpa_analyzer.server.ingest.tree import nearest_marked_ancestor
+from sdpa_analyzer.server.vocab import SDPA_BWD, SDPA_FWD
 
 UNFUSED_PREFIX = "unfused_attention"
 

@@ -18,9 +18,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.errors import InputError
-from server.ranks.header import distributed_info, read_header_prefix
-from server.roots import DataRoots
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.ranks.header import distributed_info, read_header_prefix
+from sdpa_analyzer.server.roots import DataRoots
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 _RANK_IN_NAME = re.compile(r"(?i)(?:^|[^a-z0-9])rank[_\-.]?(\d+)")

@@ -37,10 +37,10 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from server.errors import InputError, shorten_message
-from server.ranks.children import check_running, die_with, stopping
-from server.ranks.forkserver import pool_context
-from server.ranks.task import RankOutcome, RankTask, analyze_rank, error_outcome
+from sdpa_analyzer.server.errors import InputError, shorten_message
+from sdpa_analyzer.server.ranks.children import check_running, die_with, stopping
+from sdpa_analyzer.server.ranks.forkserver import pool_context
+from sdpa_analyzer.server.ranks.task import RankOutcome, RankTask, analyze_rank, error_outcome
 
 Engine = Literal["pool", "dask"]
 OnDone = Callable[[RankOutcome], None]

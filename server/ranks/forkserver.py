@@ -13,7 +13,7 @@ from __future__ import annotations
 import multiprocessing
 from typing import Any
 
-PRELOAD = ["server.ranks.task"]
+PRELOAD = ["sdpa_analyzer.server.ranks.task"]
 
 
 def pool_context() -> Any:

@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from server.errors import InputError
-from server.roots import DataRoots
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.roots import DataRoots
 
 PEEK_LIMIT = 8 << 20  # decompressed bytes searched for the event array; headers are a few KB
 _BLOCK = 64 << 10

@@ -14,11 +14,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from server.errors import InputError, format_validation_error
-from server.folder.read import read_json_file
-from server.ranks.result import RankError, Straggler
-from server.ranks.summary import RANK_FOLDER, SCHEMA, SUMMARY_JSON
-from server.roots import DataRoots
+from sdpa_analyzer.server.errors import InputError, format_validation_error
+from sdpa_analyzer.server.folder.read import read_json_file
+from sdpa_analyzer.server.ranks.result import RankError, Straggler
+from sdpa_analyzer.server.ranks.summary import RANK_FOLDER, SCHEMA, SUMMARY_JSON
+from sdpa_analyzer.server.roots import DataRoots
 
 
 class _Doc(BaseModel):

@@ -27,12 +27,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from server.errors import InputError
-from server.ranks.discover import RankPlan, plan_ranks
-from server.ranks.engines import Engine, default_workers, run_dask, run_pool
-from server.ranks.forkserver import start_fork_server
-from server.ranks.result import RanksResult, ranks_result
-from server.ranks.summary import (
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.ranks.discover import RankPlan, plan_ranks
+from sdpa_analyzer.server.ranks.engines import Engine, default_workers, run_dask, run_pool
+from sdpa_analyzer.server.ranks.forkserver import start_fork_server
+from sdpa_analyzer.server.ranks.result import RanksResult, ranks_result
+from sdpa_analyzer.server.ranks.summary import (
     RANK_FOLDER,
     SHAPES_CSV,
     SUMMARY_CSV,
@@ -41,8 +41,8 @@ from server.ranks.summary import (
     rank_folder_name,
     write_summary,
 )
-from server.ranks.task import RankOutcome, RankTask
-from server.roots import DataRoots
+from sdpa_analyzer.server.ranks.task import RankOutcome, RankTask
+from sdpa_analyzer.server.roots import DataRoots
 
 if os.name == "posix":
     import fcntl

@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from server.folder import layout
-from server.numbers import finite
-from server.ranks.discover import RankPlan
-from server.ranks.task import RankOutcome
-from server.roots import DataRoots
-from server.vocab import STRAGGLER_RATIO
-from server.writers.atomic import write_json_atomic, write_text_atomic
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.numbers import finite
+from sdpa_analyzer.server.ranks.discover import RankPlan
+from sdpa_analyzer.server.ranks.task import RankOutcome
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.vocab import STRAGGLER_RATIO
+from sdpa_analyzer.server.writers.atomic import write_json_atomic, write_text_atomic
 
 SUMMARY_JSON = layout.RANKS_SUMMARY
 SUMMARY_CSV = "ranks_summary.csv"

@@ -26,16 +26,16 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from perf_models.errors import PerfModelError
-from perf_models.hardware import GpuSpec, get_gpu, gpu_from_arch_dict
-from server.errors import InputError, os_error_message, shorten_message
-from server.folder.read import load_category
-from server.ingest.analyze import TraceError, analyze_trace
-from server.memory import release_free_heap
-from server.numbers import finite
-from server.roots import DataRoots
-from server.scoring.arch import resolve_arch
-from server.scoring.records import RooflineTable, compute_records
+from sdpa_analyzer.perf_models.errors import PerfModelError
+from sdpa_analyzer.perf_models.hardware import GpuSpec, get_gpu, gpu_from_arch_dict
+from sdpa_analyzer.server.errors import InputError, os_error_message, shorten_message
+from sdpa_analyzer.server.folder.read import load_category
+from sdpa_analyzer.server.ingest.analyze import TraceError, analyze_trace
+from sdpa_analyzer.server.memory import release_free_heap
+from sdpa_analyzer.server.numbers import finite
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.arch import resolve_arch
+from sdpa_analyzer.server.scoring.records import RooflineTable, compute_records
 
 log = logging.getLogger("sdpa_analyzer")
 

@@ -24,8 +24,8 @@ from matplotlib.lines import Line2D
 from matplotlib.text import Annotation
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from server.errors import InputError
-from server.render.chart_types import (
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.render.chart_types import (
     Ceilings,
     PlacedLabel,
     PlottedPoint,
@@ -33,8 +33,8 @@ from server.render.chart_types import (
     RooflinePoint,
     UnplottedPoint,
 )
-from server.render.labels import Placement, overlap_areas, place_labels
-from server.vocab import ANOMALY_PCT, BOUND_MARKS
+from sdpa_analyzer.server.render.labels import Placement, overlap_areas, place_labels
+from sdpa_analyzer.server.vocab import ANOMALY_PCT, BOUND_MARKS
 
 # Marker style per direction: shape AND colour differ, so the chart reads in grayscale and for
 # colour-blind readers (blue/orange is a colour-blind-safe pair).

@@ -18,8 +18,8 @@ from itertools import islice
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from server.render.markdown import render_markdown
-from server.vocab import ANOMALY_PCT, BOUND_LEGEND, BOUND_MARKS
+from sdpa_analyzer.server.render.markdown import render_markdown
+from sdpa_analyzer.server.vocab import ANOMALY_PCT, BOUND_LEGEND, BOUND_MARKS
 
 NO_OPS_MESSAGE = "No SDPA operations found in trace"
 # in the page's <head>: how render_report recognizes a page it wrote (it replaces no other file: server.writers.owned)
@@ -320,7 +320,7 @@ def _findings_html(sec: CategorySection) -> str:
 
 def _as_written(v: float | None) -> str:
     """A metrics JSON number with the digits the JSON writes (one rounding per fact: the tools'), `—` if none."""
-    from server.findings.spec import number_text
+    from sdpa_analyzer.server.findings.spec import number_text
 
     return MISSING if v is None else _esc(number_text(v))
 

@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from server.factorize import factorize
-from server.numbers import finite
-from server.vocab import KV_WRITE_SHARE_PCT
-from server.writers.json_columns import Field, Ints, Numbers, Obj, RowList, Texts, Values
+from sdpa_analyzer.server.factorize import factorize
+from sdpa_analyzer.server.numbers import finite
+from sdpa_analyzer.server.vocab import KV_WRITE_SHARE_PCT
+from sdpa_analyzer.server.writers.json_columns import Field, Ints, Numbers, Obj, RowList, Texts, Values
 
 IN_BAND_STATUSES = ("within", "above")
 _SHAPE_KEY = ("batch", "heads_q", "heads_kv", "seq_q", "seq_kv", "head_dim_qk", "head_dim_v", "mask")

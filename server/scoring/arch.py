@@ -21,13 +21,13 @@ from typing import Any
 
 import orjson
 
-from perf_models.devices import identify_device
-from perf_models.errors import PerfModelError, UnknownArchError
-from perf_models.hardware import GpuSpec, get_gpu, gpu_from_arch_dict, known_keys
-from perf_models.kernels import kernel_vendor
-from server.errors import InputError, PathOutsideRootsError, shorten_message, shorten_middle
-from server.roots import CONFIG_FILE_MAX_BYTES, DataRoots
-from server.scoring.device import device_properties
+from sdpa_analyzer.perf_models.devices import identify_device
+from sdpa_analyzer.perf_models.errors import PerfModelError, UnknownArchError
+from sdpa_analyzer.perf_models.hardware import GpuSpec, get_gpu, gpu_from_arch_dict, known_keys
+from sdpa_analyzer.perf_models.kernels import kernel_vendor
+from sdpa_analyzer.server.errors import InputError, PathOutsideRootsError, shorten_message, shorten_middle
+from sdpa_analyzer.server.roots import CONFIG_FILE_MAX_BYTES, DataRoots
+from sdpa_analyzer.server.scoring.device import device_properties
 
 SOURCES = ("argument", "arch_json", "trace", "metadata")
 _VENDOR_WORDS = {"nvidia": "NVIDIA", "amd": "AMD"}

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from perf_models.config import BwdConvention
-from perf_models.hardware import GpuSpec
-from server.folder.cache import FileStamp, Lru
-from server.folder.read import CategoryData
-from server.memory import release_free_heap
-from server.scoring.records import RooflineTable, compute_records
+from sdpa_analyzer.perf_models.config import BwdConvention
+from sdpa_analyzer.perf_models.hardware import GpuSpec
+from sdpa_analyzer.server.folder.cache import FileStamp, Lru
+from sdpa_analyzer.server.folder.read import CategoryData
+from sdpa_analyzer.server.memory import release_free_heap
+from sdpa_analyzer.server.scoring.records import RooflineTable, compute_records
 
 MAX_TABLES = 4
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from server.errors import InputError
-from server.folder import layout
-from server.folder.cache import FileStamp, cached_load
-from server.folder.read import CategoryData
-from server.roots import DataRoots
-from server.scoring.arch import ResolvedArch, resolve_arch
-from server.scoring.cache import cached_records
-from server.scoring.records import RooflineTable
-from server.vocab import CATEGORIES
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.folder.cache import FileStamp, cached_load
+from sdpa_analyzer.server.folder.read import CategoryData
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.arch import ResolvedArch, resolve_arch
+from sdpa_analyzer.server.scoring.cache import cached_records
+from sdpa_analyzer.server.scoring.records import RooflineTable
+from sdpa_analyzer.server.vocab import CATEGORIES
 
 
 @dataclass

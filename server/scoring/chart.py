@@ -8,14 +8,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from server.numbers import finite
-from server.render.chart_types import Ceilings, RooflinePoint
-from server.render.report import OpRow, OpRows
-from server.scoring.arch import ResolvedArch
-from server.scoring.ranking import trace2_times
-from server.scoring.records import RooflineTable, dominant_compute_spec
-from server.scoring.verdicts import row_verdict
-from server.vocab import CHART_COMPUTE_SPEC, COMPARATIVE
+from sdpa_analyzer.server.numbers import finite
+from sdpa_analyzer.server.render.chart_types import Ceilings, RooflinePoint
+from sdpa_analyzer.server.render.report import OpRow, OpRows
+from sdpa_analyzer.server.scoring.arch import ResolvedArch
+from sdpa_analyzer.server.scoring.ranking import trace2_times
+from sdpa_analyzer.server.scoring.records import RooflineTable, dominant_compute_spec
+from sdpa_analyzer.server.scoring.verdicts import row_verdict
+from sdpa_analyzer.server.vocab import CHART_COMPUTE_SPEC, COMPARATIVE
 
 
 def chart_points(category: str, table: RooflineTable) -> list[RooflinePoint]:

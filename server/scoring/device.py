@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from server.errors import InputError
-from server.roots import UNRESTRICTED, DataRoots
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.roots import UNRESTRICTED, DataRoots
 
 _KEY = b'"deviceProperties"'
 _BLOCK = 1 << 20

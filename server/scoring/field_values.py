@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from perf_models.outputs import Output, Surface
-from server.scoring.fields import on
+from sdpa_analyzer.perf_models.outputs import Output, Surface
+from sdpa_analyzer.server.scoring.fields import on
 
 if TYPE_CHECKING:
     import pandas as pd

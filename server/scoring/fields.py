@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, create_model
 
-from perf_models.outputs import MODEL_OUTPUTS, Output, Surface, declare
-from server.results import ResultModel
+from sdpa_analyzer.perf_models.outputs import MODEL_OUTPUTS, Output, Surface, declare
+from sdpa_analyzer.server.results import ResultModel
 
 IDENTITY: tuple[Output, ...] = (
     declare("row", "int", "", None, "row", "rc", "row index in <category>_ops.csv (0-based)"),

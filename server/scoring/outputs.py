@@ -15,16 +15,16 @@ from typing import Any
 
 import numpy as np
 
-from server.factorize import factorize
-from server.folder import layout
-from server.folder.cache import FileStamp, file_stamp
-from server.folder.manifest import RUN_ID_KEY, current_run_id, same_run
-from server.folder.read import CategoryData
-from server.scoring.fields import BY_NAME, csv_columns
-from server.scoring.ranking import Metrics
-from server.scoring.records import RooflineTable
-from server.writers.atomic_stream import atomic_writer
-from server.writers.csv_columns import frame_csv_chunks
+from sdpa_analyzer.server.factorize import factorize
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.folder.cache import FileStamp, file_stamp
+from sdpa_analyzer.server.folder.manifest import RUN_ID_KEY, current_run_id, same_run
+from sdpa_analyzer.server.folder.read import CategoryData
+from sdpa_analyzer.server.scoring.fields import BY_NAME, csv_columns
+from sdpa_analyzer.server.scoring.ranking import Metrics
+from sdpa_analyzer.server.scoring.records import RooflineTable
+from sdpa_analyzer.server.writers.atomic_stream import atomic_writer
+from sdpa_analyzer.server.writers.csv_columns import frame_csv_chunks
 
 # The columns are the catalogue's csv fields (server.scoring.fields): the call stacks and full kernel names are
 # left out (the ops CSV and the metrics JSON hold them; they would make the table ~5x larger and slower to write);

@@ -18,16 +18,16 @@ from typing import Any
 
 import orjson
 
-from perf_models.assess import spec_roof
-from server.errors import InputError
-from server.folder import layout
-from server.folder.manifest import older_analysis, read_run_id
-from server.folder.metrics_file import metrics_document, operation_keys
-from server.roots import UNRESTRICTED, DataRoots
-from server.scoring.category import ScoredCategory
-from server.scoring.ranking import Metrics
-from server.vocab import COMPARATIVE, IMPACT_UNIT, MIN_GROUP_MID
-from server.writers.json_columns import Numbers
+from sdpa_analyzer.perf_models.assess import spec_roof
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.folder.manifest import older_analysis, read_run_id
+from sdpa_analyzer.server.folder.metrics_file import metrics_document, operation_keys
+from sdpa_analyzer.server.roots import UNRESTRICTED, DataRoots
+from sdpa_analyzer.server.scoring.category import ScoredCategory
+from sdpa_analyzer.server.scoring.ranking import Metrics
+from sdpa_analyzer.server.vocab import COMPARATIVE, IMPACT_UNIT, MIN_GROUP_MID
+from sdpa_analyzer.server.writers.json_columns import Numbers
 
 NOT_RANKED = "rank_findings has not been run for this category: no ranked findings yet"
 BELOW_THRESHOLD = (

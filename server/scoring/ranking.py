@@ -16,17 +16,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perf_models.kernels import KernelRole, classify_kernel
-from perf_models.objects import as_objects
-from perf_models.outputs import Output
-from server.factorize import factorize
-from server.folder.manifest import current_run_id
-from server.folder.read import KERNEL_MEAN, CategoryData
-from server.numbers import finite
-from server.scoring.advice import category_facts, finding_advice, finding_facts, in_band_list, in_band_rows
-from server.scoring.fields import on
-from server.scoring.records import RooflineTable, step_workload, workload_profile
-from server.vocab import (
+from sdpa_analyzer.perf_models.kernels import KernelRole, classify_kernel
+from sdpa_analyzer.perf_models.objects import as_objects
+from sdpa_analyzer.perf_models.outputs import Output
+from sdpa_analyzer.server.factorize import factorize
+from sdpa_analyzer.server.folder.manifest import current_run_id
+from sdpa_analyzer.server.folder.read import KERNEL_MEAN, CategoryData
+from sdpa_analyzer.server.numbers import finite
+from sdpa_analyzer.server.scoring.advice import (
+    category_facts,
+    finding_advice,
+    finding_facts,
+    in_band_list,
+    in_band_rows,
+)
+from sdpa_analyzer.server.scoring.fields import on
+from sdpa_analyzer.server.scoring.records import RooflineTable, step_workload, workload_profile
+from sdpa_analyzer.server.vocab import (
     ANOMALY_FLAG_PCT,
     EFF_BUCKET_EDGES,
     HEURISTIC_HIGH,
@@ -42,7 +48,7 @@ from server.vocab import (
     MIN_HIGH,
     profile_type,
 )
-from server.writers.json_columns import (
+from sdpa_analyzer.server.writers.json_columns import (
     Bools,
     Cells,
     Column,

@@ -14,23 +14,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perf_models.assess import assess
-from perf_models.config import AttentionConfig, BwdConvention
-from perf_models.dtypes import SHORT_LABEL, try_normalize_dtype
-from perf_models.estimate import estimate_work
-from perf_models.hardware import GpuSpec
-from perf_models.kernels import classify_kernels
-from perf_models.limits import oversized
-from perf_models.literals import LiteralParseError, parse_literal
-from perf_models.model_attention import default_family
-from perf_models.ops.batch import ParsedTable, parse_ops_table
-from perf_models.outputs import MODEL_OUTPUTS
-from perf_models.registry import ParsedOp, parse_op
-from perf_models.row_outputs import row_outputs
-from server.factorize import factorize
-from server.folder.cells import CELL_SEP
-from server.folder.read import KERNEL_SUM, CategoryData
-from server.vocab import profile_type
+from sdpa_analyzer.perf_models.assess import assess
+from sdpa_analyzer.perf_models.config import AttentionConfig, BwdConvention
+from sdpa_analyzer.perf_models.dtypes import SHORT_LABEL, try_normalize_dtype
+from sdpa_analyzer.perf_models.estimate import estimate_work
+from sdpa_analyzer.perf_models.hardware import GpuSpec
+from sdpa_analyzer.perf_models.kernels import classify_kernels
+from sdpa_analyzer.perf_models.limits import oversized
+from sdpa_analyzer.perf_models.literals import LiteralParseError, parse_literal
+from sdpa_analyzer.perf_models.model_attention import default_family
+from sdpa_analyzer.perf_models.ops.batch import ParsedTable, parse_ops_table
+from sdpa_analyzer.perf_models.outputs import MODEL_OUTPUTS
+from sdpa_analyzer.perf_models.registry import ParsedOp, parse_op
+from sdpa_analyzer.perf_models.row_outputs import row_outputs
+from sdpa_analyzer.server.factorize import factorize
+from sdpa_analyzer.server.folder.cells import CELL_SEP
+from sdpa_analyzer.server.folder.read import KERNEL_SUM, CategoryData
+from sdpa_analyzer.server.vocab import profile_type
 
 TRUNC_KERNEL = 75
 MODULE_PREFIX = "nn.Module: "

@@ -14,9 +14,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from perf_models.bands import BELOW_WORDS, NO_BAND_WORDS
-from perf_models.terms import BYTES_MODELS
-from server.numbers import finite
+from sdpa_analyzer.perf_models.bands import BELOW_WORDS, NO_BAND_WORDS
+from sdpa_analyzer.perf_models.terms import BYTES_MODELS
+from sdpa_analyzer.server.numbers import finite
 
 REGIME_WORDS = {
     "compute": "compute-bound",

@@ -18,11 +18,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from server.synthetic.gpus import AMD_CID, LAUNCH_API, NV_CBID, Gpu
-from server.synthetic.kernels import Kernel
-from server.synthetic.slots import Slot, slot_args
-from server.synthetic.truth import SyntheticInstance
-from server.synthetic.units import QUANTUM_NS, cdiv
+from sdpa_analyzer.server.synthetic.gpus import AMD_CID, LAUNCH_API, NV_CBID, Gpu
+from sdpa_analyzer.server.synthetic.kernels import Kernel
+from sdpa_analyzer.server.synthetic.slots import Slot, slot_args
+from sdpa_analyzer.server.synthetic.truth import SyntheticInstance
+from sdpa_analyzer.server.synthetic.units import QUANTUM_NS, cdiv
 
 _T0_NS = 1_419_247_332_000_000  # µs timestamps of the same magnitude as the real traces
 _PID = 19392

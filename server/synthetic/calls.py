@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from server.errors import InputError
-from server.synthetic.gpus import known_gpus
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.synthetic.gpus import known_gpus
 
 FLAVOURS = (
     "aten_flash",

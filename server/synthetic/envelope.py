@@ -6,8 +6,8 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-from server.synthetic.builder import TraceBuilder
-from server.synthetic.gpus import Gpu
+from sdpa_analyzer.server.synthetic.builder import TraceBuilder
+from sdpa_analyzer.server.synthetic.gpus import Gpu
 
 _BASE_TIME_NS = 1_751_410_836_000_000_000  # baseTimeNanoseconds of the header: a fixed wall-clock origin
 

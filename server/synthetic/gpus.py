@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from perf_models.hardware import GpuSpec, match_device_name
-from server.errors import InputError
+from sdpa_analyzer.perf_models.hardware import GpuSpec, match_device_name
+from sdpa_analyzer.server.errors import InputError
 
 DEFAULT_GPU = "NVIDIA H100 80GB HBM3"
 

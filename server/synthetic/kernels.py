@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from server.synthetic.calls import SyntheticAttentionCall
-from server.synthetic.gpus import Gpu
-from server.synthetic.slots import ATEN_TYPE
-from server.synthetic.units import cdiv, to_ns
+from sdpa_analyzer.server.synthetic.calls import SyntheticAttentionCall
+from sdpa_analyzer.server.synthetic.gpus import Gpu
+from sdpa_analyzer.server.synthetic.slots import ATEN_TYPE
+from sdpa_analyzer.server.synthetic.units import cdiv, to_ns
 
 _CUTLASS_T = {"bf16": "cutlass::bfloat16_t", "fp16": "cutlass::half_t", "fp32": "float"}
 _CUDA_T = {"bf16": "__nv_bfloat16", "fp16": "__half", "fp32": "float"}

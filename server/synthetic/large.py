@@ -16,18 +16,18 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from server.errors import InputError
-from server.synthetic.builder import FIRST_CORRELATION, FIRST_SEQUENCE, TraceBuilder
-from server.synthetic.calls import SyntheticAttentionCall
-from server.synthetic.envelope import metadata_events, span_events, to_us, trace_header
-from server.synthetic.gpus import DEFAULT_GPU, Gpu
-from server.synthetic.kernels import add_functor, mul_functor, silu_functor
-from server.synthetic.ops.fillers import elementwise, linear, rmsnorm, rope
-from server.synthetic.ops.registry import emit_forward
-from server.synthetic.slots import ATEN_TYPE
-from server.synthetic.units import QUANTUM_NS, cdiv
-from server.synthetic.writer import resolve_gpu
-from server.writers.atomic import write_bytes_atomic
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.synthetic.builder import FIRST_CORRELATION, FIRST_SEQUENCE, TraceBuilder
+from sdpa_analyzer.server.synthetic.calls import SyntheticAttentionCall
+from sdpa_analyzer.server.synthetic.envelope import metadata_events, span_events, to_us, trace_header
+from sdpa_analyzer.server.synthetic.gpus import DEFAULT_GPU, Gpu
+from sdpa_analyzer.server.synthetic.kernels import add_functor, mul_functor, silu_functor
+from sdpa_analyzer.server.synthetic.ops.fillers import elementwise, linear, rmsnorm, rope
+from sdpa_analyzer.server.synthetic.ops.registry import emit_forward
+from sdpa_analyzer.server.synthetic.slots import ATEN_TYPE
+from sdpa_analyzer.server.synthetic.units import QUANTUM_NS, cdiv
+from sdpa_analyzer.server.synthetic.writer import resolve_gpu
+from sdpa_analyzer.server.writers.atomic import write_bytes_atomic
 
 _NUM = "\ue000"
 _NUM_END = "\ue001"

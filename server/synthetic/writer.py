@@ -22,17 +22,17 @@ from typing import Any
 
 import orjson
 
-from server.errors import InputError
-from server.synthetic.builder import PTR, TraceBuilder
-from server.synthetic.calls import AMD_ONLY, NVIDIA_ONLY, SyntheticAttentionCall
-from server.synthetic.envelope import metadata_events, span_events, to_us, trace_header
-from server.synthetic.gpus import DEFAULT_GPU, Gpu, lookup_gpu
-from server.synthetic.ops.common import ForwardPass, empty, fill_zero_int
-from server.synthetic.ops.fillers import filler
-from server.synthetic.ops.registry import emit_backward, emit_forward, step_annotation
-from server.synthetic.slots import N, S, T
-from server.synthetic.truth import SyntheticTrace
-from server.writers.atomic import write_bytes_atomic
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.synthetic.builder import PTR, TraceBuilder
+from sdpa_analyzer.server.synthetic.calls import AMD_ONLY, NVIDIA_ONLY, SyntheticAttentionCall
+from sdpa_analyzer.server.synthetic.envelope import metadata_events, span_events, to_us, trace_header
+from sdpa_analyzer.server.synthetic.gpus import DEFAULT_GPU, Gpu, lookup_gpu
+from sdpa_analyzer.server.synthetic.ops.common import ForwardPass, empty, fill_zero_int
+from sdpa_analyzer.server.synthetic.ops.fillers import filler
+from sdpa_analyzer.server.synthetic.ops.registry import emit_backward, emit_forward, step_annotation
+from sdpa_analyzer.server.synthetic.slots import N, S, T
+from sdpa_analyzer.server.synthetic.truth import SyntheticTrace
+from sdpa_analyzer.server.writers.atomic import write_bytes_atomic
 
 
 def resolve_gpu(gpu_name: str | None, calls: Sequence[SyntheticAttentionCall]) -> Gpu:

@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from server.roots import DataRoots
-from server.tools import (
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.tools import (
     analyze,
     archs,
     load,
@@ -27,7 +27,7 @@ from server.tools import (
     template,
     validate,
 )
-from server.tools.base import ProgressFn, ToolContext, ToolSpec, execute
+from sdpa_analyzer.server.tools.base import ProgressFn, ToolContext, ToolSpec, execute
 
 TOOLS: tuple[ToolSpec[Any, Any], ...] = (
     load.TOOL,

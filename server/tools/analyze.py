@@ -7,13 +7,13 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field
 
-from perf_models.hardware import GpuSpec
-from server.errors import InputError
-from server.ingest.errors import TraceError
-from server.ingest.result import AnalyzeResult
-from server.roots import DataRoots
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
-from server.tools.common import ArchArg
+from sdpa_analyzer.perf_models.hardware import GpuSpec
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.ingest.errors import TraceError
+from sdpa_analyzer.server.ingest.result import AnalyzeResult
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from sdpa_analyzer.server.tools.common import ArchArg
 
 TracePath = Annotated[
     str,
@@ -71,7 +71,7 @@ def default_output_dir(trace: Path, roots: DataRoots) -> Path:
 def explicit_arch(arch: str | None, roots: DataRoots) -> str | GpuSpec:
     """The arch argument as analyze_trace takes it: "auto", a GPU table key, or an arch JSON file read (through the
     roots) and checked here, before the trace is parsed."""
-    from server.scoring.arch import gpu_by_name_or_file
+    from sdpa_analyzer.server.scoring.arch import gpu_by_name_or_file
 
     if not arch:
         return "auto"
@@ -81,7 +81,7 @@ def explicit_arch(arch: str | None, roots: DataRoots) -> str | GpuSpec:
 
 
 def analyze_trace(ctx: ToolContext, args: AnalyzeInput) -> AnalyzeResult:
-    from server.ingest.analyze import analyze_trace as run_analysis  # the ingest (numpy, pandas, msgspec)
+    from sdpa_analyzer.server.ingest.analyze import analyze_trace as run_analysis  # the ingest (numpy, pandas, msgspec)
 
     roots = ctx.roots
     trace = roots.resolve(args.trace_path, what="trace_path")

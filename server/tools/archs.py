@@ -6,10 +6,10 @@ from typing import Annotated
 
 from pydantic import Field
 
-from perf_models.hardware import GpuSpec, get_gpu, list_gpus
-from server.results import ResultModel
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
-from server.tools.common import ACHIEVABLE_HELP, GPU_HELP, ROOF_KIND_HELP, GpuArg
+from sdpa_analyzer.perf_models.hardware import GpuSpec, get_gpu, list_gpus
+from sdpa_analyzer.server.results import ResultModel
+from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from sdpa_analyzer.server.tools.common import ACHIEVABLE_HELP, GPU_HELP, ROOF_KIND_HELP, GpuArg
 
 
 class ArchsInput(ToolInput):

@@ -16,8 +16,8 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from perf_models.errors import PerfModelError
-from server.errors import (
+from sdpa_analyzer.perf_models.errors import PerfModelError
+from sdpa_analyzer.server.errors import (
     MESSAGE_LIMIT,
     InputError,
     format_validation_error,
@@ -25,9 +25,9 @@ from server.errors import (
     printable,
     shorten_message,
 )
-from server.gc_pause import gc_paused
-from server.memory import release_free_heap
-from server.roots import DataRoots
+from sdpa_analyzer.server.gc_pause import gc_paused
+from sdpa_analyzer.server.memory import release_free_heap
+from sdpa_analyzer.server.roots import DataRoots
 
 log = logging.getLogger("sdpa_analyzer")
 

@@ -16,17 +16,25 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, StringConstraints
 
-from perf_models.dtypes import try_normalize_dtype
-from perf_models.errors import UnknownArchError
-from perf_models.hardware import GpuSpec, get_gpu
-from server.errors import shorten_message
-from server.results import ResultModel
-from server.roots import DataRoots
-from server.vocab import BYTES_MODEL_HELP, CATEGORY_HELP, CHART_COMPUTE_SPEC, SCOPE_HELP, BytesModel, Category, Scope
+from sdpa_analyzer.perf_models.dtypes import try_normalize_dtype
+from sdpa_analyzer.perf_models.errors import UnknownArchError
+from sdpa_analyzer.perf_models.hardware import GpuSpec, get_gpu
+from sdpa_analyzer.server.errors import shorten_message
+from sdpa_analyzer.server.results import ResultModel
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.vocab import (
+    BYTES_MODEL_HELP,
+    CATEGORY_HELP,
+    CHART_COMPUTE_SPEC,
+    SCOPE_HELP,
+    BytesModel,
+    Category,
+    Scope,
+)
 
 if TYPE_CHECKING:
-    from server.scoring.arch import ResolvedArch
-    from server.scoring.records import RooflineTable
+    from sdpa_analyzer.server.scoring.arch import ResolvedArch
+    from sdpa_analyzer.server.scoring.records import RooflineTable
 
 OutputDir = Annotated[
     str,
@@ -141,7 +149,9 @@ SOURCE_LIMIT = 600  # a source is kept whole (ours are shorter); an arch JSON's 
 def peaks_of(gpu: GpuSpec, source: str, spec: str | None, *, detail: str | None = None,
              trace_gpu_name: str | None = None) -> PeaksUsed:
     """PeaksUsed of a GPU for one compute spec (None: no modeled row), with every roof's kind and source."""
-    from perf_models.assess import spec_roof  # the roofline math (numpy): only the tools that score need it
+    from sdpa_analyzer.perf_models.assess import (
+        spec_roof,  # the roofline math (numpy): only the tools that score need it
+    )
 
     bw = gpu.bandwidth_roof()
     roof = spec_roof(gpu, spec) if spec is not None else None

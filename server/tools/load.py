@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from server.errors import shorten_message, shorten_middle
-from server.folder import layout
-from server.numbers import finite
-from server.results import ResultModel
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
-from server.tools.common import CategoryArg, OutputDir, resolve_output_dir
+from sdpa_analyzer.server.errors import shorten_message, shorten_middle
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.numbers import finite
+from sdpa_analyzer.server.results import ResultModel
+from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from sdpa_analyzer.server.tools.common import CategoryArg, OutputDir, resolve_output_dir
 
 if TYPE_CHECKING:  # the folder reader imports pandas: a tool's declaration stays light
-    from server.folder.read import CategoryData
+    from sdpa_analyzer.server.folder.read import CategoryData
 
 TOP_OPS = 5
 
@@ -67,9 +67,9 @@ class LoadResult(ResultModel):
 def load_category_data(ctx: ToolContext, args: LoadInput) -> LoadResult:
     import numpy as np  # the folder reader and the op table: imported when the tool runs, not to declare it
 
-    from perf_models.registry import lookup
-    from server.folder.cache import cached_load
-    from server.scoring.records import short_args
+    from sdpa_analyzer.perf_models.registry import lookup
+    from sdpa_analyzer.server.folder.cache import cached_load
+    from sdpa_analyzer.server.scoring.records import short_args
 
     out = resolve_output_dir(ctx.roots, args.output_dir)
     data = cached_load(out, args.category, ctx.roots)

@@ -7,13 +7,20 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from perf_models.config import AttentionConfig, BwdConvention, Mask, PagedInfo, VarlenInfo
-from perf_models.errors import PerfModelError
-from server.errors import InputError
-from server.results import ResultModel
-from server.scoring.fields import result_model
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
-from server.tools.common import BytesModelArg, DtypeArg, KvCacheDtypeArg, PeaksUsed, RequiredArch, peaks_of
+from sdpa_analyzer.perf_models.config import AttentionConfig, BwdConvention, Mask, PagedInfo, VarlenInfo
+from sdpa_analyzer.perf_models.errors import PerfModelError
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.results import ResultModel
+from sdpa_analyzer.server.scoring.fields import result_model
+from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from sdpa_analyzer.server.tools.common import (
+    BytesModelArg,
+    DtypeArg,
+    KvCacheDtypeArg,
+    PeaksUsed,
+    RequiredArch,
+    peaks_of,
+)
 
 PositiveInt = Annotated[int, Field(ge=1, le=2**31)]
 Window = Annotated[int, Field(ge=-1, le=2**31)]
@@ -236,10 +243,10 @@ def _config(args: ModelInput) -> AttentionConfig:
 
 def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
     # the models (numpy) and the verdict words: imported when the tool runs, never to declare it (no pandas either)
-    from perf_models.model_attention import model_attention as estimate_attention
-    from server.scoring.arch import gpu_by_name_or_file
-    from server.scoring.field_values import result_values
-    from server.scoring.verdicts import verdict
+    from sdpa_analyzer.perf_models.model_attention import model_attention as estimate_attention
+    from sdpa_analyzer.server.scoring.arch import gpu_by_name_or_file
+    from sdpa_analyzer.server.scoring.field_values import result_values
+    from sdpa_analyzer.server.scoring.verdicts import verdict
 
     gpu, source = gpu_by_name_or_file(args.arch, ctx.roots)
     try:

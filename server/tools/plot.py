@@ -6,14 +6,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PrivateAttr
 
-from server.errors import InputError
-from server.folder import layout
-from server.results import ResultModel
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
-from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
-from server.vocab import Category
-from server.writers.atomic import write_bytes_atomic
-from server.writers.owned import check_replaceable
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.results import ResultModel
+from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from sdpa_analyzer.server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
+from sdpa_analyzer.server.vocab import Category
+from sdpa_analyzer.server.writers.atomic import write_bytes_atomic
+from sdpa_analyzer.server.writers.owned import check_replaceable
 
 MAX_UNPLOTTED_LISTED = 10
 
@@ -55,10 +55,10 @@ class PlotResult(ResultModel):
 def plot_roofline(ctx: ToolContext, args: PlotInput) -> PlotResult:
     # Imported here: matplotlib costs ~40 MB and ~0.5 s, and only chart-drawing calls need it; the scoring (numpy,
     # pandas) is imported when a tool runs, never to declare it.
-    from server.render.plots import PNG_SOFTWARE, render_roofline_png
-    from server.scoring.category import scored_categories
-    from server.scoring.chart import chart_ceilings, chart_points
-    from server.scoring.ranked import ranking_mismatch
+    from sdpa_analyzer.server.render.plots import PNG_SOFTWARE, render_roofline_png
+    from sdpa_analyzer.server.scoring.category import scored_categories
+    from sdpa_analyzer.server.scoring.chart import chart_ceilings, chart_points
+    from sdpa_analyzer.server.scoring.ranked import ranking_mismatch
 
     out = resolve_output_dir(ctx.roots, args.output_dir)
     target = out / layout.plot_png(args.category, args.bytes_model)

@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from server.errors import InputError
-from server.results import ResultModel
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
-from server.tools.common import (
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.results import ResultModel
+from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
+from sdpa_analyzer.server.tools.common import (
     ArchArg,
     BytesModelArg,
     CategoryArg,
@@ -19,7 +19,7 @@ from server.tools.common import (
     peaks_used,
     resolve_output_dir,
 )
-from server.vocab import COMPARATIVE, IMPACT_UNIT_HELP, SDPA_BWD, SDPA_FWD
+from sdpa_analyzer.server.vocab import COMPARATIVE, IMPACT_UNIT_HELP, SDPA_BWD, SDPA_FWD
 
 MAX_MEMBERS_SHOWN = 20
 MAX_FINDINGS_SHOWN = 25  # the template renders every finding; the result lists the first ones
@@ -123,10 +123,10 @@ class RankResult(ResultModel):
 
 def rank_findings(ctx: ToolContext, args: RankInput) -> RankResult:
     # the scoring (numpy, pandas): imported when the tool runs, never to declare it
-    from server.scoring.category import score_category
-    from server.scoring.outputs import write_metrics, write_roofline_table
-    from server.scoring.ranked import metrics_no_findings_reason
-    from server.scoring.ranking import build_metrics
+    from sdpa_analyzer.server.scoring.category import score_category
+    from sdpa_analyzer.server.scoring.outputs import write_metrics, write_roofline_table
+    from sdpa_analyzer.server.scoring.ranked import metrics_no_findings_reason
+    from sdpa_analyzer.server.scoring.ranking import build_metrics
 
     out = resolve_output_dir(ctx.roots, args.output_dir)
     scored = score_category(ctx.roots, out, args.category, args.arch, args.bytes_model)

@@ -6,11 +6,11 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from server.ranks.result import MAX_LISTED, CategorySpread, RankError, Straggler, spreads, stragglers
-from server.results import ResultModel
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
-from server.tools.common import OutputDir, resolve_output_dir
-from server.vocab import CATEGORY_HELP, STRAGGLER_RATIO, Category
+from sdpa_analyzer.server.ranks.result import MAX_LISTED, CategorySpread, RankError, Straggler, spreads, stragglers
+from sdpa_analyzer.server.results import ResultModel
+from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from sdpa_analyzer.server.tools.common import OutputDir, resolve_output_dir
+from sdpa_analyzer.server.vocab import CATEGORY_HELP, STRAGGLER_RATIO, Category
 
 PARTIAL_LISTED = 5
 
@@ -62,7 +62,9 @@ def _partial(shapes: list[dict[str, Any]], category: str | None) -> list[dict[st
 
 
 def load_rank_summary(ctx: ToolContext, args: RankSummaryInput) -> RankSummaryResult:
-    from server.ranks.read import load_summary  # the summary's reader (pandas): imported when the tool runs
+    from sdpa_analyzer.server.ranks.read import (
+        load_summary,  # the summary's reader (pandas): imported when the tool runs
+    )
 
     folder = resolve_output_dir(ctx.roots, args.output_dir)
     path, summary = load_summary(folder, ctx.roots)

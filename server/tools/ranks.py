@@ -7,12 +7,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
-from server.errors import InputError
-from server.ranks.discover import list_trace_dir
-from server.ranks.result import RanksResult
-from server.tools.base import CliSpec, Setting, ToolContext, ToolInput, ToolSpec
-from server.tools.common import ArchArg
-from server.vocab import STRAGGLER_RATIO
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.ranks.discover import list_trace_dir
+from sdpa_analyzer.server.ranks.result import RanksResult
+from sdpa_analyzer.server.tools.base import CliSpec, Setting, ToolContext, ToolInput, ToolSpec
+from sdpa_analyzer.server.tools.common import ArchArg
+from sdpa_analyzer.server.vocab import STRAGGLER_RATIO
 
 MAX_TRACES = 100_000
 PathText = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
@@ -87,7 +87,7 @@ def _trace_files(ctx: ToolContext, args: AnalyzeRanksInput) -> list[Path]:
 
 def _arch_spec(arch: str | None, ctx: ToolContext) -> dict[str, Any] | None:
     """An arch JSON file's content, read and checked through the roots here (the workers get plain data)."""
-    from server.scoring.arch import read_arch_file
+    from sdpa_analyzer.server.scoring.arch import read_arch_file
 
     if not arch or not arch.lower().endswith(".json"):
         return None
@@ -104,11 +104,13 @@ def analyze_ranks(ctx: ToolContext, args: AnalyzeRanksInput) -> RanksResult:
     out = ctx.roots.resolve(args.output_dir, what="output_dir")
     engine = args.engine or ("dask" if ctx.dask_address else "pool")
     arch_spec = _arch_spec(args.arch, ctx)
-    from server.ranks.forkserver import start_fork_server  # multiprocessing: only when the tool runs
+    from sdpa_analyzer.server.ranks.forkserver import start_fork_server  # multiprocessing: only when the tool runs
 
     if engine == "pool":
         start_fork_server()  # it imports the analysis while this process does the same on the next line
-    from server.ranks.run import analyze_ranks as run_ranks  # the engines and the ingest: when the tool runs
+    from sdpa_analyzer.server.ranks.run import (
+        analyze_ranks as run_ranks,  # the engines and the ingest: when the tool runs
+    )
 
     return run_ranks(
         traces,

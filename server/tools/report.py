@@ -8,20 +8,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
-from server.errors import InputError, shorten_message
-from server.folder import layout
-from server.memory import release_free_heap
-from server.results import ResultModel
-from server.roots import DataRoots
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
-from server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
-from server.vocab import COMPARATIVE, IMPACT_UNIT
-from server.writers.atomic_stream import atomic_writer
-from server.writers.owned import check_replaceable
+from sdpa_analyzer.server.errors import InputError, shorten_message
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.memory import release_free_heap
+from sdpa_analyzer.server.results import ResultModel
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
+from sdpa_analyzer.server.tools.common import ArchArg, BytesModelArg, OutputDir, resolve_output_dir
+from sdpa_analyzer.server.vocab import COMPARATIVE, IMPACT_UNIT
+from sdpa_analyzer.server.writers.atomic_stream import atomic_writer
+from sdpa_analyzer.server.writers.owned import check_replaceable
 
 if TYPE_CHECKING:
-    from server.render.report import FindingRow
-    from server.scoring.ranked import RankedMetrics
+    from sdpa_analyzer.server.render.report import FindingRow
+    from sdpa_analyzer.server.scoring.ranked import RankedMetrics
 
 MAX_WARNINGS = 10
 WRITE_PIECE_CHARS = 4 << 20  # the page is encoded and handed to the writer this much at a time
@@ -57,7 +57,7 @@ class ReportResult(ResultModel):
 
 
 def _finding_rows(ranked: RankedMetrics | None) -> list[FindingRow]:
-    from server.render.report import FindingRow
+    from sdpa_analyzer.server.render.report import FindingRow
 
     rows = []
     for f in ranked.findings if ranked is not None else []:
@@ -88,8 +88,8 @@ def _finding_rows(ranked: RankedMetrics | None) -> list[FindingRow]:
 
 def _lever_texts(finding: dict[str, Any]) -> list[str]:
     """Every lever of a finding, largest saving first, each with its saving as the template writes it."""
-    from server.findings.levers import lever_id_of, ordered_levers, saving_words
-    from server.findings.quantities import render
+    from sdpa_analyzer.server.findings.levers import lever_id_of, ordered_levers, saving_words
+    from sdpa_analyzer.server.findings.quantities import render
 
     advice = finding.get("advice") if isinstance(finding.get("advice"), dict) else {}
     return [f"{lever_id_of(x)}: {render('ms', x.get('saved_ms'))} ({render('pct_e2e', x.get('saved_pct_e2e'))}), "
@@ -105,7 +105,7 @@ def _prose(
         st = roots.stat(path, what="findings file")
         if st is None:
             return None, None, []
-        from server.render.markdown import MAX_CHARS
+        from sdpa_analyzer.server.render.markdown import MAX_CHARS
 
         with roots.open_read(path, what="findings file") as fh:  # the page shows MAX_CHARS: no more is read
             text = fh.read(4 * MAX_CHARS + 4).decode("utf-8", errors="replace")  # (UTF-8: up to 4 bytes a char)
@@ -146,12 +146,18 @@ def report_target(roots: DataRoots, out: Path, name: str | None) -> Path:
 def render_report(ctx: ToolContext, args: ReportInput) -> ReportResult:
     # Imported here: matplotlib costs ~40 MB and ~0.5 s, and only chart-drawing calls need it; the page and the
     # scoring (numpy, pandas) are imported when a tool runs, never to declare it.
-    from server.folder.read import check_analysis_folder
-    from server.render.plots import render_roofline_png
-    from server.render.report import REPORT_GENERATOR, CategorySection, PeakSource, ReportContext, report_pieces
-    from server.scoring.category import scored_categories
-    from server.scoring.chart import chart_ceilings, chart_points, report_op_rows
-    from server.scoring.ranked import NOT_RANKED, ranking_mismatch
+    from sdpa_analyzer.server.folder.read import check_analysis_folder
+    from sdpa_analyzer.server.render.plots import render_roofline_png
+    from sdpa_analyzer.server.render.report import (
+        REPORT_GENERATOR,
+        CategorySection,
+        PeakSource,
+        ReportContext,
+        report_pieces,
+    )
+    from sdpa_analyzer.server.scoring.category import scored_categories
+    from sdpa_analyzer.server.scoring.chart import chart_ceilings, chart_points, report_op_rows
+    from sdpa_analyzer.server.scoring.ranked import NOT_RANKED, ranking_mismatch
 
     out = resolve_output_dir(ctx.roots, args.output_dir)
     check_analysis_folder(out, ctx.roots)  # an empty folder or one of traces: refused, as load and template do

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from server.numbers import finite
-from server.results import ResultModel
-from server.scoring.fields import result_model
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
-from server.tools.common import (
+from sdpa_analyzer.server.numbers import finite
+from sdpa_analyzer.server.results import ResultModel
+from sdpa_analyzer.server.scoring.fields import result_model
+from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
+from sdpa_analyzer.server.tools.common import (
     ArchArg,
     BytesModelArg,
     CategoryArg,
@@ -73,8 +73,8 @@ class RooflineResult(ResultModel):
 
 
 def _row_model(r: pd.Series, bytes_model: str) -> BaseModel:
-    from server.scoring.field_values import result_values
-    from server.scoring.verdicts import row_verdict
+    from sdpa_analyzer.server.scoring.field_values import result_values
+    from sdpa_analyzer.server.scoring.verdicts import row_verdict
 
     warnings = list(r["warnings"])[:MAX_ROW_WARNINGS]
     values = result_values(r, "row", verdict=row_verdict(r, bytes_model), warnings=warnings)
@@ -85,8 +85,8 @@ def compute_roofline(ctx: ToolContext, args: RooflineInput) -> RooflineResult:
     # the scoring (numpy, pandas): imported when the tool runs, never to declare it
     import numpy as np
 
-    from server.scoring.category import score_category
-    from server.scoring.outputs import write_roofline_table
+    from sdpa_analyzer.server.scoring.category import score_category
+    from sdpa_analyzer.server.scoring.outputs import write_roofline_table
 
     out = resolve_output_dir(ctx.roots, args.output_dir)
     scored = score_category(ctx.roots, out, args.category, args.arch, args.bytes_model)

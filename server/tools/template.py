@@ -7,14 +7,14 @@ from typing import Any
 
 from pydantic import Field
 
-from server.errors import InputError, shorten_message
-from server.findings.spec import SLOT_CLOSE, SLOT_OPEN, metrics_run_id
-from server.folder import layout
-from server.folder.manifest import older_analysis, read_run_id, same_run
-from server.results import ResultModel
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
-from server.tools.common import CategoryArg, OutputDir, resolve_output_dir
-from server.writers.atomic import write_text_atomic
+from sdpa_analyzer.server.errors import InputError, shorten_message
+from sdpa_analyzer.server.findings.spec import SLOT_CLOSE, SLOT_OPEN, metrics_run_id
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.folder.manifest import older_analysis, read_run_id, same_run
+from sdpa_analyzer.server.results import ResultModel
+from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from sdpa_analyzer.server.tools.common import CategoryArg, OutputDir, resolve_output_dir
+from sdpa_analyzer.server.writers.atomic import write_text_atomic
 
 
 class TemplateInput(ToolInput):
@@ -52,9 +52,9 @@ def _slot_hint(line: str) -> str:
 
 def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateResult:
     # the folder reader, the ranking and the template (pandas): imported when the tool runs, never to declare it
-    from server.folder.metrics_file import metrics_document
-    from server.folder.read import check_analysis_folder, read_json_file
-    from server.scoring.ranking import OURS
+    from sdpa_analyzer.server.folder.metrics_file import metrics_document
+    from sdpa_analyzer.server.folder.read import check_analysis_folder, read_json_file
+    from sdpa_analyzer.server.scoring.ranking import OURS
 
     cat = args.category
     roots = ctx.roots
@@ -80,7 +80,7 @@ def render_findings_template(ctx: ToolContext, args: TemplateInput) -> TemplateR
 
 
 def _render(ctx: ToolContext, args: TemplateInput, metrics: dict[str, Any]) -> TemplateResult:
-    from server.findings.template import render_findings_template as render_template
+    from sdpa_analyzer.server.findings.template import render_findings_template as render_template
 
     cat = args.category
     roots = ctx.roots

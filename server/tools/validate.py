@@ -9,15 +9,15 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from server.errors import InputError
-from server.findings.models import ValidationReport
-from server.findings.spec import findings_run_id, metrics_run_id
-from server.folder import layout
-from server.folder.manifest import older_analysis, read_run_id
-from server.roots import DataRoots
-from server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
-from server.vocab import SCOPE_HELP, Scope, Tier
-from server.writers.atomic import write_text_atomic
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.findings.models import ValidationReport
+from sdpa_analyzer.server.findings.spec import findings_run_id, metrics_run_id
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.folder.manifest import older_analysis, read_run_id
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec
+from sdpa_analyzer.server.vocab import SCOPE_HELP, Scope, Tier
+from sdpa_analyzer.server.writers.atomic import write_text_atomic
 
 MAX_ERRORS_LISTED = 40
 
@@ -79,9 +79,9 @@ def _refuse_other_files(roots: DataRoots, path: Path) -> None:
 
 def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport:
     # the validator (markdown-it, the metrics view): imported when the tool runs, never to declare it
-    from server.findings.metrics_view import load_metrics
-    from server.findings.validate import find_metrics_for
-    from server.folder.metrics_file import metrics_document
+    from sdpa_analyzer.server.findings.metrics_view import load_metrics
+    from sdpa_analyzer.server.findings.validate import find_metrics_for
+    from sdpa_analyzer.server.folder.metrics_file import metrics_document
 
     roots = ctx.roots
     path = roots.resolve(args.findings_path, what="findings_path")
@@ -112,8 +112,8 @@ def validate_findings(ctx: ToolContext, args: ValidateInput) -> ValidationReport
 def _validate(
     path: Path, mpath: Path | None, metrics: dict[str, Any] | None, args: ValidateInput, roots: DataRoots
 ) -> ValidationReport:
-    from server.findings.metrics_view import MetricsFormatError
-    from server.findings.validate import validate_findings_file
+    from sdpa_analyzer.server.findings.metrics_view import MetricsFormatError
+    from sdpa_analyzer.server.findings.validate import validate_findings_file
 
     try:
         return validate_findings_file(
@@ -135,7 +135,7 @@ def _rank_summary(findings: Path, roots: DataRoots) -> dict[str, Any] | None:
     folder = layout.folder_of_findings(findings)
     if not any(_is_file(roots, where / layout.RANKS_SUMMARY) for where in (folder, folder.parent)):
         return None
-    from server.ranks.read import load_summary
+    from sdpa_analyzer.server.ranks.read import load_summary
 
     try:
         return load_summary(folder, roots)[1]

@@ -30,7 +30,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from server.roots import FD_WALK, UNRESTRICTED, DataRoots
+from sdpa_analyzer.server.roots import FD_WALK, UNRESTRICTED, DataRoots
 
 if os.name == "posix":
     import fcntl

@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from server.roots import UNRESTRICTED, DataRoots
-from server.writers.atomic import atomic_file
+from sdpa_analyzer.server.roots import UNRESTRICTED, DataRoots
+from sdpa_analyzer.server.writers.atomic import atomic_file
 
 _QUEUED_PIECES = 3
 _STOP = object()  # ends the writer thread

@@ -24,8 +24,8 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from server.factorize import factorize
-from server.writers.runs import Coded, Combined, coded_numbers, combine_runs, few
+from sdpa_analyzer.server.factorize import factorize
+from sdpa_analyzer.server.writers.runs import Coded, Combined, coded_numbers, combine_runs, few
 
 CHUNK_ROWS = 2048
 CodesOf = Callable[[str], tuple[np.ndarray, list[Any]]]

@@ -28,7 +28,7 @@ import numpy as np
 import orjson
 import pandas as pd
 
-from server.writers.runs import SAMPLE_ROWS, Coded, coded_numbers, combine_runs, few, maybe_few
+from sdpa_analyzer.server.writers.runs import SAMPLE_ROWS, Coded, coded_numbers, combine_runs, few, maybe_few
 
 DUMPS_OPTIONS = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS
 _NUMPY = orjson.OPT_SERIALIZE_NUMPY

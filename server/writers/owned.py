@@ -13,8 +13,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from server.errors import InputError
-from server.roots import DataRoots, shown
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.roots import DataRoots, shown
 
 HEAD_BYTES = 4096  # the markers sit in the first few hundred bytes of our files
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from perf_models.registry import parse_op
+from sdpa_analyzer.perf_models.registry import parse_op
 from tests.support import Row, check_table
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from perf_models.config import AttentionConfig, Mask
-from perf_models.hardware import get_gpu
-from perf_models.model_attention import model_attention
+from sdpa_analyzer.perf_models.config import AttentionConfig, Mask
+from sdpa_analyzer.perf_models.hardware import get_gpu
+from sdpa_analyzer.perf_models.model_attention import model_attention
 
 H100 = get_gpu("h100-sxm")
 

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perf_models.config import Alignment, AttentionConfig, Mask, MaskKind
-from perf_models.ops.batch import parse_ops_table
-from perf_models.registry import lookup, parse_op
+from sdpa_analyzer.perf_models.config import Alignment, AttentionConfig, Mask, MaskKind
+from sdpa_analyzer.perf_models.ops.batch import parse_ops_table
+from sdpa_analyzer.perf_models.registry import lookup, parse_op
 from tests.support import check_table
 
 BF16, FP16, FP32 = "c10::BFloat16", "c10::Half", "float"
@@ -136,7 +136,7 @@ def test_every_analysis_folder_row(analysis_folders_dir):
     assert rows
     check_table(rows)
     # the same rows repeated, as the parsed cells a category reader passes (one object per distinct cell)
-    from perf_models.literals import parse_literal
+    from sdpa_analyzer.perf_models.literals import parse_literal
 
     cache: dict[str, Any] = {}
 
@@ -529,8 +529,8 @@ def test_raw_dims_strings_of_every_shape_of_text():
 
 
 def test_quoted_concrete_inputs_fast_reader_agrees_with_parse_literal():
-    from perf_models.literals import parse_literal
-    from perf_models.ops.batch import cells as batch_parse
+    from sdpa_analyzer.perf_models.literals import parse_literal
+    from sdpa_analyzer.perf_models.ops.batch import cells as batch_parse
 
     rng = random.Random(5)
     alphabet = "ab0.e-+ \t\u2003é()[],{}\"#'\\\n"

@@ -15,17 +15,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perf_models.bands import NO_BAND_NOTES, NOTE_MIXED, NOTE_NO_MODEL
-from perf_models.ceiling import calibration_data, ceiling_params
-from perf_models.ceiling_fit import fit, fit_params_json, leave_one_gpu_out, logo_markdown, predict_points
-from perf_models.config import AttentionConfig
-from perf_models.exp_roof import arch_units, exp_roof_texps, exponentials, three_roofs
-from perf_models.hardware import get_gpu, gpu_from_arch_dict, list_gpus
-from perf_models.masks import MASK_CAUSAL_BR, MASK_WINDOW, kept_pairs
-from perf_models.model_attention import model_attention
-from perf_models.waves import wave_factor
-from server.roots import DataRoots
-from server.tools import call
+from sdpa_analyzer.perf_models.bands import NO_BAND_NOTES, NOTE_MIXED, NOTE_NO_MODEL
+from sdpa_analyzer.perf_models.ceiling import calibration_data, ceiling_params
+from sdpa_analyzer.perf_models.ceiling_fit import fit, fit_params_json, leave_one_gpu_out, logo_markdown, predict_points
+from sdpa_analyzer.perf_models.config import AttentionConfig
+from sdpa_analyzer.perf_models.exp_roof import arch_units, exp_roof_texps, exponentials, three_roofs
+from sdpa_analyzer.perf_models.hardware import get_gpu, gpu_from_arch_dict, list_gpus
+from sdpa_analyzer.perf_models.masks import MASK_CAUSAL_BR, MASK_WINDOW, kept_pairs
+from sdpa_analyzer.perf_models.model_attention import model_attention
+from sdpa_analyzer.perf_models.waves import wave_factor
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.tools import call
 
 REPO = Path(__file__).resolve().parents[2]
 ROOTS = DataRoots([Path.cwd()])

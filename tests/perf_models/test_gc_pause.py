@@ -8,8 +8,8 @@ import gc
 import re
 import threading
 
-from perf_models.gc_pause import gc_paused
-from perf_models.ops.batch import parse_ops_table
+from sdpa_analyzer.perf_models.gc_pause import gc_paused
+from sdpa_analyzer.perf_models.ops.batch import parse_ops_table
 from tests.support import REPO
 
 

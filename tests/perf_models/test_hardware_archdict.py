@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from perf_models.errors import ConfigError
-from perf_models.hardware import gpu_from_arch_dict
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.hardware import gpu_from_arch_dict
 
 # TraceLens examples/gpu_arch_example.md, verbatim
 TRACELENS_MI300X: dict[str, Any] = {

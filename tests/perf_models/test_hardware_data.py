@@ -11,8 +11,8 @@ from importlib import resources
 
 import pytest
 
-from perf_models.errors import ConfigError
-from perf_models.hardware import GpuSpec, get_gpu, list_gpus
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.hardware import GpuSpec, get_gpu, list_gpus
 
 REQUIRED = {
     "h100-sxm",

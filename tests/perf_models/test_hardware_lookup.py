@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from perf_models.devices import identify_device
-from perf_models.errors import UnknownArchError
-from perf_models.hardware import get_gpu, list_gpus, match_device_name
+from sdpa_analyzer.perf_models.devices import identify_device
+from sdpa_analyzer.perf_models.errors import UnknownArchError
+from sdpa_analyzer.perf_models.hardware import get_gpu, list_gpus, match_device_name
 
 # deviceProperties names as torch / the driver report them, and the table they must map to
 DEVICE_NAMES = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from perf_models.hardware import get_gpu
+from sdpa_analyzer.perf_models.hardware import get_gpu
 
 # key: (arch, SMs/CUs, memory GB, memory TB/s, dense bf16 TFLOPS, dense fp8 or None), from the documents cited in
 # each file; the bf16 figure is also the hand computation SMs × FLOP/clk/SM × boost clock where the comment says so

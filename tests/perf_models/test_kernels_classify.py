@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perf_models.kernels import (
+from sdpa_analyzer.perf_models.kernels import (
     HELPERS_BEFORE_MAIN,
     HelperKind,
     KernelRole,
@@ -23,8 +23,8 @@ from perf_models.kernels import (
     kernel_window_hint,
     tile_sizes,
 )
-from perf_models.literals import parse_literal
-from perf_models.ops.types import AttentionType
+from sdpa_analyzer.perf_models.literals import parse_literal
+from sdpa_analyzer.perf_models.ops.types import AttentionType
 
 FILL = (
     "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>, std::array<char*, 1ul> >"

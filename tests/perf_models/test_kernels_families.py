@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from perf_models.kernels import (
+from sdpa_analyzer.perf_models.kernels import (
     KernelRole,
     KernelStage,
     classify_kernel,
@@ -212,7 +212,7 @@ def test_not_attention_has_no_stage(name: str) -> None:
 def test_triton_attention_fed_by_int8_quantization_is_sage() -> None:
     # thu-ml/SageAttention sageattention/triton/quant_per_block.py (quant_per_block_int8_kernel) feeding
     # attn_qk_int8_per_block.py's `_attn_fwd`: the structure, not the kernel's generic name, says SageAttention
-    from perf_models.kernels import classify_kernels
+    from sdpa_analyzer.perf_models.kernels import classify_kernels
 
     kc = classify_kernels(["quant_per_block_int8_kernel", "quant_per_block_int8_kernel", "_attn_fwd"],
                           [3.0, 3.0, 90.0])
@@ -223,7 +223,7 @@ def test_triton_attention_fed_by_int8_quantization_is_sage() -> None:
 def test_fa2_launch_grid_gives_batch_heads_and_a_length_range() -> None:
     # csrc/flash_attn/src/flash_fwd_launch_template.h: dim3 grid(num_m_block, params.b, params.h); by hand for
     # (b=16, h=16, seq_q=559, kBlockM=128): num_m_block = ceil(559 / 128) = 5 -> 513 <= seq_q <= 640
-    from perf_models.kernels import grid_shape_hints
+    from sdpa_analyzer.perf_models.kernels import grid_shape_hints
 
     fwd = ("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, "
            "false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, "

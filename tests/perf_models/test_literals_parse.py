@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from perf_models.errors import PerfModelError
-from perf_models.literals import (
+from sdpa_analyzer.perf_models.errors import PerfModelError
+from sdpa_analyzer.perf_models.literals import (
     LiteralParseError,
     parse_bool_str,
     parse_float_str,

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from perf_models.bands import NO_BAND_NOTES, _family, all_families, band_edges, family_by_id, lookup_bands
-from perf_models.errors import PerfModelError
+from sdpa_analyzer.perf_models.bands import NO_BAND_NOTES, _family, all_families, band_edges, family_by_id, lookup_bands
+from sdpa_analyzer.perf_models.errors import PerfModelError
 
 
 def look(gpu: str, arch: str, kind: str, mask: str, d: float, n: float, *, metric: str = "compute",
@@ -78,7 +78,7 @@ def test_every_anchor_has_a_source_and_families_are_checked() -> None:
     fams = all_families()
     assert len(fams) >= 20 and len({f.id for f in fams}) == len(fams)
     sources = {a.source for f in fams for c in f.curves for a in c.anchors}
-    assert sources <= set(__import__("perf_models.bands", fromlist=["_table"])._table().sources)
+    assert sources <= set(__import__("sdpa_analyzer.perf_models.bands", fromlist=["_table"])._table().sources)
     good = {"id": "x", "arch": "sm_90", "parts": None, "measured_on": ["h100-sxm"], "measured_on_name": "H100",
             "kind": "fwd", "mask": "none", "dtypes": ["bf16"], "heads": "any", "metric": "compute", "axis": "seq",
             "curves": [{"head_dim": 128, "points": [{"at": 512, "pct": 50, "kernel": "k", "source": "s",

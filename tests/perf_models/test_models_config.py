@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from perf_models import AttentionConfig, ConfigError, Mask, PagedInfo, VarlenInfo
-from perf_models.errors import UnknownArchError
-from perf_models.hardware import get_gpu
-from perf_models.registry import parse_op
+from sdpa_analyzer.perf_models import AttentionConfig, ConfigError, Mask, PagedInfo, VarlenInfo
+from sdpa_analyzer.perf_models.errors import UnknownArchError
+from sdpa_analyzer.perf_models.hardware import get_gpu
+from sdpa_analyzer.perf_models.registry import parse_op
 
 GOOD = {"batch": 2, "heads_q": 32, "heads_kv": 8, "seq_q": 128, "seq_kv": 128, "head_dim_qk": 64, "head_dim_v": 64}
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import perf_models.estimate as estimate_mod
-from perf_models.config import (
+import sdpa_analyzer.perf_models.estimate as estimate_mod
+from sdpa_analyzer.perf_models.config import (
     CAUSAL_BOTTOM_RIGHT,
     CAUSAL_TOP_LEFT,
     NO_MASK,
@@ -16,9 +16,9 @@ from perf_models.config import (
     PagedInfo,
     VarlenInfo,
 )
-from perf_models.errors import ConfigError
-from perf_models.estimate import WorkEstimate, estimate_work
-from perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.estimate import WorkEstimate, estimate_work
+from sdpa_analyzer.perf_models.table import ConfigTable
 
 ARRAY_FIELDS = ("kept_pairs", "kept_pairs_upper", "tile_visits", "executed_pairs", "flops_useful",
                 "flops_executed", "flops_upper", "bytes_compulsory", "bytes_tiled", "block_q", "block_kv")

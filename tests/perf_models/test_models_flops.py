@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perf_models.config import (
+from sdpa_analyzer.perf_models.config import (
     CAUSAL_BOTTOM_RIGHT,
     CAUSAL_TOP_LEFT,
     AttentionConfig,
@@ -13,10 +13,10 @@ from perf_models.config import (
     PagedInfo,
     VarlenInfo,
 )
-from perf_models.errors import ConfigError
-from perf_models.estimate import estimate_work
-from perf_models.flops import bwd_gemm_dims, varlen_sequences
-from perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.estimate import estimate_work
+from sdpa_analyzer.perf_models.flops import bwd_gemm_dims, varlen_sequences
+from sdpa_analyzer.perf_models.table import ConfigTable
 
 
 def work(*cfgs: AttentionConfig, **kw: object):
@@ -132,7 +132,7 @@ class TestVarlen:
         assert (w.flops_useful[0], w.flops_upper[0]) == (2 * 4 * 220_500 * 128, 2 * 4 * 260_500 * 128)
 
     def test_dense_bounds(self) -> None:
-        from perf_models.config import NO_MASK
+        from sdpa_analyzer.perf_models.config import NO_MASK
 
         w = work(self.cfg(mask=NO_MASK))
         assert (w.kept_pairs[0], w.kept_pairs_upper[0]) == (440_000, 520_000)

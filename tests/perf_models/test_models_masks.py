@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perf_models.config import CAUSAL_BOTTOM_RIGHT, CAUSAL_TOP_LEFT, NO_MASK, Mask, MaskKind
-from perf_models.errors import ConfigError
-from perf_models.masks import (
+from sdpa_analyzer.perf_models.config import CAUSAL_BOTTOM_RIGHT, CAUSAL_TOP_LEFT, NO_MASK, Mask, MaskKind
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.masks import (
     MASK_CAUSAL_BR,
     MASK_CAUSAL_TL,
     MASK_NONE,

@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perf_models.assess import assess
-from perf_models.config import Alignment, AttentionConfig, Mask, MaskKind, PagedInfo, VarlenInfo
-from perf_models.errors import ConfigError
-from perf_models.estimate import estimate_work
-from perf_models.hardware import get_gpu
-from perf_models.ops.vllm import parse_step_annotation
-from perf_models.registry import parse_op
-from perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.assess import assess
+from sdpa_analyzer.perf_models.config import Alignment, AttentionConfig, Mask, MaskKind, PagedInfo, VarlenInfo
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.estimate import estimate_work
+from sdpa_analyzer.perf_models.hardware import get_gpu
+from sdpa_analyzer.perf_models.ops.vllm import parse_step_annotation
+from sdpa_analyzer.perf_models.registry import parse_op
+from sdpa_analyzer.perf_models.table import ConfigTable
 
 CAUSAL = Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT)
 

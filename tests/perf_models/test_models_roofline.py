@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 
-from perf_models.config import CAUSAL_BOTTOM_RIGHT, AttentionConfig, PagedInfo, VarlenInfo
-from perf_models.errors import ConfigError, PerfModelError
-from perf_models.hardware import Roof
-from perf_models.model_attention import model_attention
-from perf_models.roofline import roofline
+from sdpa_analyzer.perf_models.config import CAUSAL_BOTTOM_RIGHT, AttentionConfig, PagedInfo, VarlenInfo
+from sdpa_analyzer.perf_models.errors import ConfigError, PerfModelError
+from sdpa_analyzer.perf_models.hardware import Roof
+from sdpa_analyzer.perf_models.model_attention import model_attention
+from sdpa_analyzer.perf_models.roofline import roofline
 
 
 class StubGpu:

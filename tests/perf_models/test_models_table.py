@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perf_models.config import (
+from sdpa_analyzer.perf_models.config import (
     CAUSAL_TOP_LEFT,
     AttentionConfig,
     Mask,
@@ -13,10 +13,10 @@ from perf_models.config import (
     PagedInfo,
     VarlenInfo,
 )
-from perf_models.errors import ConfigError
-from perf_models.masks import MASK_CAUSAL_TL, MASK_NONE, MASK_WINDOW
-from perf_models.table import ConfigTable
-from perf_models.tiles import default_blocks, normalize_family
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.masks import MASK_CAUSAL_TL, MASK_NONE, MASK_WINDOW
+from sdpa_analyzer.perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.tiles import default_blocks, normalize_family
 
 
 def test_from_configs_columns() -> None:

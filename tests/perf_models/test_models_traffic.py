@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from perf_models.config import CAUSAL_BOTTOM_RIGHT, NO_MASK, AttentionConfig, PagedInfo, VarlenInfo
-from perf_models.errors import ConfigError
-from perf_models.estimate import estimate_work
-from perf_models.masks import dense_tile_sums
-from perf_models.table import ConfigTable
-from perf_models.traffic import compulsory_terms, tiled_bytes
+from sdpa_analyzer.perf_models.config import CAUSAL_BOTTOM_RIGHT, NO_MASK, AttentionConfig, PagedInfo, VarlenInfo
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.estimate import estimate_work
+from sdpa_analyzer.perf_models.masks import dense_tile_sums
+from sdpa_analyzer.perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.traffic import compulsory_terms, tiled_bytes
 
 # One [1, 32, 1024, 128] bf16 tensor: 32·1024·128·2 = 8,388,608 bytes ("T" below).
 T = 8_388_608
@@ -139,7 +139,7 @@ def test_bad_tiled_model_raises() -> None:
 
 
 def test_flashmla_fp8_cache_is_656_bytes_per_token() -> None:
-    from perf_models.traffic import flashmla_fp8_token_bytes
+    from sdpa_analyzer.perf_models.traffic import flashmla_fp8_token_bytes
 
     # FlashMLA README "FP8 KV Cache": 512 float8_e4m3 NoPE values + 4 float32 scales (one per 128) + 64 bf16 RoPE
     assert flashmla_fp8_token_bytes(576, 512) == 512 + 4 * 4 + 64 * 2 == 656
@@ -161,7 +161,7 @@ def test_flashmla_fp8_cache_is_656_bytes_per_token() -> None:
 
 
 def test_paged_window_with_known_contexts_is_exact() -> None:
-    from perf_models.config import Mask
+    from sdpa_analyzer.perf_models.config import Mask
 
     # 4 decode requests of 100, 200, 5000 and 8000 keys under a 4096 left window: each query sees min(k, 4097)
     lens = (100, 200, 5000, 8000)
@@ -186,7 +186,7 @@ def test_paged_window_with_known_contexts_is_exact() -> None:
 def test_split_kv_heuristic_matches_flash_attention_2() -> None:
     import numpy as np
 
-    from perf_models.traffic import split_kv_splits
+    from sdpa_analyzer.perf_models.traffic import split_kv_splits
 
     # flash_api.cpp's own example: batch · n_heads = 48 on 108 (SM slots) -> 2 splits (0.89 beats 3 splits' 0.67).
     # Our argument is the SM count; FA2 passes 2 × SMs, so 54 SMs give its 108. With 64 key blocks the eligible

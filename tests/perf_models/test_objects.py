@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from perf_models.objects import as_objects, filled
+from sdpa_analyzer.perf_models.objects import as_objects, filled
 
 
 def _distinct_objects(arr: np.ndarray) -> int:

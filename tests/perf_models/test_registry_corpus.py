@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from perf_models.config import Alignment, AttentionConfig, Direction, Mask, MaskKind, VarlenInfo
-from perf_models.registry import Layout, parse_op
+from sdpa_analyzer.perf_models.config import Alignment, AttentionConfig, Direction, Mask, MaskKind, VarlenInfo
+from sdpa_analyzer.perf_models.registry import Layout, parse_op
 
 BF16, FP16, FP8 = "c10::BFloat16", "c10::Half", "c10::Float8_e4m3fn"
 NONE = Mask()

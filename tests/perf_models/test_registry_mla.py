@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from perf_models.estimate import estimate_work
-from perf_models.registry import is_attention_op, parse_op
-from perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.estimate import estimate_work
+from sdpa_analyzer.perf_models.registry import is_attention_op, parse_op
+from sdpa_analyzer.perf_models.table import ConfigTable
 
 BF16 = "c10::BFloat16"
 # 4 decodes over Σk = 4000 cached tokens: SGLang's annotation counts

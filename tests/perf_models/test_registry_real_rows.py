@@ -14,9 +14,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from perf_models.config import Alignment, AttentionConfig, Direction, Mask, MaskKind, PagedInfo
-from perf_models.ops.vllm import parse_vllm_annotation
-from perf_models.registry import AttentionType, Layout, Source, parse_op
+from sdpa_analyzer.perf_models.config import Alignment, AttentionConfig, Direction, Mask, MaskKind, PagedInfo
+from sdpa_analyzer.perf_models.ops.vllm import parse_vllm_annotation
+from sdpa_analyzer.perf_models.registry import AttentionType, Layout, Source, parse_op
 
 NONE = Mask()
 CAUSAL_BR = Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT)

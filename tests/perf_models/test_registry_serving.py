@@ -3,12 +3,12 @@ decode, SageAttention, aiter's OPUS forward, and graph replays without a capture
 
 from __future__ import annotations
 
-from perf_models.config import MaskKind
-from perf_models.estimate import estimate_work
-from perf_models.ops.types import GRAPH_REPLAY_REASON
-from perf_models.ops.vllm import parse_step_annotation
-from perf_models.registry import is_attention_op, is_wrapper_op, lookup, parse_op
-from perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.config import MaskKind
+from sdpa_analyzer.perf_models.estimate import estimate_work
+from sdpa_analyzer.perf_models.ops.types import GRAPH_REPLAY_REASON
+from sdpa_analyzer.perf_models.ops.vllm import parse_step_annotation
+from sdpa_analyzer.perf_models.registry import is_attention_op, is_wrapper_op, lookup, parse_op
+from sdpa_analyzer.perf_models.table import ConfigTable
 
 BF16 = "c10::BFloat16"
 

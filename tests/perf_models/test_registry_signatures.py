@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from perf_models.config import Alignment, AttentionConfig, Direction, Mask, MaskKind, VarlenInfo
-from perf_models.registry import (
+from sdpa_analyzer.perf_models.config import Alignment, AttentionConfig, Direction, Mask, MaskKind, VarlenInfo
+from sdpa_analyzer.perf_models.registry import (
     ATTENTION_OP_NAMES,
     AttentionType,
     Layout,

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from perf_models.config import Alignment, AttentionConfig, Direction, Mask, MaskKind
-from perf_models.ops.batch import parse_ops_table
-from perf_models.ops.types import AttentionType, Source
-from perf_models.registry import parse_op
+from sdpa_analyzer.perf_models.config import Alignment, AttentionConfig, Direction, Mask, MaskKind
+from sdpa_analyzer.perf_models.ops.batch import parse_ops_table
+from sdpa_analyzer.perf_models.ops.types import AttentionType, Source
+from sdpa_analyzer.perf_models.registry import parse_op
 
 # the linked forward's config as the trace reader writes it (server/ingest/op_config.perf_params_from_config):
 # B2 H8 N128 d64, causal from the bottom right, bf16; plus the row's direction

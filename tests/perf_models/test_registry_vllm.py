@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from perf_models.config import Alignment, AttentionConfig, Mask, MaskKind, PagedInfo
-from perf_models.ops.types import RowError
-from perf_models.ops.vllm import parse_vllm_annotation
-from perf_models.registry import AttentionType, Source, parse_op
+from sdpa_analyzer.perf_models.config import Alignment, AttentionConfig, Mask, MaskKind, PagedInfo
+from sdpa_analyzer.perf_models.ops.types import RowError
+from sdpa_analyzer.perf_models.ops.vllm import parse_vllm_annotation
+from sdpa_analyzer.perf_models.registry import AttentionType, Source, parse_op
 
 CAUSAL_BR = Mask(MaskKind.CAUSAL, Alignment.BOTTOM_RIGHT)
 # the b200 trace's row: query fp8 (888, 8, 64), key/value bf16 (888, 1, 64), output bf16 (888, 8, 64)

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from perf_models.errors import ConfigError
-from perf_models.hardware import gpu_from_arch_dict, list_gpus
-from server.errors import InputError
-from server.roots import DataRoots
-from server.scoring.arch import read_arch_file
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.hardware import gpu_from_arch_dict, list_gpus
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.arch import read_arch_file
 
 
 def _arch(value: object) -> dict[str, object]:

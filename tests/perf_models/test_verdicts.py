@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from server.cli.main import main
-from server.roots import DataRoots
-from server.tools import call
+from sdpa_analyzer.server.cli.main import main
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.tools import call
 
 ROOTS = DataRoots([Path.cwd()])
 REPO = Path(__file__).resolve().parents[2]
@@ -185,9 +185,9 @@ def test_gqa_backward_reduction_traffic_by_family() -> None:
 
 def test_unfused_score_matrix_traffic_sets_the_regime(tmp_path: Path) -> None:
     # TimeSformer joint space-time attention: N = 16·196 + 1 = 3137, 12 heads, batch 12, fp16
-    from perf_models.config import AttentionConfig
-    from perf_models.table import ConfigTable
-    from perf_models.traffic import score_matrix_bytes
+    from sdpa_analyzer.perf_models.config import AttentionConfig
+    from sdpa_analyzer.perf_models.table import ConfigTable
+    from sdpa_analyzer.perf_models.traffic import score_matrix_bytes
 
     t = ConfigTable.from_configs([AttentionConfig(12, 12, 12, 3137, 3137, 64, 64, dtype_q="fp16")])
     assert score_matrix_bytes(t)[0] == 4 * 12 * 12 * 3137 * 3137 * 2  # S and P written and read: 11.3 GB
@@ -353,9 +353,9 @@ def test_no_cliff_at_a_bin_edge() -> None:
 
 
 def test_the_reference_kernel_its_efficiency_and_the_time_at_it() -> None:
-    from perf_models.config import AttentionConfig
-    from perf_models.hardware import get_gpu
-    from perf_models.model_attention import model_attention
+    from sdpa_analyzer.perf_models.config import AttentionConfig
+    from sdpa_analyzer.perf_models.hardware import get_gpu
+    from sdpa_analyzer.perf_models.model_attention import model_attention
 
     # FA3 d128 non-causal at 16k: the reference is FlashAttention-3 at 649 TFLOPS = 65.6 % of 989.4; this call's
     # time at it is its FLOPs / 649e12
@@ -395,7 +395,7 @@ def test_decode_is_judged_on_the_roof_that_limits_it_and_by_its_size() -> None:
     # its band is derived: the decode model's fixed latency t0 dominates (ceiling = M / (M / η_mem + t0))
     small = model(batch=1, heads_q=32, heads_kv=8, seq_q=1, seq_kv=1024, head_dim=128, arch="h100-sxm",
                   measured_us=20.0)
-    from perf_models.ceiling import ceiling_params
+    from sdpa_analyzer.perf_models.ceiling import ceiling_params
 
     dec = ceiling_params().decode
     m_us = small.bytes_compulsory / 3.35e12 * 1e6

@@ -9,7 +9,14 @@ import re
 
 import pytest
 
-from prompts.render import CONDITIONS, SECTIONS, load_prompt_text, render_agent_md, render_analysis_prompt, select_parts
+from sdpa_analyzer.prompts.render import (
+    CONDITIONS,
+    SECTIONS,
+    load_prompt_text,
+    render_agent_md,
+    render_analysis_prompt,
+    select_parts,
+)
 
 ALL_SECTIONS = list(SECTIONS)
 EVERY_RUN = [s for s in ALL_SECTIONS if s not in ("Many ranks", "Remote data (`prefix`)")]
@@ -97,9 +104,9 @@ def test_sizes_per_situation() -> None:
 
 def test_a_tool_joins_the_subagent_only_when_it_says_so() -> None:
     """ToolSpec.agent defaults to off; the tool table (and so agent.md's allowlist) is exactly the declared ones."""
-    from server.results import ResultModel
-    from server.tools import TOOLS
-    from server.tools.base import CliSpec, ToolInput, ToolSpec
+    from sdpa_analyzer.server.results import ResultModel
+    from sdpa_analyzer.server.tools import TOOLS
+    from sdpa_analyzer.server.tools.base import CliSpec, ToolInput, ToolSpec
 
     plain = ToolSpec(name="x", title="X", description="d", input_model=ToolInput, result_model=ResultModel,
                      run=lambda ctx, args: ResultModel(), cli=CliSpec("x"))  # fmt: skip

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from prompts.render import load_findings_format, load_prompt_text, render_agent_md
-from server.tools import TOOLS
+from sdpa_analyzer.prompts.render import load_findings_format, load_prompt_text, render_agent_md
+from sdpa_analyzer.server.tools import TOOLS
 from tests.support import REPO, SHARED, need
 
 AGENT_MD = REPO / "agent.md"
@@ -39,13 +39,13 @@ def parse_front_matter(text: str) -> tuple[dict[str, str], str]:
 
 
 def agent_text() -> str:
-    assert AGENT_MD.is_file(), "agent.md is missing: run `python -m prompts.render --write-agent-md`"
+    assert AGENT_MD.is_file(), "agent.md is missing: run `python -m sdpa_analyzer.prompts.render --write-agent-md`"
     return AGENT_MD.read_text(encoding="utf-8")
 
 
 def test_agent_md_is_generated_from_the_prompt() -> None:
     assert agent_text() == render_agent_md(), (
-        "agent.md differs from prompts/sdpa_analysis.md: run `python -m prompts.render --write-agent-md`"
+        "agent.md differs from prompts/sdpa_analysis.md: run `python -m sdpa_analyzer.prompts.render --write-agent-md`"
     )
 
 

@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from prompts import render
-from prompts.render import (
+from sdpa_analyzer.prompts import render
+from sdpa_analyzer.prompts.render import (
     NO_PREFIX,
     PromptArgumentError,
     load_findings_format,
@@ -15,7 +15,7 @@ from prompts.render import (
     render_analysis_prompt,
     server_launch_command,
 )
-from server.tools import TOOLS
+from sdpa_analyzer.server.tools import TOOLS
 
 NAMED_PLACEHOLDERS = ("{output_dir}", "{category}", "{comparison_scope}", "{prefix}")
 # Braces the prompt keeps on purpose: the prefix's command slot and the template's prose slots.

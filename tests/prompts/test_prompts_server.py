@@ -12,9 +12,9 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from prompts.render import load_findings_format, render_analysis_prompt, server_launch_command
-from server import mcp_server as server_app
-from server.tools import TOOLS
+from sdpa_analyzer.prompts.render import load_findings_format, render_analysis_prompt, server_launch_command
+from sdpa_analyzer.server import mcp_server as server_app
+from sdpa_analyzer.server.tools import TOOLS
 
 pytestmark = pytest.mark.anyio
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.errors import MESSAGE_LIMIT, shorten_message
+from sdpa_analyzer.server.errors import MESSAGE_LIMIT, shorten_message
 
 URL = "https://www.techpowerup.com/gpu-specs/h100-sxm5-80-gb.c3900"
 

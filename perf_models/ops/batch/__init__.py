@@ -29,7 +29,7 @@ the per-row fields as they are decided), `parse` (parse_ops_table, driving the o
 
 from __future__ import annotations
 
-from perf_models.ops.batch.parse import parse_ops_table
-from perf_models.ops.batch.results import ParsedTable
+from sdpa_analyzer.perf_models.ops.batch.parse import parse_ops_table
+from sdpa_analyzer.perf_models.ops.batch.results import ParsedTable
 
 __all__ = ["ParsedTable", "parse_ops_table"]

@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.literals import LiteralParseError, is_missing, parse_literal
-from perf_models.ops.registry import ParsedOp, parse_op
-from perf_models.ops.row import sequence_cell
-from perf_models.ops.types import RowError
+from sdpa_analyzer.perf_models.literals import LiteralParseError, is_missing, parse_literal
+from sdpa_analyzer.perf_models.ops.registry import ParsedOp, parse_op
+from sdpa_analyzer.perf_models.ops.row import sequence_cell
+from sdpa_analyzer.perf_models.ops.types import RowError
 
 # ('', '0.', 'True'): a tuple (empty, one element with its comma, or several) of plain single-quoted
 # strings (no escapes, quotes, line breaks or NULs inside), which literal_eval reads as exactly the

@@ -10,12 +10,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.config import AttentionConfig, Direction, Mask, VarlenInfo
-from perf_models.dtypes import element_size, matrix_compute_spec
-from perf_models.errors import ConfigError
-from perf_models.masks import mask_code
-from perf_models.objects import filled
-from perf_models.table import SHAPE_COLUMNS, ConfigTable, column_dtype, config_columns, mask_window
+from sdpa_analyzer.perf_models.config import AttentionConfig, Direction, Mask, VarlenInfo
+from sdpa_analyzer.perf_models.dtypes import element_size, matrix_compute_spec
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.masks import mask_code
+from sdpa_analyzer.perf_models.objects import filled
+from sdpa_analyzer.perf_models.table import SHAPE_COLUMNS, ConfigTable, column_dtype, config_columns, mask_window
 
 TABLE_FIELDS = tuple(f.name for f in fields(ConfigTable))
 

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.literals import PLAIN_INT_NEST, parse_literal, parse_plain_int_nest
-from perf_models.ops.batch.cells import Rows
-from perf_models.ops.batch.groups import split_rows, split_values
-from perf_models.ops.batch.results import Results
+from sdpa_analyzer.perf_models.literals import PLAIN_INT_NEST, parse_literal, parse_plain_int_nest
+from sdpa_analyzer.perf_models.ops.batch.cells import Rows
+from sdpa_analyzer.perf_models.ops.batch.groups import split_rows, split_values
+from sdpa_analyzer.perf_models.ops.batch.results import Results
 
 _CHUNK = 2048  # rows whose Input Dims are read together (cache-sized)
 _DIGITS_ONLY = bytes(c if 48 <= c <= 57 else 32 for c in range(256))  # bytes.translate tables

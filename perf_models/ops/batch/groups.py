@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.literals import LiteralParseError, parse_float_str, parse_int_str
-from perf_models.ops.batch.cells import BAD, RAW, Rows, dims_cell, seq_cell
-from perf_models.ops.registry import lookup
-from perf_models.ops.roles import role_fits
-from perf_models.ops.row import is_blank
-from perf_models.ops.specs import OpSpec, Signature
+from sdpa_analyzer.perf_models.literals import LiteralParseError, parse_float_str, parse_int_str
+from sdpa_analyzer.perf_models.ops.batch.cells import BAD, RAW, Rows, dims_cell, seq_cell
+from sdpa_analyzer.perf_models.ops.registry import lookup
+from sdpa_analyzer.perf_models.ops.roles import role_fits
+from sdpa_analyzer.perf_models.ops.row import is_blank
+from sdpa_analyzer.perf_models.ops.specs import OpSpec, Signature
 
 _INT, _FLOAT, _ANY, _OTHER = "int", "float", "any", "other"
 _BLANK, _VALID, _INVALID = 0, 1, 2  # kinds of a per-call scalar value

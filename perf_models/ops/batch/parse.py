@@ -9,20 +9,20 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.config import Mask
-from perf_models.gc_pause import gc_paused
-from perf_models.literals import LiteralParseError, parse_int_str
-from perf_models.ops import perf_params as pp
-from perf_models.ops.batch.cells import BAD, RAW, Rows, dims_cell
-from perf_models.ops.batch.columns import GroupPlan, config_from_columns, table_columns
-from perf_models.ops.batch.dims import dims_blocks, raw_dims_blocks
-from perf_models.ops.batch.groups import Group, free_slot_kinds, group_rows, split_values
-from perf_models.ops.batch.results import ParsedTable, Results
-from perf_models.ops.batch.shapes import ShapeCols, block_shapes
-from perf_models.ops.build import RowPlan, attn_mask_warning, plan_row
-from perf_models.ops.row import Row
-from perf_models.ops.specs import OpSpec
-from perf_models.ops.types import RowError
+from sdpa_analyzer.perf_models.config import Mask
+from sdpa_analyzer.perf_models.gc_pause import gc_paused
+from sdpa_analyzer.perf_models.literals import LiteralParseError, parse_int_str
+from sdpa_analyzer.perf_models.ops import perf_params as pp
+from sdpa_analyzer.perf_models.ops.batch.cells import BAD, RAW, Rows, dims_cell
+from sdpa_analyzer.perf_models.ops.batch.columns import GroupPlan, config_from_columns, table_columns
+from sdpa_analyzer.perf_models.ops.batch.dims import dims_blocks, raw_dims_blocks
+from sdpa_analyzer.perf_models.ops.batch.groups import Group, free_slot_kinds, group_rows, split_values
+from sdpa_analyzer.perf_models.ops.batch.results import ParsedTable, Results
+from sdpa_analyzer.perf_models.ops.batch.shapes import ShapeCols, block_shapes
+from sdpa_analyzer.perf_models.ops.build import RowPlan, attn_mask_warning, plan_row
+from sdpa_analyzer.perf_models.ops.row import Row
+from sdpa_analyzer.perf_models.ops.specs import OpSpec
+from sdpa_analyzer.perf_models.ops.types import RowError
 
 
 def parse_ops_table(

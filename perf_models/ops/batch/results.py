@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.config import AttentionConfig
-from perf_models.ops.batch.cells import Rows
-from perf_models.ops.batch.columns import (
+from sdpa_analyzer.perf_models.config import AttentionConfig
+from sdpa_analyzer.perf_models.ops.batch.cells import Rows
+from sdpa_analyzer.perf_models.ops.batch.columns import (
     TABLE_FIELDS,
     GroupPlan,
     assemble,
@@ -19,8 +19,8 @@ from perf_models.ops.batch.columns import (
     config_from_table,
     outside_int64,
 )
-from perf_models.ops.registry import ParsedOp
-from perf_models.table import ConfigTable
+from sdpa_analyzer.perf_models.ops.registry import ParsedOp
+from sdpa_analyzer.perf_models.table import ConfigTable
 
 
 @dataclass(eq=False)

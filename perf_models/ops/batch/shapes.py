@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from perf_models.ops.batch.groups import NO_INT
-from perf_models.ops.build import RowPlan
-from perf_models.ops.row import Row
-from perf_models.ops.specs import Signature
-from perf_models.ops.types import Layout, RowError
+from sdpa_analyzer.perf_models.ops.batch.groups import NO_INT
+from sdpa_analyzer.perf_models.ops.build import RowPlan
+from sdpa_analyzer.perf_models.ops.row import Row
+from sdpa_analyzer.perf_models.ops.specs import Signature
+from sdpa_analyzer.perf_models.ops.types import Layout, RowError
 
 _BATCH_LIMIT = 2.0**62  # a product of batch dims at or above this is left to Python's exact ints
 

@@ -19,9 +19,9 @@ OpSpec in its library's module (and a test); a new library is a new module, adde
 
 from __future__ import annotations
 
-from perf_models.ops.specs import aiter, aten, autograd, fa3, flash_attn, mla, sage, sglang, te, vllm
-from perf_models.ops.specs.aiter import AITER
-from perf_models.ops.specs.aten import (
+from sdpa_analyzer.perf_models.ops.specs import aiter, aten, autograd, fa3, flash_attn, mla, sage, sglang, te, vllm
+from sdpa_analyzer.perf_models.ops.specs.aiter import AITER
+from sdpa_analyzer.perf_models.ops.specs.aten import (
     ATEN_EFFICIENT,
     ATEN_FLASH,
     SDPA,
@@ -30,15 +30,21 @@ from perf_models.ops.specs.aten import (
     SDPA_FLASH,
     SDPA_MATH,
 )
-from perf_models.ops.specs.base import BWD, FWD, OpSpec, Signature
-from perf_models.ops.specs.fa3 import FLASH_ATTN_3
-from perf_models.ops.specs.flash_attn import FLASH_ATTN
-from perf_models.ops.specs.mla import FLASH_MLA
-from perf_models.ops.specs.sage import SAGE
-from perf_models.ops.specs.sglang import SGLANG
-from perf_models.ops.specs.te import TRANSFORMER_ENGINE
-from perf_models.ops.specs.unfused import UNFUSED, UNFUSED_BWD, UNFUSED_BWD_PREFIX, UNFUSED_FWD, UNFUSED_PREFIX
-from perf_models.ops.specs.vllm import VLLM
+from sdpa_analyzer.perf_models.ops.specs.base import BWD, FWD, OpSpec, Signature
+from sdpa_analyzer.perf_models.ops.specs.fa3 import FLASH_ATTN_3
+from sdpa_analyzer.perf_models.ops.specs.flash_attn import FLASH_ATTN
+from sdpa_analyzer.perf_models.ops.specs.mla import FLASH_MLA
+from sdpa_analyzer.perf_models.ops.specs.sage import SAGE
+from sdpa_analyzer.perf_models.ops.specs.sglang import SGLANG
+from sdpa_analyzer.perf_models.ops.specs.te import TRANSFORMER_ENGINE
+from sdpa_analyzer.perf_models.ops.specs.unfused import (
+    UNFUSED,
+    UNFUSED_BWD,
+    UNFUSED_BWD_PREFIX,
+    UNFUSED_FWD,
+    UNFUSED_PREFIX,
+)
+from sdpa_analyzer.perf_models.ops.specs.vllm import VLLM
 
 __all__ = [
     "AITER",

@@ -3,8 +3,8 @@ backwards, and the `_flash_attention_*` / `_efficient_attention_*` primitives be
 
 from __future__ import annotations
 
-from perf_models.ops.specs.base import BWD, FWD, OpSpec, Signature, op_specs
-from perf_models.ops.types import AttentionType, CausalRule, Layout
+from sdpa_analyzer.perf_models.ops.specs.base import BWD, FWD, OpSpec, Signature, op_specs
+from sdpa_analyzer.perf_models.ops.types import AttentionType, CausalRule, Layout
 
 # family names (ParsedOp.family)
 SDPA = "aten_sdpa"  # the dispatcher: aten::scaled_dot_product_attention

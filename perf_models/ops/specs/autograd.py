@@ -6,11 +6,11 @@ OpSpecs have no signatures: the config comes from the linked forward op's perf_p
 
 from __future__ import annotations
 
-from perf_models.ops.specs.aten import SDPA_CUDNN, SDPA_EFFICIENT, SDPA_FLASH
-from perf_models.ops.specs.base import BWD, OpSpec
-from perf_models.ops.specs.flash_attn import FLASH_ATTN
-from perf_models.ops.specs.te import TRANSFORMER_ENGINE
-from perf_models.ops.types import AttentionType, CausalRule, Layout
+from sdpa_analyzer.perf_models.ops.specs.aten import SDPA_CUDNN, SDPA_EFFICIENT, SDPA_FLASH
+from sdpa_analyzer.perf_models.ops.specs.base import BWD, OpSpec
+from sdpa_analyzer.perf_models.ops.specs.flash_attn import FLASH_ATTN
+from sdpa_analyzer.perf_models.ops.specs.te import TRANSFORMER_ENGINE
+from sdpa_analyzer.perf_models.ops.types import AttentionType, CausalRule, Layout
 
 SPECS: list[OpSpec] = []
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from perf_models.config import Direction
-from perf_models.ops.types import AttentionType, CausalRule, Layout
+from sdpa_analyzer.perf_models.config import Direction
+from sdpa_analyzer.perf_models.ops.types import AttentionType, CausalRule, Layout
 
 FWD, BWD = Direction.FWD, Direction.BWD
 

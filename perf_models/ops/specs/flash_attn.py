@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from perf_models.ops.specs.aiter import AITER_MHA
-from perf_models.ops.specs.base import BWD, FWD, OpSpec, Signature, op_specs
-from perf_models.ops.specs.fa3 import FLASH_ATTN_3, FLASH_ATTN_4
-from perf_models.ops.types import AttentionType, CausalRule, Layout
+from sdpa_analyzer.perf_models.ops.specs.aiter import AITER_MHA
+from sdpa_analyzer.perf_models.ops.specs.base import BWD, FWD, OpSpec, Signature, op_specs
+from sdpa_analyzer.perf_models.ops.specs.fa3 import FLASH_ATTN_3, FLASH_ATTN_4
+from sdpa_analyzer.perf_models.ops.types import AttentionType, CausalRule, Layout
 
 # family name (ParsedOp.family)
 FLASH_ATTN = "flash_attn"  # Dao-AILab flash-attn 2.x (and aiter's look-alike autograd wrapper)

@@ -4,8 +4,8 @@ trace does not record: the step's token counts come from the serving engine's st
 
 from __future__ import annotations
 
-from perf_models.ops.specs.base import FWD, OpSpec, Signature, op_specs
-from perf_models.ops.types import AttentionType, CausalRule, Layout
+from sdpa_analyzer.perf_models.ops.specs.base import FWD, OpSpec, Signature, op_specs
+from sdpa_analyzer.perf_models.ops.types import AttentionType, CausalRule, Layout
 
 FLASH_MLA = "flashmla"
 

@@ -15,8 +15,8 @@ the row's warning says. The quantization kernel is auxiliary time of the call (s
 
 from __future__ import annotations
 
-from perf_models.ops.specs.base import FWD, OpSpec, Signature, op_specs
-from perf_models.ops.types import AttentionType, CausalRule, Layout
+from sdpa_analyzer.perf_models.ops.specs.base import FWD, OpSpec, Signature, op_specs
+from sdpa_analyzer.perf_models.ops.types import AttentionType, CausalRule, Layout
 
 SAGE = "sage"
 _SAGE = "ROCm/aiter aiter/ops/triton (fav3_sage: @triton.jit sage_fwd)"

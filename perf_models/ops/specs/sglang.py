@@ -12,8 +12,8 @@ dispatcher: the inner op is the row. Registered here by the name without the cou
 
 from __future__ import annotations
 
-from perf_models.ops.specs.base import FWD, OpSpec, Signature, op_specs
-from perf_models.ops.types import AttentionType, CausalRule, Layout
+from sdpa_analyzer.perf_models.ops.specs.base import FWD, OpSpec, Signature, op_specs
+from sdpa_analyzer.perf_models.ops.types import AttentionType, CausalRule, Layout
 
 SGLANG = "sglang"
 _PROFILER = "sgl-project/sglang python/sglang/srt/utils/kernel_shape_profiler.py (tensor arguments only)"

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from perf_models.ops.specs.aten import SPECS as ATEN_SPECS
-from perf_models.ops.specs.base import BWD, OpSpec
-from perf_models.ops.types import AttentionType
+from sdpa_analyzer.perf_models.ops.specs.aten import SPECS as ATEN_SPECS
+from sdpa_analyzer.perf_models.ops.specs.base import BWD, OpSpec
+from sdpa_analyzer.perf_models.ops.types import AttentionType
 
 # family name (ParsedOp.family)
 UNFUSED = "unfused"

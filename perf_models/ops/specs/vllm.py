@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from perf_models.ops.specs.base import FWD, OpSpec, Signature, op_specs
-from perf_models.ops.types import AttentionType, CausalRule, Layout
+from sdpa_analyzer.perf_models.ops.specs.base import FWD, OpSpec, Signature, op_specs
+from sdpa_analyzer.perf_models.ops.types import AttentionType, CausalRule, Layout
 
 # family name (ParsedOp.family)
 VLLM = "vllm"

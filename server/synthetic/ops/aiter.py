@@ -4,12 +4,12 @@ the compiled graph (its name, ``triton_poi_fused_..._fmha_v3_fwd_...``, lists th
 
 from __future__ import annotations
 
-from server.synthetic.builder import TraceBuilder
-from server.synthetic.calls import SyntheticAttentionCall
-from server.synthetic.kernels import aiter_fmha_v3_kernel, inductor_rope_kernel
-from server.synthetic.ops.common import ForwardPass
-from server.synthetic.slots import ATEN_TYPE, N, S, T
-from server.synthetic.truth import SyntheticInstance
+from sdpa_analyzer.server.synthetic.builder import TraceBuilder
+from sdpa_analyzer.server.synthetic.calls import SyntheticAttentionCall
+from sdpa_analyzer.server.synthetic.kernels import aiter_fmha_v3_kernel, inductor_rope_kernel
+from sdpa_analyzer.server.synthetic.ops.common import ForwardPass
+from sdpa_analyzer.server.synthetic.slots import ATEN_TYPE, N, S, T
+from sdpa_analyzer.server.synthetic.truth import SyntheticInstance
 
 
 def forward(b: TraceBuilder, c: SyntheticAttentionCall, fwd: ForwardPass) -> None:

@@ -8,11 +8,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from server.synthetic.builder import TraceBuilder
-from server.synthetic.calls import SyntheticAttentionCall
-from server.synthetic.kernels import copy_kernel, fill_int_kernel, sum_kernel
-from server.synthetic.slots import ATEN_TYPE, SCALAR_CODE, L, N, S, Slot, T, bhnd_view, row_major
-from server.synthetic.units import to_ns
+from sdpa_analyzer.server.synthetic.builder import TraceBuilder
+from sdpa_analyzer.server.synthetic.calls import SyntheticAttentionCall
+from sdpa_analyzer.server.synthetic.kernels import copy_kernel, fill_int_kernel, sum_kernel
+from sdpa_analyzer.server.synthetic.slots import ATEN_TYPE, SCALAR_CODE, L, N, S, Slot, T, bhnd_view, row_major
+from sdpa_analyzer.server.synthetic.units import to_ns
 
 
 @dataclass

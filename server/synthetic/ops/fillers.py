@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from server.synthetic.builder import PTR, TraceBuilder, module_source
-from server.synthetic.calls import SyntheticAttentionCall
-from server.synthetic.kernels import (
+from sdpa_analyzer.server.synthetic.builder import PTR, TraceBuilder, module_source
+from sdpa_analyzer.server.synthetic.calls import SyntheticAttentionCall
+from sdpa_analyzer.server.synthetic.kernels import (
     POW_FLOAT_FUNCTOR,
     RSQRT_FLOAT_FUNCTOR,
     add_functor,
@@ -22,8 +22,8 @@ from server.synthetic.kernels import (
     silu_functor,
     vec_kernel,
 )
-from server.synthetic.ops.common import empty, empty_like, transpose
-from server.synthetic.slots import ATEN_TYPE, ELEM_BYTES, SCALAR_CODE, L, N, S, Slot, T, row_major
+from sdpa_analyzer.server.synthetic.ops.common import empty, empty_like, transpose
+from sdpa_analyzer.server.synthetic.slots import ATEN_TYPE, ELEM_BYTES, SCALAR_CODE, L, N, S, Slot, T, row_major
 
 
 def filler(b: TraceBuilder, kind: int, dtype: str, tokens: int, hidden: int) -> None:

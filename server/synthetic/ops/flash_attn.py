@@ -6,13 +6,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from server.synthetic.builder import PTR, TraceBuilder
-from server.synthetic.calls import SyntheticAttentionCall
-from server.synthetic.kernels import FLASH_ATTN_PKG, ck_fmha, flash_bwd_kernels, flash_fwd_kernel, round_hdim
-from server.synthetic.ops.common import ForwardPass, autograd_node, copies, empty, empty_like, gqa_head_sums
-from server.synthetic.slots import ATEN_TYPE, SCALAR_CODE, TP, L, N, S, T, bnhd, row_major
-from server.synthetic.truth import SyntheticInstance
-from server.synthetic.units import cdiv, to_ns
+from sdpa_analyzer.server.synthetic.builder import PTR, TraceBuilder
+from sdpa_analyzer.server.synthetic.calls import SyntheticAttentionCall
+from sdpa_analyzer.server.synthetic.kernels import (
+    FLASH_ATTN_PKG,
+    ck_fmha,
+    flash_bwd_kernels,
+    flash_fwd_kernel,
+    round_hdim,
+)
+from sdpa_analyzer.server.synthetic.ops.common import (
+    ForwardPass,
+    autograd_node,
+    copies,
+    empty,
+    empty_like,
+    gqa_head_sums,
+)
+from sdpa_analyzer.server.synthetic.slots import ATEN_TYPE, SCALAR_CODE, TP, L, N, S, T, bnhd, row_major
+from sdpa_analyzer.server.synthetic.truth import SyntheticInstance
+from sdpa_analyzer.server.synthetic.units import cdiv, to_ns
 
 
 def _flash_attn_slots(c: SyntheticAttentionCall, *, varlen: bool) -> dict[str, Any]:

@@ -7,13 +7,13 @@ block table (tensors: their values are not in the trace), and SGLang's step anno
 
 from __future__ import annotations
 
-from server.synthetic.builder import TraceBuilder
-from server.synthetic.calls import SyntheticAttentionCall
-from server.synthetic.kernels import flashmla_kernels
-from server.synthetic.ops.common import ForwardPass
-from server.synthetic.slots import ATEN_TYPE, N, S, T
-from server.synthetic.truth import SyntheticInstance
-from server.synthetic.units import cdiv
+from sdpa_analyzer.server.synthetic.builder import TraceBuilder
+from sdpa_analyzer.server.synthetic.calls import SyntheticAttentionCall
+from sdpa_analyzer.server.synthetic.kernels import flashmla_kernels
+from sdpa_analyzer.server.synthetic.ops.common import ForwardPass
+from sdpa_analyzer.server.synthetic.slots import ATEN_TYPE, N, S, T
+from sdpa_analyzer.server.synthetic.truth import SyntheticInstance
+from sdpa_analyzer.server.synthetic.units import cdiv
 
 _PAGE = 64  # FlashMLA's page block size
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from server.synthetic.builder import TraceBuilder
-from server.synthetic.calls import FLAVOURS, SyntheticAttentionCall
-from server.synthetic.ops import aiter, flash_attn, mla, sage, sdpa, sglang, unfused, vllm
-from server.synthetic.ops.common import ForwardPass
+from sdpa_analyzer.server.synthetic.builder import TraceBuilder
+from sdpa_analyzer.server.synthetic.calls import FLAVOURS, SyntheticAttentionCall
+from sdpa_analyzer.server.synthetic.ops import aiter, flash_attn, mla, sage, sdpa, sglang, unfused, vllm
+from sdpa_analyzer.server.synthetic.ops.common import ForwardPass
 
 ForwardEmitter = Callable[[TraceBuilder, SyntheticAttentionCall, ForwardPass], None]
 BackwardEmitter = Callable[[TraceBuilder, ForwardPass], None]

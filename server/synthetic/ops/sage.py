@@ -8,13 +8,13 @@ there, which must not split the call).
 
 from __future__ import annotations
 
-from server.synthetic.builder import TraceBuilder
-from server.synthetic.calls import SyntheticAttentionCall
-from server.synthetic.kernels import sage_kernels
-from server.synthetic.ops.common import ForwardPass, copies
-from server.synthetic.slots import ATEN_TYPE, N, S, T
-from server.synthetic.truth import SyntheticInstance
-from server.synthetic.units import cdiv
+from sdpa_analyzer.server.synthetic.builder import TraceBuilder
+from sdpa_analyzer.server.synthetic.calls import SyntheticAttentionCall
+from sdpa_analyzer.server.synthetic.kernels import sage_kernels
+from sdpa_analyzer.server.synthetic.ops.common import ForwardPass, copies
+from sdpa_analyzer.server.synthetic.slots import ATEN_TYPE, N, S, T
+from sdpa_analyzer.server.synthetic.truth import SyntheticInstance
+from sdpa_analyzer.server.synthetic.units import cdiv
 
 INT8, FP8 = "signed char", "c10::Float8_e4m3fnuz"  # gfx942 runs fp8 as e4m3fnuz
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from server.synthetic.builder import TraceBuilder
-from server.synthetic.calls import SyntheticAttentionCall
-from server.synthetic.kernels import (
+from sdpa_analyzer.server.synthetic.builder import TraceBuilder
+from sdpa_analyzer.server.synthetic.calls import SyntheticAttentionCall
+from sdpa_analyzer.server.synthetic.kernels import (
     PYTORCH_FLASH,
     aotriton_attn_fwd,
     aotriton_bwd,
@@ -25,7 +25,7 @@ from server.synthetic.kernels import (
     mem_eff_fwd,
     round_hdim,
 )
-from server.synthetic.ops.common import (
+from sdpa_analyzer.server.synthetic.ops.common import (
     ForwardPass,
     autograd_node,
     copies,
@@ -35,9 +35,9 @@ from server.synthetic.ops.common import (
     gqa_head_sums,
     transpose,
 )
-from server.synthetic.slots import ATEN_TYPE, SCALAR_CODE, TP, L, N, S, Slot, T, bhnd_view, row_major
-from server.synthetic.truth import SyntheticInstance
-from server.synthetic.units import cdiv, to_ns
+from sdpa_analyzer.server.synthetic.slots import ATEN_TYPE, SCALAR_CODE, TP, L, N, S, Slot, T, bhnd_view, row_major
+from sdpa_analyzer.server.synthetic.truth import SyntheticInstance
+from sdpa_analyzer.server.synthetic.units import cdiv, to_ns
 
 # (dims, strides) per tensor: q, k, v, o as SDPA gets them, qi/ki/vi/oi their (B, N, H, d) transposes, mask
 _Geometry = dict[str, tuple[list[int], list[int]]]

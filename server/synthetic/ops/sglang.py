@@ -11,13 +11,17 @@ Concrete Inputs hold is_causal), with aiter's CK FmhaBatchPrefillWithPagedKVCach
 
 from __future__ import annotations
 
-from server.synthetic.builder import TraceBuilder
-from server.synthetic.calls import SyntheticAttentionCall
-from server.synthetic.kernels import aiter_batch_prefill_kernel, aiter_paged_decode_kernels, store_kvcache_kernel
-from server.synthetic.ops.common import ForwardPass, sums_annotation
-from server.synthetic.slots import ATEN_TYPE, N, S, T
-from server.synthetic.truth import SyntheticInstance
-from server.synthetic.units import cdiv
+from sdpa_analyzer.server.synthetic.builder import TraceBuilder
+from sdpa_analyzer.server.synthetic.calls import SyntheticAttentionCall
+from sdpa_analyzer.server.synthetic.kernels import (
+    aiter_batch_prefill_kernel,
+    aiter_paged_decode_kernels,
+    store_kvcache_kernel,
+)
+from sdpa_analyzer.server.synthetic.ops.common import ForwardPass, sums_annotation
+from sdpa_analyzer.server.synthetic.slots import ATEN_TYPE, N, S, T
+from sdpa_analyzer.server.synthetic.truth import SyntheticInstance
+from sdpa_analyzer.server.synthetic.units import cdiv
 
 _SLOTS = 835874  # the real trace's cache slots (page size 1)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-from server.synthetic.builder import PTR, TraceBuilder, module_source
-from server.synthetic.calls import SyntheticAttentionCall
-from server.synthetic.kernels import (
+from sdpa_analyzer.server.synthetic.builder import PTR, TraceBuilder, module_source
+from sdpa_analyzer.server.synthetic.calls import SyntheticAttentionCall
+from sdpa_analyzer.server.synthetic.kernels import (
     add_functor,
     copy_kernel,
     dropout_kernel,
@@ -17,10 +17,10 @@ from server.synthetic.kernels import (
     sum_kernel,
     vec_kernel,
 )
-from server.synthetic.ops.common import ForwardPass, autograd_node, copies
-from server.synthetic.slots import ATEN_TYPE, ELEM_BYTES, SCALAR_CODE, L, N, S, T
-from server.synthetic.truth import SyntheticInstance
-from server.synthetic.units import to_ns
+from sdpa_analyzer.server.synthetic.ops.common import ForwardPass, autograd_node, copies
+from sdpa_analyzer.server.synthetic.slots import ATEN_TYPE, ELEM_BYTES, SCALAR_CODE, L, N, S, T
+from sdpa_analyzer.server.synthetic.truth import SyntheticInstance
+from sdpa_analyzer.server.synthetic.units import to_ns
 
 
 def forward(b: TraceBuilder, c: SyntheticAttentionCall, fwd: ForwardPass) -> None:

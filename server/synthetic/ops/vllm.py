@@ -4,13 +4,13 @@ Blackwell, the Triton unified kernel on ROCm); and the per-step batch annotation
 
 from __future__ import annotations
 
-from server.synthetic.builder import PTR, TraceBuilder
-from server.synthetic.calls import SyntheticAttentionCall
-from server.synthetic.kernels import vllm_kernels, vllm_unified_kernels
-from server.synthetic.ops.common import ForwardPass, copies, sums_annotation
-from server.synthetic.slots import ATEN_TYPE, N, S, T
-from server.synthetic.truth import SyntheticInstance
-from server.synthetic.units import cdiv
+from sdpa_analyzer.server.synthetic.builder import PTR, TraceBuilder
+from sdpa_analyzer.server.synthetic.calls import SyntheticAttentionCall
+from sdpa_analyzer.server.synthetic.kernels import vllm_kernels, vllm_unified_kernels
+from sdpa_analyzer.server.synthetic.ops.common import ForwardPass, copies, sums_annotation
+from sdpa_analyzer.server.synthetic.slots import ATEN_TYPE, N, S, T
+from sdpa_analyzer.server.synthetic.truth import SyntheticInstance
+from sdpa_analyzer.server.synthetic.units import cdiv
 
 
 def forward(b: TraceBuilder, c: SyntheticAttentionCall, fwd: ForwardPass) -> None:

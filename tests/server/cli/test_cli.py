@@ -80,7 +80,7 @@ def test_os_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[st
 def test_version_ranges_choices_and_repeatable_roots(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from server import __version__
+    from sdpa_analyzer.server import __version__
 
     rc, out, _ = run(capsys, "--version")
     assert rc == 0 and out.strip() == f"sdpa-analyzer {__version__}"
@@ -98,7 +98,7 @@ def test_version_ranges_choices_and_repeatable_roots(
     assert rc == 0 and json.loads(out)["status"] == "OK"
     rc, _, err = run(capsys, "load", str(folder), "sdpa_fwd", "--root", str(other), "--root", str(other))
     assert rc == 2 and "outside the allowed data roots" in err
-    from server.cli.main import build_parser
+    from sdpa_analyzer.server.cli.main import build_parser
 
     args = build_parser().parse_args(["serve", "--root", "a", "--root", "c"])
     assert args.root == ["a", "c"]
@@ -107,7 +107,7 @@ def test_version_ranges_choices_and_repeatable_roots(
 def test_root_never_takes_the_argument_after_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from server.synthetic import build_trace, demo_calls, write_trace
+    from sdpa_analyzer.server.synthetic import build_trace, demo_calls, write_trace
 
     trace = tmp_path / "t.json.gz"
     write_trace(build_trace(demo_calls()), trace)
@@ -125,7 +125,7 @@ def test_root_never_takes_the_argument_after_it(
 
 
 def test_all_runs_the_command_for_each_category(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from server.synthetic import build_trace, demo_calls, write_trace
+    from sdpa_analyzer.server.synthetic import build_trace, demo_calls, write_trace
 
     trace = tmp_path / "t.json.gz"
     write_trace(build_trace(demo_calls()), trace)
@@ -153,7 +153,7 @@ def test_all_runs_the_command_for_each_category(tmp_path: Path, capsys: pytest.C
 def test_analyze_writes_under_the_working_directory_by_default(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from server.synthetic import build_trace, demo_calls, write_trace
+    from sdpa_analyzer.server.synthetic import build_trace, demo_calls, write_trace
 
     traces = tmp_path / "traces"
     traces.mkdir()
@@ -224,7 +224,7 @@ def test_relative_paths_are_taken_against_the_working_directory_with_roots(
 def test_roofline_table_marks_rates_of_bounded_work() -> None:
     from types import SimpleNamespace
 
-    from server.cli.human import human_roofline
+    from sdpa_analyzer.server.cli.human import human_roofline
 
     def row(work_bound: str, eff: float) -> SimpleNamespace:
         return SimpleNamespace(name="vllm::unified_attention_with_output", shape="fwd", attention_type="paged",

@@ -16,14 +16,14 @@ import anyio
 import pytest
 from mcp import Client
 
-from perf_models.hardware import get_gpu
-from server.cli.human import clip
-from server.cli.main import main
-from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
-from server.vocab import CATEGORIES, HEURISTIC_HIGH, HEURISTIC_LOW, HEURISTIC_MID, LOW_FACTOR, MID_FACTOR
+from sdpa_analyzer.perf_models.hardware import get_gpu
+from sdpa_analyzer.server.cli.human import clip
+from sdpa_analyzer.server.cli.main import main
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace, write_trace
+from sdpa_analyzer.server.vocab import CATEGORIES, HEURISTIC_HIGH, HEURISTIC_LOW, HEURISTIC_MID, LOW_FACTOR, MID_FACTOR
 from tests.support import FLASH_ROW, REPO, make_folder
 
-CLI = [sys.executable, "-m", "server.cli.main"]
+CLI = [sys.executable, "-m", "sdpa_analyzer.server.cli.main"]
 # FLASH_ROW without its Concrete Inputs: no causal flag, so no model (an unmodeled, heuristic row)
 UNMODELED_ROW = FLASH_ROW.replace("\"('', '', '', '0.', 'True', 'False', '0.125')\"", '""')
 
@@ -66,7 +66,7 @@ def test_a_closed_pipe_is_a_quiet_exit(demo: Path, argv: list[str]) -> None:
 
 def test_a_closed_pipe_through_a_shell_pipeline(demo: Path) -> None:
     """The README's own case, through a real shell: `... | head -c 100` prints its 100 bytes and nothing else."""
-    cmd = f"{sys.executable} -m server.cli.main roofline {demo} sdpa_fwd --json | head -c 100"
+    cmd = f"{sys.executable} -m sdpa_analyzer.server.cli.main roofline {demo} sdpa_fwd --json | head -c 100"
     proc = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, cwd=REPO, timeout=120)
     assert proc.returncode == 0 and len(proc.stdout) == 100 and proc.stderr == b"", proc.stderr
 
@@ -244,7 +244,7 @@ def test_one_slow_rank_is_one_straggler_with_its_shape_nested(
 def test_a_category_straggler_with_several_shapes_nests_them(capsys: pytest.CaptureFixture[str]) -> None:
     from types import SimpleNamespace
 
-    from server.cli.human_ranks import human_rank_summary
+    from sdpa_analyzer.server.cli.human_ranks import human_rank_summary
 
     def s(position: int, kind: str, time_ms: float, shape: str | None = None) -> SimpleNamespace:
         return SimpleNamespace(position=position, kind=kind, rank=2, category="sdpa_fwd", operation="aten::x",

@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from server.cli.main import main
-from server.synthetic import build_trace, demo_calls, write_trace
-from server.vocab import CATEGORIES
+from sdpa_analyzer.server.cli.main import main
+from sdpa_analyzer.server.synthetic import build_trace, demo_calls, write_trace
+from sdpa_analyzer.server.vocab import CATEGORIES
 from tests.support import TRACES, need
 from tests.support import run_cli as _run
 
@@ -37,10 +37,10 @@ def _cli(*argv: str) -> None:
 
 def run_command(argv: list[str]) -> tuple[int, str]:
     """`sdpa-analyzer ARGV` in a child forked from this process: its exit code and stderr."""
-    import server.findings.template  # what the commands import when they run, imported once here
-    import server.ingest.analyze
-    import server.render.report
-    import server.scoring.category  # noqa: F401
+    import sdpa_analyzer.server.findings.template  # what the commands import when they run, imported once here
+    import sdpa_analyzer.server.ingest.analyze
+    import sdpa_analyzer.server.render.report
+    import sdpa_analyzer.server.scoring.category  # noqa: F401
 
     with tempfile.TemporaryFile() as err:
         sys.stdout.flush()
@@ -183,8 +183,8 @@ def test_a_failing_step_is_named_and_the_steps_before_it_stay_whole(
 ) -> None:
     from dataclasses import replace
 
-    from server.errors import InputError
-    from server.tools import TOOLS_BY_NAME
+    from sdpa_analyzer.server.errors import InputError
+    from sdpa_analyzer.server.tools import TOOLS_BY_NAME
 
     rank = TOOLS_BY_NAME["rank_findings"]
 

@@ -17,8 +17,8 @@ from tests.support import REPO
 # top-level packages a start must not load (a prefix match on module names)
 SDK = ("mcp", "mcp_types", "starlette", "uvicorn", "anyio", "httpx")
 ANALYSIS = ("pandas", "matplotlib", "dask", "distributed", "msgspec", "markdown_it")
-OURS_HEAVY = ("server.synthetic", "server.ingest.analyze", "server.scoring.records", "server.findings.validate",
-              "server.render", "server.ranks.task")  # fmt: skip
+OURS_HEAVY = ("sdpa_analyzer.server.synthetic", "sdpa_analyzer.server.ingest.analyze", "sdpa_analyzer.server.scoring.records", "sdpa_analyzer.server.findings.validate",
+              "sdpa_analyzer.server.render", "sdpa_analyzer.server.ranks.task")  # fmt: skip
 
 
 def _loaded_after(code: str) -> set[str]:
@@ -40,7 +40,7 @@ def _present(modules: set[str], names: tuple[str, ...]) -> list[str]:
 def _cli(argv: list[str]) -> str:
     return f"""
         import contextlib, io
-        from server.cli.main import main
+        from sdpa_analyzer.server.cli.main import main
         with contextlib.redirect_stdout(io.StringIO()):
             try:
                 code = main({argv!r})
@@ -63,7 +63,7 @@ def test_a_command_help_loads_no_sdk_no_analysis(command: str) -> None:
 
 def test_model_loads_numpy_but_no_sdk_no_pandas() -> None:
     loaded = _loaded_after(_cli(["model", "-b", "1", "--heads", "16", "-n", "4096", "-d", "128", "--json"]))
-    assert "perf_models.model_attention" in loaded  # it did the work
+    assert "sdpa_analyzer.perf_models.model_attention" in loaded  # it did the work
     assert not _present(loaded, (*SDK, *ANALYSIS, *OURS_HEAVY))
 
 
@@ -78,7 +78,7 @@ def test_the_server_lists_its_tools_without_the_analysis_libraries() -> None:
     loaded = _loaded_after("""
         import anyio
         from mcp import Client
-        from server.mcp_server import create_server
+        from sdpa_analyzer.server.mcp_server import create_server
 
         async def listed() -> int:
             async with Client(create_server(preload=None)) as c:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from server.findings.grounding import DeferredNumbers, Pool, numbers_in_text
-from server.findings.spec import CONTRACT_NUMBERS
+from sdpa_analyzer.server.findings.grounding import DeferredNumbers, Pool, numbers_in_text
+from sdpa_analyzer.server.findings.spec import CONTRACT_NUMBERS
 from tests.support import ANALYSIS_FOLDERS, FINDINGS_CORPUS
 
 SOURCES = sorted((FINDINGS_CORPUS / "metrics").glob("*.json")) + (

@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.findings.metrics_view import FindingView, finding_operation_indices, first_operation_with_args
+from sdpa_analyzer.server.findings.metrics_view import FindingView, finding_operation_indices, first_operation_with_args
 
 
 def _close(a: Any, b: Any) -> bool:
@@ -104,7 +104,7 @@ def test_table_rows_are_matched_by_name_and_args_as_written() -> None:
 
 def _counting(monkeypatch: Any) -> list[int]:
     """Count the number comparisons the lookup makes (the quadratic path compared every member with every row)."""
-    from server.findings import metrics_view
+    from sdpa_analyzer.server.findings import metrics_view
 
     calls = [0]
     real = metrics_view._same_number

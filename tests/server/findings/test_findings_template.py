@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from server.findings import (
+from sdpa_analyzer.server.findings import (
     MetricsFormatError,
     load_metrics,
     render_findings_template,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from server.findings import (
+from sdpa_analyzer.server.findings import (
     FindingError,
     ValidationReport,
     find_metrics_for,

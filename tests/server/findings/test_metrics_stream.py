@@ -14,14 +14,14 @@ from typing import Any
 import orjson
 import pytest
 
-from server.findings import load_metrics, render_findings_template, validate_findings_text
-from server.findings.grounding import build_grounding, numbers_in_text, skeleton_for
-from server.findings.metrics_view import view_metrics
-from server.folder.metrics_file import OperationKeys, StreamedOperations, metrics_document, open_streamed
-from server.folder.read import read_json_file
-from server.roots import DataRoots
-from server.scoring.ranked import load_ranked
-from server.tools import call
+from sdpa_analyzer.server.findings import load_metrics, render_findings_template, validate_findings_text
+from sdpa_analyzer.server.findings.grounding import build_grounding, numbers_in_text, skeleton_for
+from sdpa_analyzer.server.findings.metrics_view import view_metrics
+from sdpa_analyzer.server.folder.metrics_file import OperationKeys, StreamedOperations, metrics_document, open_streamed
+from sdpa_analyzer.server.folder.read import read_json_file
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.ranked import load_ranked
+from sdpa_analyzer.server.tools import call
 from tests.support import (
     ANALYSIS_FOLDERS,
     FINDINGS_CORPUS,
@@ -286,7 +286,7 @@ _SPELLINGS = [
 def test_decimal_parse_is_jsons(text: bytes) -> None:
     """The streamed read's Decimal parser gives what `json.loads(parse_float=Decimal)` gives (values, types, key
     order, spellings), msgspec or not."""
-    from server.folder.metrics_file import _decimal_loads
+    from sdpa_analyzer.server.folder.metrics_file import _decimal_loads
 
     expected = json.loads(text.decode(), parse_float=Decimal)
     got = _decimal_loads(text)

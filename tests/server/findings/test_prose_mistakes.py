@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from server.findings import load_metrics, render_findings_template, validate_findings_text
-from server.findings.metrics_view import FindingView, finding_operation_indices, view_metrics
-from server.findings.spec import number_text
-from server.roots import DataRoots
-from server.synthetic import build_trace, demo_calls, write_trace
-from server.tools import call
+from sdpa_analyzer.server.findings import load_metrics, render_findings_template, validate_findings_text
+from sdpa_analyzer.server.findings.metrics_view import FindingView, finding_operation_indices, view_metrics
+from sdpa_analyzer.server.findings.spec import number_text
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.synthetic import build_trace, demo_calls, write_trace
+from sdpa_analyzer.server.tools import call
 from tests.support import ANALYSIS_FOLDERS, FINDINGS_CORPUS, TRACES, copy_fixture, fill_findings, roots_for
 
 CATCH_RATE = 0.95

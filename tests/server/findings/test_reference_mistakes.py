@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from server.findings import render_findings_template, validate_findings_text
+from sdpa_analyzer.server.findings import render_findings_template, validate_findings_text
 from tests.server.findings.test_prose_mistakes import Case, cases  # noqa: F401  (the fixture: eight folders)
 from tests.support import ANALYSIS_FOLDERS, fill_findings
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from server.roots import DataRoots
-from server.tools import call
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.tools import call
 from tests.support import FLASH_ROW, fill_findings, make_folder
 
 # FLASH_ROW by hand on an H100 SXM (datasheet 989.4 TFLOPS bf16, 66.9 TFLOPS FP32, 3.35 TB/s; 16 exp per SM-clock

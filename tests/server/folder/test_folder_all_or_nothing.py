@@ -22,15 +22,15 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import InputError
-from server.folder import write as folder_write
-from server.folder.cache import clear as clear_cache
-from server.folder.manifest import PENDING_MARKER, RUN_KEY, STAGE_PREFIX
-from server.roots import DataRoots
-from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
-from server.tools import call
-from server.tools.base import ToolFailure
-from server.writers import atomic
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.folder import write as folder_write
+from sdpa_analyzer.server.folder.cache import clear as clear_cache
+from sdpa_analyzer.server.folder.manifest import PENDING_MARKER, RUN_KEY, STAGE_PREFIX
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace, write_trace
+from sdpa_analyzer.server.tools import call
+from sdpa_analyzer.server.tools.base import ToolFailure
+from sdpa_analyzer.server.writers import atomic
 from tests.support import FIXTURES_WITH_OPS, REPO, copy_fixture, roots_for
 
 
@@ -241,7 +241,7 @@ PAUSE_HOOK = """
 import os, time
 _at = os.environ.get("SDPA_TEST_PAUSE_AT")
 if _at:
-    import server.folder.write as _w
+    import sdpa_analyzer.server.folder.write as _w
     _name, _nth = _at.split(":")
     _real, _count = getattr(_w, _name), [0]
 
@@ -276,7 +276,7 @@ def test_sigkill_at_any_moment_never_reads_as_no_data(tmp_path: Path) -> None:
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(PAUSE_HOOK)
-    cmd = [sys.executable, "-m", "server.cli.main", "analyze", str(path), "-o", str(out), "--root", str(tmp_path)]
+    cmd = [sys.executable, "-m", "sdpa_analyzer.server.cli.main", "analyze", str(path), "-o", str(out), "--root", str(tmp_path)]
     outcomes = set()
     for point in KILL_POINTS:
         call("analyze_trace", roots, trace_path=str(small), output_dir=str(out))  # the old, complete run

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-import server.folder.metrics_file as metrics_file
-from server.folder.metrics_file import open_streamed
-from server.roots import DataRoots
+import sdpa_analyzer.server.folder.metrics_file as metrics_file
+from sdpa_analyzer.server.folder.metrics_file import open_streamed
+from sdpa_analyzer.server.roots import DataRoots
 
 HEAD = b'{"category":"sdpa_fwd","operations":[\n'
 TAIL = b'\n],"category_findings":[],"sdpa_analyzer":{"in_band":[{"time_ms":2.50}]}}\n'

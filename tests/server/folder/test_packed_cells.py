@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from server.folder.cells import BLOCK_CELLS, CELL_SEP, PackedTexts
-from server.folder.kernel_details import parse_kernel_details, read_kernel_details
+from sdpa_analyzer.server.folder.cells import BLOCK_CELLS, CELL_SEP, PackedTexts
+from sdpa_analyzer.server.folder.kernel_details import parse_kernel_details, read_kernel_details
 
 
 def _same(a: object, b: object) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from server.folder import read
+from sdpa_analyzer.server.folder import read
 
 
 def _write(path: Path, header: list[str], rows: list[list[str]]) -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from server.folder import cache
-from server.roots import DataRoots
-from server.scoring import cache as scoring_cache
-from server.tools import call
+from sdpa_analyzer.server.folder import cache
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring import cache as scoring_cache
+from sdpa_analyzer.server.tools import call
 from tests.support import FLASH_ROW, make_folder
 
 
@@ -44,7 +44,7 @@ def test_scores_once_per_gpu_and_bytes_model(tmp_path: Path) -> None:
     roots = DataRoots([tmp_path])
     a = call("compute_roofline", roots, output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
     data = cache.cached_load(folder, "sdpa_fwd")
-    from perf_models.hardware import get_gpu
+    from sdpa_analyzer.perf_models.hardware import get_gpu
 
     t1, _ = scoring_cache.cached_records(data, get_gpu("h100-sxm"))
     t2, _ = scoring_cache.cached_records(data, get_gpu("h100-sxm"))

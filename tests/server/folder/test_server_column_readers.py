@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from server.errors import InputError
-from server.folder.kernel_details import parse_kernel_details, read_kernel_details
-from server.folder.read import load_category
-from server.scoring.records import _args_column, short_args
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.folder.kernel_details import parse_kernel_details, read_kernel_details
+from sdpa_analyzer.server.folder.read import load_category
+from sdpa_analyzer.server.scoring.records import _args_column, short_args
 
 
 def _kd(*kernels: tuple[str, str]) -> str:
@@ -157,7 +157,7 @@ def test_many_rows_group_by_structure(tmp_path: Path) -> None:
 def test_plain_shape_cells_are_checked_without_being_parsed(cell: str, fast: bool) -> None:
     import ast
 
-    from server.folder.read import _plain_nests_well_formed
+    from sdpa_analyzer.server.folder.read import _plain_nests_well_formed
 
     assert _plain_nests_well_formed([cell]) is fast
     if fast:  # what the fast path lets through is a literal integer nest, as Python reads it

@@ -17,9 +17,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from server.ingest.analyze import analyze_trace
-from server.roots import DataRoots
-from server.scoring.category import score_category
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.category import score_category
 from tests.support import TRACES, need
 
 # --- an attention family test of this file's own --------------------------------------------------------------
@@ -470,7 +470,7 @@ def test_attention_kernel_without_a_launch_record_inside_the_window_is_a_call(tm
 def test_launch_grids_are_read_strictly() -> None:
     # packed by hand: (5 << 32) | (16 << 16) | 16 = 21475885072; a zero, a y above CUDA's 65535 cap, a value beyond
     # int64 and a missing grid read as "no grid" (-1)
-    from server.ingest.grids import pack_grid, pack_grids, unpack_grid
+    from sdpa_analyzer.server.ingest.grids import pack_grid, pack_grids, unpack_grid
 
     grids = [(5, 16, 16), None, (0, 1, 1), (1, 65536, 1), (2**63 + 5, 1, 1)]
     assert pack_grids(grids).tolist() == [21475885072, -1, -1, -1, -1] == [pack_grid(g) for g in grids]

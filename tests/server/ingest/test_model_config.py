@@ -11,14 +11,19 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perf_models.config import AttentionConfig
-from server.errors import InputError
-from server.ingest.analyze import analyze_trace
-from server.ingest.layers import check_shapes
-from server.ingest.model_config import FULL, SLIDING, load_model_config
-from server.roots import DataRoots
-from server.scoring.category import score_category
-from server.synthetic import SyntheticAttentionCall, build_trace_with_truth, write_serving_run, write_trace
+from sdpa_analyzer.perf_models.config import AttentionConfig
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.ingest.layers import check_shapes
+from sdpa_analyzer.server.ingest.model_config import FULL, SLIDING, load_model_config
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.category import score_category
+from sdpa_analyzer.server.synthetic import (
+    SyntheticAttentionCall,
+    build_trace_with_truth,
+    write_serving_run,
+    write_trace,
+)
 from tests.support import need
 
 MI300X, H100 = "AMD Instinct MI300X", "NVIDIA H100 80GB HBM3"
@@ -110,7 +115,7 @@ def test_bad_config_files_are_one_line_errors_naming_the_field(tmp_path: Path, b
 
 
 def test_a_bad_config_writes_nothing_and_says_so_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    from server.cli.main import main
+    from sdpa_analyzer.server.cli.main import main
 
     trace = write_trace(build_trace_with_truth([_decode_layer(10.0)], gpu_name=MI300X).trace, tmp_path / "t.json.gz")
     (tmp_path / "config.json").write_text("{\"num_hidden_layers\": 24,")  # truncated
@@ -122,9 +127,9 @@ def test_a_bad_config_writes_nothing_and_says_so_in_one_line(tmp_path: Path, cap
 
 
 def test_a_config_outside_the_roots_or_a_link_out_of_them_is_refused(tmp_path: Path) -> None:
-    from server.tools.analyze import AnalyzeInput
-    from server.tools.analyze import analyze_trace as tool
-    from server.tools.base import ToolContext
+    from sdpa_analyzer.server.tools.analyze import AnalyzeInput
+    from sdpa_analyzer.server.tools.analyze import analyze_trace as tool
+    from sdpa_analyzer.server.tools.base import ToolContext
 
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir()

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.ingest.events import RowSignatures
+from sdpa_analyzer.server.ingest.events import RowSignatures
 
 
 @settings(max_examples=200, deadline=None)

@@ -13,11 +13,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from server.ingest.analyze import analyze_trace
-from server.ingest.attention import AFTER, BEFORE, MAIN, OTHER, segment_calls
-from server.roots import DataRoots
-from server.scoring.category import score_category
-from server.synthetic import SyntheticAttentionCall, build_trace_with_truth, write_serving_run, write_trace
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.ingest.attention import AFTER, BEFORE, MAIN, OTHER, segment_calls
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.category import score_category
+from sdpa_analyzer.server.synthetic import (
+    SyntheticAttentionCall,
+    build_trace_with_truth,
+    write_serving_run,
+    write_trace,
+)
 
 MI300X = "AMD Instinct MI300X"
 BF16, HBM = 1307.4e12, 5.3e12  # MI300X datasheet dense bf16 and bandwidth (the roofs; the MAF 708 is shown beside)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from server.ingest.analyze import analyze_trace
-from server.roots import DataRoots
-from server.scoring.category import score_category
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.category import score_category
 
 SGLANG = "inference/sglang_decode"
 PIECEWISE = "inference/vllm_prefilldecode_piecewise"
@@ -96,7 +96,7 @@ def test_sglang_decode_replay_with_its_capture_folder(traces_dir: Path, tmp_path
 def _workload(out: Path) -> str:
     import io
 
-    from server.scoring.ranking import build_metrics
+    from sdpa_analyzer.server.scoring.ranking import build_metrics
 
     scored = score_category(DataRoots([out.parent]), out, "inferenceattention", None, "compulsory")
     buf = io.BytesIO()

@@ -11,13 +11,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from server.errors import InputError
-from server.ingest.analyze import analyze_trace
-from server.ingest.errors import TraceError
-from server.roots import DataRoots
-from server.scoring.category import score_category
-from server.scoring.ranking import build_metrics
-from server.synthetic import SyntheticAttentionCall, build_trace_with_truth, write_serving_run, write_trace
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.ingest.errors import TraceError
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.category import score_category
+from sdpa_analyzer.server.scoring.ranking import build_metrics
+from sdpa_analyzer.server.synthetic import (
+    SyntheticAttentionCall,
+    build_trace_with_truth,
+    write_serving_run,
+    write_trace,
+)
 
 MI300X = "AMD Instinct MI300X"
 BF16, HBM = 1307.4e12, 5.3e12  # MI300X datasheet dense bf16 and bandwidth (the roofs; the MAF 708 is shown beside)
@@ -139,9 +144,9 @@ def test_capture_dir_errors_name_the_file_and_field(tmp_path: Path) -> None:
 
 
 def test_capture_dir_paths_stay_under_the_data_roots(tmp_path: Path) -> None:
-    from server.tools.analyze import AnalyzeInput
-    from server.tools.analyze import analyze_trace as tool
-    from server.tools.base import ToolContext
+    from sdpa_analyzer.server.tools.analyze import AnalyzeInput
+    from sdpa_analyzer.server.tools.analyze import analyze_trace as tool
+    from sdpa_analyzer.server.tools.base import ToolContext
 
     replay, capture, _, _ = write_serving_run(tmp_path / "run", [_decode_call()])
     ctx = ToolContext(roots=DataRoots([tmp_path / "run"]))

@@ -15,12 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.ingest import load as L
-from server.ingest import names as N
-from server.ingest import reader as R
-from server.ingest.analyze import analyze_trace
-from server.ingest.errors import TraceError
-from server.ingest.events import EventTablesBuilder, TraceEvents
+from sdpa_analyzer.server.ingest import load as L
+from sdpa_analyzer.server.ingest import names as N
+from sdpa_analyzer.server.ingest import reader as R
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.ingest.errors import TraceError
+from sdpa_analyzer.server.ingest.events import EventTablesBuilder, TraceEvents
 from tests.support import FLASH_OP, SDPA_ARGS, TRACES, folder_bytes, kernel_trace, need
 
 

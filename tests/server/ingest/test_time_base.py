@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from server.ingest.analyze import analyze_trace
-from server.ingest.errors import TraceError
-from server.roots import DataRoots
-from server.tools.base import ToolContext
-from server.tools.load import LoadInput, load_category_data
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.ingest.errors import TraceError
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.tools.base import ToolContext
+from sdpa_analyzer.server.tools.load import LoadInput, load_category_data
 
 FWD_ARGS = {
     "Input Dims": [[2, 8, 128, 64], [2, 8, 128, 64], [2, 8, 128, 64], [], [], [], []],
@@ -111,7 +111,7 @@ def test_compare_reports_trace2_kernels_outside(tmp_path: Path) -> None:
 def test_the_time_base_reaches_rank_template_and_report(tmp_path: Path) -> None:
     """The same window through rank_findings, the template and the report: busy 150 µs, idle 250 µs (by hand above),
     and attention 50 µs = 33.33 % of the busy time beside 12.5 % of E2E."""
-    from server.tools import call
+    from sdpa_analyzer.server.tools import call
 
     out = tmp_path / "out"
     analyze_trace(_window_trace(tmp_path / "t.json"), out)

@@ -9,10 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perf_models.hardware import get_gpu
-from server.errors import InputError
-from server.ingest.analyze import analyze_trace
-from server.ingest.errors import TraceError
+from sdpa_analyzer.perf_models.hardware import get_gpu
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.ingest.errors import TraceError
 
 
 def _kernel_trace(ops: list[dict], device: str | None = "NVIDIA H100 80GB HBM3") -> dict:

@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
 
 SHAPE_KEYS = ("B", "N_Q", "H_Q", "N_KV", "H_KV", "d_h_qk", "d_h_v", "dropout", "causal")
 # (folder, category) -> perf_params keys whose upstream value is wrong (and why)

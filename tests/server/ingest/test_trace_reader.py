@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from server.ingest import reader as R
-from server.ingest.errors import TraceError
-from server.ingest.reader import TraceReader
+from sdpa_analyzer.server.ingest import reader as R
+from sdpa_analyzer.server.ingest.errors import TraceError
+from sdpa_analyzer.server.ingest.reader import TraceReader
 
 
 def _read(path: Path) -> tuple[list, dict]:

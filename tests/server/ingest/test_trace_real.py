@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
 
 # trace -> (category, top-level op that starts a call, op whose args the row reports, causal slot in it)
 FUSED = {

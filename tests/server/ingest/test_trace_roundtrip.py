@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
 
-syn = pytest.importorskip("server.synthetic")
+syn = pytest.importorskip("sdpa_analyzer.server.synthetic")
 S = syn.SyntheticAttentionCall
 
 

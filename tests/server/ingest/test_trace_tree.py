@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from server.ingest import tree
-from server.ingest.tree import build_forest, nearest_marked_ancestor
+from sdpa_analyzer.server.ingest import tree
+from sdpa_analyzer.server.ingest.tree import build_forest, nearest_marked_ancestor
 
 
 def stack_parents(thread, start, dur) -> np.ndarray:

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from server.ingest.analyze import analyze_trace
-from server.ingest.paged import kernel_breakdown, parse_step_annotation
+from sdpa_analyzer.server.ingest.analyze import analyze_trace
+from sdpa_analyzer.server.ingest.paged import kernel_breakdown, parse_step_annotation
 
 FWD_ARGS = {
     "Input Dims": [[2, 8, 128, 64], [2, 8, 128, 64], [2, 8, 128, 64], [], [], [], []],

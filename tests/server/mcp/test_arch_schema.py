@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 from mcp import Client
 
-from perf_models.hardware import known_keys, list_gpus
-from server.mcp_server import create_server
+from sdpa_analyzer.perf_models.hardware import known_keys, list_gpus
+from sdpa_analyzer.server.mcp_server import create_server
 
 pytestmark = pytest.mark.anyio
 

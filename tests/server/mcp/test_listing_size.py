@@ -13,9 +13,9 @@ import jsonschema
 import pytest
 from mcp import Client
 
-from perf_models.hardware import known_keys, list_gpus
-from server.mcp_server import create_server
-from server.tools import TOOLS
+from sdpa_analyzer.perf_models.hardware import known_keys, list_gpus
+from sdpa_analyzer.server.mcp_server import create_server
+from sdpa_analyzer.server.tools import TOOLS
 from tests.support import FLASH_ROW, make_folder
 
 pytestmark = pytest.mark.anyio

@@ -13,7 +13,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from server.mcp_server import create_server, import_the_analysis
+from sdpa_analyzer.server.mcp_server import create_server, import_the_analysis
 from tests.support import FLASH_ROW, REPO, make_folder
 
 pytestmark = pytest.mark.anyio
@@ -60,7 +60,7 @@ def test_the_real_preload_overlaps_the_first_call_in_a_fresh_interpreter(tmp_pat
         import sys, threading
         import anyio
         from mcp import Client
-        from server.mcp_server import create_server
+        from sdpa_analyzer.server.mcp_server import create_server
         assert "pandas" not in sys.modules
         server = create_server([{str(tmp_path)!r}])
         preload = next(t for t in threading.enumerate() if t.name == "sdpa-preload")
@@ -85,7 +85,7 @@ def test_the_preload_imports_what_the_flow_runs_on() -> None:
     code = "from server.mcp_server import import_the_analysis as f; f(); import sys; print(sorted(sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    for name in ("numpy", "pandas", "server.scoring.category", "server.findings.validate"):
+    for name in ("numpy", "pandas", "sdpa_analyzer.server.scoring.category", "sdpa_analyzer.server.findings.validate"):
         assert f"'{name}'" in done.stdout, name
     for name in ("matplotlib", "dask"):  # ~40 MB resident each: only plot/report and analyze_ranks load them
         assert f"'{name}'" not in done.stdout, name

@@ -24,7 +24,7 @@ def _free_port() -> int:
 
 def _serve(tmp_path: Path, host: str, port: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "server.cli.main", "serve", "--http", "--host", host, "--port", str(port),
+        [sys.executable, "-m", "sdpa_analyzer.server.cli.main", "serve", "--http", "--host", host, "--port", str(port),
          "--root", str(tmp_path)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -93,7 +93,7 @@ def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
         taken.listen()
         port = taken.getsockname()[1]
         proc = subprocess.run(
-            [sys.executable, "-m", "server.cli.main", "serve", "--http", "--port", str(port), "--root", str(tmp_path)],
+            [sys.executable, "-m", "sdpa_analyzer.server.cli.main", "serve", "--http", "--port", str(port), "--root", str(tmp_path)],
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
     assert proc.returncode == 2  # uvicorn's [Errno 98] and exit 3 before

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from server.mcp_server import create_server
-from server.tools import TOOLS
+from sdpa_analyzer.server.mcp_server import create_server
+from sdpa_analyzer.server.tools import TOOLS
 from tests.support import FIXTURES_WITH_OPS, FLASH_ROW, copy_fixture, make_folder, roots_for
 
 pytestmark = pytest.mark.anyio

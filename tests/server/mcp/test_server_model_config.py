@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from server.mcp_server import create_server
-from server.synthetic import SyntheticAttentionCall, write_serving_run
+from sdpa_analyzer.server.mcp_server import create_server
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, write_serving_run
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from server.tools import TOOLS
+from sdpa_analyzer.server.tools import TOOLS
 from tests.support import FLASH_ROW, make_folder
 
 pytestmark = pytest.mark.anyio
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.anyio
 async def test_every_tool_over_stdio(tmp_path: Path) -> None:
     folder = make_folder(tmp_path, [FLASH_ROW], e2e_ms=10.0)
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "server.cli.main", "serve", "--root", str(tmp_path)]
+        command=sys.executable, args=["-m", "sdpa_analyzer.server.cli.main", "serve", "--root", str(tmp_path)]
     )
     async with Client(params) as c:
         names = {t.name for t in (await c.list_tools()).tools}

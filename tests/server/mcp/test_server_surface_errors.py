@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
-from server.mcp_server import create_server
+from sdpa_analyzer.server.mcp_server import create_server
 
 pytestmark = pytest.mark.anyio
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from server.mcp_server import create_server
-from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
+from sdpa_analyzer.server.mcp_server import create_server
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace, write_trace
 
 pytestmark = pytest.mark.anyio
 

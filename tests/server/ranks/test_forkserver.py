@@ -34,7 +34,7 @@ def test_the_fork_server_starts_at_once_and_only_once_without_importing_the_anal
     code = textwrap.dedent(f"""
         import json, os, sys, time
         from multiprocessing import forkserver
-        from server.ranks import forkserver as ours
+        from sdpa_analyzer.server.ranks import forkserver as ours
         ours.PRELOAD = [*ours.PRELOAD, "held_preload"]
 
         ours.start_fork_server()
@@ -50,7 +50,7 @@ def test_the_fork_server_starts_at_once_and_only_once_without_importing_the_anal
             with open(f"/proc/{{pid}}/cmdline", "rb") as f:
                 cmdline = f.read().replace(b"\\0", b" ").decode()
             time.sleep(0.005)
-        heavy = [m for m in ("pandas", "numpy", "server.ranks.task") if m in sys.modules]
+        heavy = [m for m in ("pandas", "numpy", "sdpa_analyzer.server.ranks.task") if m in sys.modules]
         while not os.path.exists({str(tmp_path / "done")!r}) and time.monotonic() < end:
             time.sleep(0.005)  # the held import did run in the fork server, and went on once told
         print(json.dumps({{"done_when_returned": done_when_returned, "same": same, "cmdline": cmdline,
@@ -61,7 +61,7 @@ def test_the_fork_server_starts_at_once_and_only_once_without_importing_the_anal
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=180, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert "multiprocessing.forkserver" in got["cmdline"] and "server.ranks.task" in got["cmdline"], got
+    assert "multiprocessing.forkserver" in got["cmdline"] and "sdpa_analyzer.server.ranks.task" in got["cmdline"], got
     assert got["same"]
     assert got["heavy"] == []  # this process did not import the analysis: the fork server does, meanwhile
     # it returned while the fork server's imports were still held: it does not wait for them
@@ -73,7 +73,7 @@ def test_a_pool_after_an_early_start_runs_its_tasks_on_that_fork_server() -> Non
         import json, os
         from concurrent.futures import ProcessPoolExecutor
         from multiprocessing import forkserver
-        from server.ranks.forkserver import pool_context, start_fork_server
+        from sdpa_analyzer.server.ranks.forkserver import pool_context, start_fork_server
 
         start_fork_server()
         server_pid = forkserver._forkserver._forkserver_pid

@@ -20,16 +20,16 @@ import pandas as pd
 import pytest
 from mcp import Client, StdioServerParameters
 
-from server.cli.main import main
-from server.folder.manifest import RUN_ID_KEY, RUN_KEY
-from server.mcp_server import create_server
-from server.ranks import engines
-from server.ranks.discover import plan_ranks, rank_from_name
-from server.ranks.header import read_header_prefix
-from server.roots import DataRoots
-from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
-from server.tools import call
-from server.tools.base import ToolFailure
+from sdpa_analyzer.server.cli.main import main
+from sdpa_analyzer.server.folder.manifest import RUN_ID_KEY, RUN_KEY
+from sdpa_analyzer.server.mcp_server import create_server
+from sdpa_analyzer.server.ranks import engines
+from sdpa_analyzer.server.ranks.discover import plan_ranks, rank_from_name
+from sdpa_analyzer.server.ranks.header import read_header_prefix
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace, write_trace
+from sdpa_analyzer.server.tools import call
+from sdpa_analyzer.server.tools.base import ToolFailure
 from tests.support import die_on_rank_1
 
 WORLD = 4
@@ -389,7 +389,7 @@ async def test_over_stdio_the_pool_leaves_the_transport_clean(tmp_path: Path) ->
     # the pool's processes inherit the server's stdout, the stdio transport: nothing may be written there
     write_job(tmp_path / "traces", world=2)
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "server.cli.main", "serve", "--root", str(tmp_path)]
+        command=sys.executable, args=["-m", "sdpa_analyzer.server.cli.main", "serve", "--root", str(tmp_path)]
     )
     async with Client(params) as c:
         r = await c.call_tool("analyze_ranks", {"trace_dir": "traces", "output_dir": "out", "workers": 2})

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from server.mcp_server import create_server
-from server.ranks import engines
-from server.ranks.task import RankOutcome, RankTask
-from server.roots import DataRoots
-from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
-from server.tools import call
+from sdpa_analyzer.server.mcp_server import create_server
+from sdpa_analyzer.server.ranks import engines
+from sdpa_analyzer.server.ranks.task import RankOutcome, RankTask
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace, write_trace
+from sdpa_analyzer.server.tools import call
 
 distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.anyio
@@ -144,7 +144,7 @@ def _stdio_call(args: list[str], env: dict[str, str], tool: str, arguments: dict
     """One tool call over `sdpa-analyzer serve` (stdio, newline-delimited JSON-RPC); its structured result."""
     from mcp.types import LATEST_PROTOCOL_VERSION
 
-    proc = subprocess.Popen([sys.executable, "-m", "server.cli.main", *args], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "sdpa_analyzer.server.cli.main", *args], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
 

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from server.mcp_server import create_server
-from server.ranks import run as ranks_run
-from server.roots import DataRoots
-from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
-from server.tools import call
-from server.tools.base import ToolFailure
+from sdpa_analyzer.server.mcp_server import create_server
+from sdpa_analyzer.server.ranks import run as ranks_run
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace, write_trace
+from sdpa_analyzer.server.tools import call
+from sdpa_analyzer.server.tools.base import ToolFailure
 from tests.support import snapshot
 
 pytestmark = pytest.mark.anyio
@@ -230,13 +230,13 @@ async def test_hand_edited_summaries_are_one_line_errors(
     text = r.content[0].text
     assert r.is_error and "internal error" not in text and "\n" not in text and len(text) <= 300, text
     assert "ranks_summary.json" in text and field in text and "rerun analyze_ranks" in text, text
-    proc = subprocess.run([sys.executable, "-m", "server.cli.main", "rank-summary", str(out)], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "sdpa_analyzer.server.cli.main", "rank-summary", str(out)], capture_output=True,
                           text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and field in proc.stderr, proc.stderr
 
 
 def test_the_summary_written_is_the_schema_read(world: tuple[Path, Path]) -> None:
-    from server.ranks.read import RankSummaryDoc
+    from sdpa_analyzer.server.ranks.read import RankSummaryDoc
 
     root, _ = world
     ranks(root, output_dir=str(root / "out"))
@@ -283,7 +283,7 @@ async def test_an_arch_file_works_for_ranks_and_analyze_through_the_sandbox(worl
     rank0 = [c for c in summary["rank_categories"] if c["rank"] == 0 and c["category"] == "sdpa_fwd"]
     assert rank0[0]["weighted_efficiency_pct"] == roof.structured_content["weighted_efficiency_pct"]  # the file's roofs
     assert not (root / "out2").exists() and snapshot(outside) == before
-    proc = subprocess.run([sys.executable, "-m", "server.cli.main", "analyze-ranks", "traces", "-o", "out3", "--arch",
+    proc = subprocess.run([sys.executable, "-m", "sdpa_analyzer.server.cli.main", "analyze-ranks", "traces", "-o", "out3", "--arch",
                            "arch.json", "--workers", "1", "--root", str(root)], capture_output=True, text=True,
                           cwd=root, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace, write_trace
 from tests.support import REPO
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
@@ -28,14 +28,14 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="re
 SLOW_RANK = '''
 import os, time
 if os.environ.get("SDPA_TEST_SLOW_RANK"):
-    import server.ranks.task as _task
+    import sdpa_analyzer.server.ranks.task as _task
     _real = _task.analyze_rank
 
     def analyze_rank(task):
         time.sleep(float(os.environ["SDPA_TEST_SLOW_RANK"]))
         return _real(task)
 
-    analyze_rank.__module__, analyze_rank.__qualname__ = "server.ranks.task", "analyze_rank"
+    analyze_rank.__module__, analyze_rank.__qualname__ = "sdpa_analyzer.server.ranks.task", "analyze_rank"
     _task.analyze_rank = analyze_rank
 '''
 EXPECTED_RC = {signal.SIGTERM: 128 + signal.SIGTERM, signal.SIGHUP: 128 + signal.SIGHUP, signal.SIGINT: 130,
@@ -136,7 +136,7 @@ SERVE_SIGNALS = [pytest.param(s, marks=SLOW) for s in (signal.SIGTERM, signal.SI
 def test_analyze_ranks_pool_stops_every_child(tmp_path: Path, sig: int) -> None:
     traces = _job(tmp_path)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server.cli.main", "analyze-ranks", str(traces), "-o", str(tmp_path / "out"),
+        [sys.executable, "-m", "sdpa_analyzer.server.cli.main", "analyze-ranks", str(traces), "-o", str(tmp_path / "out"),
          "--workers", "2"],
         env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
@@ -154,7 +154,7 @@ def test_serve_stops_every_child_during_analyze_ranks(tmp_path: Path, sig: int) 
 
     _job(tmp_path)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server.cli.main", "serve", "--root", str(tmp_path)],
+        [sys.executable, "-m", "sdpa_analyzer.server.cli.main", "serve", "--root", str(tmp_path)],
         env=_env(tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
@@ -191,7 +191,7 @@ def test_serve_http_stops_every_child_during_analyze_ranks(tmp_path: Path, sig: 
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server.cli.main", "serve", "--http", "--port", str(port), "--root", str(tmp_path)],
+        [sys.executable, "-m", "sdpa_analyzer.server.cli.main", "serve", "--http", "--port", str(port), "--root", str(tmp_path)],
         env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
 
@@ -218,7 +218,7 @@ def test_serve_http_stops_every_child_during_analyze_ranks(tmp_path: Path, sig: 
 def _analyze_ranks(tmp_path: Path, **popen: Any) -> subprocess.Popen[Any]:
     traces = _job(tmp_path)
     return subprocess.Popen(
-        [sys.executable, "-m", "server.cli.main", "analyze-ranks", str(traces), "-o", str(tmp_path / "out"),
+        [sys.executable, "-m", "sdpa_analyzer.server.cli.main", "analyze-ranks", str(traces), "-o", str(tmp_path / "out"),
          "--workers", "2"],
         env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **popen,
     )  # fmt: skip

@@ -10,9 +10,15 @@ import math
 import numpy as np
 import pytest
 
-from server.render.labels import clipped_length, place_labels
-from server.render.plots import DIRECTION_STYLE, MARKER_ZORDER, Ceilings, RooflinePoint, render_roofline_png
-from server.vocab import ANOMALY_PCT
+from sdpa_analyzer.server.render.labels import clipped_length, place_labels
+from sdpa_analyzer.server.render.plots import (
+    DIRECTION_STYLE,
+    MARKER_ZORDER,
+    Ceilings,
+    RooflinePoint,
+    render_roofline_png,
+)
+from sdpa_analyzer.server.vocab import ANOMALY_PCT
 
 CEIL = Ceilings(peak_tflops=1000.0, peak_tbs=4.0, compute_spec="matrix_bf16", gpu_name="TestGPU", peak_kind="datasheet")
 RIDGE = 1000.0 / 4.0

@@ -15,8 +15,8 @@ import pytest
 from matplotlib import image as mpimg
 from pydantic import ValidationError
 
-from server.errors import InputError
-from server.render.plots import (
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.render.plots import (
     DIRECTION_STYLE,
     MAX_MARKER_AREA,
     MIN_MARKER_AREA,

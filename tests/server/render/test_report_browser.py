@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from matplotlib import image as mpimg
 
-from server.render.chart_types import Ceilings, RooflinePoint
-from server.render.plots import DIRECTION_STYLE, render_roofline_png
-from server.render.report import CategorySection, OpRow, PeakSource, ReportContext, render_report_html
+from sdpa_analyzer.server.render.chart_types import Ceilings, RooflinePoint
+from sdpa_analyzer.server.render.plots import DIRECTION_STYLE, render_roofline_png
+from sdpa_analyzer.server.render.report import CategorySection, OpRow, PeakSource, ReportContext, render_report_html
 
 WINDOW = (1400, 2000)
 
@@ -112,9 +112,9 @@ KEY_COLOURS = {"c-op": "#fe01fe", "c-shape": "#01fefe", "c-time": "#fefe01", "c-
 @pytest.fixture(scope="module")
 def demo_report(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The report of the demo's synthetic H100 trace (forward and backward), through the tools."""
-    from server.roots import DataRoots
-    from server.synthetic import build_trace, demo_calls, write_trace
-    from server.tools import call
+    from sdpa_analyzer.server.roots import DataRoots
+    from sdpa_analyzer.server.synthetic import build_trace, demo_calls, write_trace
+    from sdpa_analyzer.server.tools import call
 
     base = tmp_path_factory.mktemp("demo")
     roots = DataRoots([base])

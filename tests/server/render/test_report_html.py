@@ -7,9 +7,9 @@ import struct
 
 import pytest
 
-from server.render.chart_types import Ceilings, RooflinePoint
-from server.render.plots import render_roofline_png
-from server.render.report import (
+from sdpa_analyzer.server.render.chart_types import Ceilings, RooflinePoint
+from sdpa_analyzer.server.render.plots import render_roofline_png
+from sdpa_analyzer.server.render.report import (
     NO_OPS_MESSAGE,
     CategorySection,
     FindingRow,
@@ -246,7 +246,7 @@ def test_consistency_alert_and_no_findings_reason_render() -> None:
 
 
 def test_every_lever_reaches_the_findings_table_in_order() -> None:
-    from server.render.report import FindingRow
+    from sdpa_analyzer.server.render.report import FindingRow
 
     levers = ["drop_copies: 2.766 ms (7.93 % of E2E), an upper bound",
               "match_reference: 1.531 ms (4.39 % of E2E), as computed", "head_dim_128: 0.405 ms (1.16 % of E2E), as "

@@ -3,7 +3,7 @@ markup (parsed back with html.parser: tags, attributes and texts)."""
 
 from __future__ import annotations
 
-from server.render.markdown import MAX_CHARS, render_markdown
+from sdpa_analyzer.server.render.markdown import MAX_CHARS, render_markdown
 from tests.support import parse_html as parse
 
 ALLOWED_TAGS = {

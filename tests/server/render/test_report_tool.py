@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from server.cli.main import main
-from server.roots import DataRoots
-from server.scoring.ranked import BELOW_THRESHOLD, NOT_RANKED, TRACE2_NOT_FASTER, no_findings_reason
-from server.tools import call
+from sdpa_analyzer.server.cli.main import main
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.ranked import BELOW_THRESHOLD, NOT_RANKED, TRACE2_NOT_FASTER, no_findings_reason
+from sdpa_analyzer.server.tools import call
 from tests.support import FLASH_ROW, OPS_HEADER, make_folder
 from tests.support import parse_html as parse
 

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from perf_models.config import AttentionConfig, Mask
-from perf_models.hardware import get_gpu
-from perf_models.model_attention import Band, model_attention
-from server.mcp_server import create_server
-from server.roots import DataRoots
-from server.scoring.advice import MATCH_REFERENCE
-from server.tools import call
-from server.tools.base import ToolFailure
+from sdpa_analyzer.perf_models.config import AttentionConfig, Mask
+from sdpa_analyzer.perf_models.hardware import get_gpu
+from sdpa_analyzer.perf_models.model_attention import Band, model_attention
+from sdpa_analyzer.server.mcp_server import create_server
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.advice import MATCH_REFERENCE
+from sdpa_analyzer.server.tools import call
+from sdpa_analyzer.server.tools.base import ToolFailure
 from tests.support import FLASH_ROW, OPS_HEADER, make_folder
 
 # FLASH_ROW's op at B8 H8 N1024 d64 causal bf16 (enough query tiles to fill an H100: smaller calls get no band),
@@ -183,7 +183,7 @@ def test_an_orchestrators_no_data_metrics_renders_the_one_line_file(tmp_path: Pa
 
 
 def test_the_lever_table_declares_every_lever_once_and_orders_them_by_ms_saved(tmp_path: Path) -> None:
-    from server.scoring.advice import LEVERS
+    from sdpa_analyzer.server.scoring.advice import LEVERS
 
     ids = [lever.id for lever in LEVERS]
     assert len(ids) == len(set(ids)) and all(lever.label and lever.gate and lever.compared_with for lever in LEVERS)
@@ -199,7 +199,7 @@ def test_the_lever_table_declares_every_lever_once_and_orders_them_by_ms_saved(t
 
 
 def test_the_category_facts_have_a_slot_written_by_reference(tmp_path: Path) -> None:
-    from server.findings import load_metrics, validate_findings_text
+    from sdpa_analyzer.server.findings import load_metrics, validate_findings_text
     from tests.support import fill_findings
 
     header = OPS_HEADER + ",copy_overhead_us_sum,kv_cache_write_us_sum"

@@ -8,10 +8,10 @@ import csv
 import json
 from pathlib import Path
 
-from server.scoring.fields import BY_NAME, CATALOGUE, COMPUTED_AT_RESULT, on
-from server.tools import call
-from server.tools.model import ModelResult
-from server.tools.roofline import RooflineRow
+from sdpa_analyzer.server.scoring.fields import BY_NAME, CATALOGUE, COMPUTED_AT_RESULT, on
+from sdpa_analyzer.server.tools import call
+from sdpa_analyzer.server.tools.model import ModelResult
+from sdpa_analyzer.server.tools.roofline import RooflineRow
 from tests.support import FLASH_ROW, make_folder
 
 
@@ -23,7 +23,7 @@ def test_names_are_unique_and_described() -> None:
 
 
 def test_every_surface_is_the_catalogue(tmp_path: Path) -> None:
-    from server.roots import DataRoots
+    from sdpa_analyzer.server.roots import DataRoots
 
     folder = make_folder(tmp_path, [FLASH_ROW])
     roots = DataRoots([tmp_path])
@@ -52,9 +52,9 @@ def test_every_surface_is_the_catalogue(tmp_path: Path) -> None:
 
 
 def test_records_hold_only_declared_columns(tmp_path: Path) -> None:
-    from perf_models.hardware import get_gpu
-    from server.folder.read import load_category
-    from server.scoring.records import compute_records
+    from sdpa_analyzer.perf_models.hardware import get_gpu
+    from sdpa_analyzer.server.folder.read import load_category
+    from sdpa_analyzer.server.scoring.records import compute_records
 
     folder = make_folder(tmp_path, [FLASH_ROW])
     table = compute_records(load_category(folder, "sdpa_fwd"), get_gpu("h100-sxm"))

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from server.folder import layout
-from server.folder.metrics_file import open_streamed
-from server.roots import DataRoots
-from server.scoring.ranked import TRACE2_NOT_FASTER, load_ranked
+from sdpa_analyzer.server.folder import layout
+from sdpa_analyzer.server.folder.metrics_file import open_streamed
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.ranked import TRACE2_NOT_FASTER, load_ranked
 
 CAT = "sdpa_fwd"
 HEAD = '{"comparison_scope": "comparative", "category_findings": [], "operations":['

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.roots import DataRoots
-from server.scoring.category import score_category
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.category import score_category
 from tests.support import make_large_folder
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from server.roots import DataRoots
-from server.tools import call
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.tools import call
 from tests.support import FLASH_ROW, make_folder
 
 # the flash SDPA row of tests.support (B=2, H=8, N=1024, d=64, causal), as a release that adds an optional tensor

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from perf_models.devices import match_device_properties
-from perf_models.hardware import get_gpu
-from server.roots import DataRoots
-from server.tools import call
-from server.tools.base import ToolFailure
+from sdpa_analyzer.perf_models.devices import match_device_properties
+from sdpa_analyzer.perf_models.hardware import get_gpu
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.tools import call
+from sdpa_analyzer.server.tools.base import ToolFailure
 from tests.support import ANALYSIS_FOLDERS, FLASH_ROW, TRACES, kernel_trace, make_folder, need
 
 

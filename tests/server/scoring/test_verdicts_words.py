@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from server.roots import DataRoots
-from server.scoring.verdicts import verdict
-from server.tools import call
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.verdicts import verdict
+from sdpa_analyzer.server.tools import call
 from tests.support import TRACES, need
 
 
@@ -51,8 +51,8 @@ def test_the_verdict_says_which_bytes_model_decides_the_regime() -> None:
     # MI300X backward, B1 H32 N1024 d128 causal (the seed PR's case): balanced on compulsory bytes (intensity 213
     # within ±30 % of the datasheet ridge 1307.4 / 5.3 = 246.7), memory-bound on the tiled estimate, which is the
     # better guess of HBM traffic on MI300-class parts
-    from server.roots import DataRoots
-    from server.tools import call
+    from sdpa_analyzer.server.roots import DataRoots
+    from sdpa_analyzer.server.tools import call
 
     kw = {"batch": 1, "heads_q": 32, "seq_q": 1024, "head_dim": 128, "mask": "causal", "direction": "bwd",
           "arch": "mi300x", "measured_us": 200.0}  # fmt: skip

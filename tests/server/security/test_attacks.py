@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from server.mcp_server import create_server
-from server.roots import DataRoots
-from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
-from server.tools import call
-from server.tools.base import ToolFailure
+from sdpa_analyzer.server.mcp_server import create_server
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace, write_trace
+from sdpa_analyzer.server.tools import call
+from sdpa_analyzer.server.tools.base import ToolFailure
 from tests.support import FLASH_ROW, make_folder, snapshot
 
 pytestmark = pytest.mark.anyio
@@ -104,7 +104,7 @@ async def test_render_report_never_replaces_a_file_it_did_not_write(world: tuple
     assert not (a / "report.html").is_symlink() and "sdpa-analyzer render_report" in (a / "report.html").read_text()
     assert not (await one_call(root, "render_report", {"output_dir": "a", "output": "new.html"})).is_error
     assert files_of(a, ("reports", "report.html")) == theirs
-    proc = subprocess.run([sys.executable, "-m", "server.cli.main", "report", str(a), "-o", "../x.html"],
+    proc = subprocess.run([sys.executable, "-m", "sdpa_analyzer.server.cli.main", "report", str(a), "-o", "../x.html"],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert files_of(a, ("reports", "report.html")) == theirs
@@ -134,8 +134,8 @@ def test_a_scoring_tool_racing_a_reanalysis_writes_nothing(
 ) -> None:
     """The tool has loaded run 1; before it writes, analyze_trace commits run 2 into the folder: the tool writes
     no file of run 1's ops, and says so in one line."""
-    from server.scoring import ranking
-    from server.tools import roofline as roofline_tool
+    from sdpa_analyzer.server.scoring import ranking
+    from sdpa_analyzer.server.tools import roofline as roofline_tool
 
     root, _ = world
     a, roots = root / "a", DataRoots([root])
@@ -291,7 +291,7 @@ async def test_proc_paths_resolve_like_any_other(world: tuple[Path, Path]) -> No
         os.close(fd_dir)
         os.close(fd_file)
     assert snapshot(outside) == before
-    cli = [sys.executable, "-m", "server.cli.main", "load", "/proc/self/fd/0", CAT, "--root", str(root)]
+    cli = [sys.executable, "-m", "sdpa_analyzer.server.cli.main", "load", "/proc/self/fd/0", CAT, "--root", str(root)]
     proc = subprocess.run(cli, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2 and "outside the allowed data roots" in proc.stderr, proc.stderr
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from server.errors import InputError, printable, shorten_message
-from server.mcp_server import create_server
+from sdpa_analyzer.server.errors import InputError, printable, shorten_message
+from sdpa_analyzer.server.mcp_server import create_server
 from tests.support import FLASH_ROW, make_folder
 
 pytestmark = pytest.mark.anyio
@@ -34,7 +34,7 @@ def files(folder: Path) -> dict[str, bytes]:
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "server.cli.main", *args], capture_output=True, text=True, cwd=cwd, timeout=120
+        [sys.executable, "-m", "sdpa_analyzer.server.cli.main", *args], capture_output=True, text=True, cwd=cwd, timeout=120
     )
 
 

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import InputError
-from server.ingest.model_config import load_model_config
-from server.roots import CONFIG_FILE_MAX_BYTES, DataRoots
-from server.scoring.arch import read_arch_file
-from server.tools import call
-from server.tools.base import ToolFailure
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.ingest.model_config import load_model_config
+from sdpa_analyzer.server.roots import CONFIG_FILE_MAX_BYTES, DataRoots
+from sdpa_analyzer.server.scoring.arch import read_arch_file
+from sdpa_analyzer.server.tools import call
+from sdpa_analyzer.server.tools.base import ToolFailure
 
 BIG = 64 << 20
 READERS: dict[str, Callable[[Path, DataRoots], object]] = {

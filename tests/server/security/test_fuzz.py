@@ -24,12 +24,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.folder.cache import clear as clear_load_cache
-from server.roots import DataRoots
-from server.scoring.cache import clear as clear_score_cache
-from server.synthetic import SyntheticAttentionCall, build_trace
-from server.tools import call
-from server.tools.base import ToolFailure
+from sdpa_analyzer.server.folder.cache import clear as clear_load_cache
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.scoring.cache import clear as clear_score_cache
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace
+from sdpa_analyzer.server.tools import call
+from sdpa_analyzer.server.tools.base import ToolFailure
 from tests.support import FINDINGS_CORPUS, FLASH_ROW, OPS_HEADER
 
 # Scale for a long campaign (SDPA_FUZZ_SCALE=50 runs 50x the examples); CI runs the default, about a minute.

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.folder.metrics_file import open_streamed
-from server.roots import DataRoots
-from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
+from sdpa_analyzer.server.folder.metrics_file import open_streamed
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace, write_trace
 from tests.server.findings.test_metrics_stream import line_layout
 from tests.server.security.test_fuzz import (  # noqa: F401  (box: a fixture, found by name)
     CORPUS,

@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from perf_models.config import AttentionConfig
-from perf_models.errors import ConfigError
-from perf_models.estimate import estimate_work
-from perf_models.table import ConfigTable
-from server.folder.cache import clear as clear_cache
-from server.mcp_server import create_server
-from server.roots import DataRoots
-from server.tools import call
-from server.tools.base import ToolFailure
-from server.writers import atomic
+from sdpa_analyzer.perf_models.config import AttentionConfig
+from sdpa_analyzer.perf_models.errors import ConfigError
+from sdpa_analyzer.perf_models.estimate import estimate_work
+from sdpa_analyzer.perf_models.table import ConfigTable
+from sdpa_analyzer.server.folder.cache import clear as clear_cache
+from sdpa_analyzer.server.mcp_server import create_server
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.tools import call
+from sdpa_analyzer.server.tools.base import ToolFailure
+from sdpa_analyzer.server.writers import atomic
 from tests.server.security.test_trace_bombs import _work as reader_work
 from tests.support import FLASH_ROW, REPO, kernel_trace, make_folder
 
@@ -123,7 +123,7 @@ def test_findings_lines_that_backtracked_validate_fast(tmp_path: Path, line: str
      ("<!-- reasoning-candidate tier=compute rank=1 -->", "<!-- impact-begin kind=detail_estimate low=1 high=3 -->")],
 )  # fmt: skip
 def test_findings_with_thousands_of_items_validate_in_linear_time(tmp_path: Path, pair: tuple[str, str]) -> None:
-    from server.findings.validate import validate_findings_text
+    from sdpa_analyzer.server.findings.validate import validate_findings_text
 
     def seconds(n: int) -> float:
         body = "\n".join(pair * n)
@@ -387,8 +387,8 @@ async def test_errors_never_echo_whole_cells(tmp_path: Path) -> None:
 @pytest.mark.parametrize("piece", ["`aten::op_{i}` ", "{i}.125 ms ", "memory-bound below the band trace 2 CUDA {i} "])
 def test_prose_checks_stay_linear_on_a_flood_of_names_and_numbers(tmp_path: Path, piece: str) -> None:
     """Rules 13-17 look every code span and number up: thousands of them cost what they hold, not their square."""
-    from server.findings import load_metrics, render_findings_template
-    from server.findings.validate import validate_findings_text
+    from sdpa_analyzer.server.findings import load_metrics, render_findings_template
+    from sdpa_analyzer.server.findings.validate import validate_findings_text
 
     make_folder(tmp_path, [FLASH_ROW])
     roots = DataRoots([tmp_path])

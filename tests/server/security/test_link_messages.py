@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from server.errors import PathOutsideRootsError
-from server.roots import DataRoots
+from sdpa_analyzer.server.errors import PathOutsideRootsError
+from sdpa_analyzer.server.roots import DataRoots
 
 
 @pytest.mark.parametrize("given", ["first/data.json", "hop", "plain/first/data.json"])

@@ -18,8 +18,8 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from server.folder.metrics_file import OperationKeys, open_streamed
-from server.roots import DataRoots
+from sdpa_analyzer.server.folder.metrics_file import OperationKeys, open_streamed
+from sdpa_analyzer.server.roots import DataRoots
 
 PARSERS = {"decimal": lambda b: json.loads(b.decode(), parse_float=Decimal), "float": orjson.loads}
 OP_FIELDS = ["name", "args", "time_ms", "efficiency", "difference_ms", "other"]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from server.roots import DataRoots
-from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
-from server.tools import call
-from server.tools.base import ToolFailure
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace, write_trace
+from sdpa_analyzer.server.tools import call
+from sdpa_analyzer.server.tools.base import ToolFailure
 from tests.support import FLASH_ROW, REPO, make_folder
 
 
@@ -36,7 +36,7 @@ def test_report_refuses_a_folder_that_is_not_an_analysis_folder(kind: str, tmp_p
     assert not err.value.internal and "\n" not in msg and "is not an analysis folder" in msg, msg
     assert ("it is empty" in msg) if kind == "empty" else ("run analyze_trace on one first" in msg), msg
     assert sorted(p.name for p in folder.rglob("*")) == before  # nothing written
-    proc = subprocess.run([sys.executable, "-m", "server.cli.main", "report", str(folder)], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "sdpa_analyzer.server.cli.main", "report", str(folder)], capture_output=True,
                           text=True, cwd=REPO, timeout=120)  # fmt: skip
     assert proc.returncode != 0 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
     assert "is not an analysis folder" in proc.stderr and not (folder / "report.html").exists()
@@ -53,7 +53,7 @@ def test_a_huge_findings_file_is_read_only_as_far_as_the_page_shows(tmp_path: Pa
     report a few MB, not the file (tracemalloc's peak; before, the file was read and decoded whole)."""
     import tracemalloc
 
-    from server.render.markdown import MAX_CHARS
+    from sdpa_analyzer.server.render.markdown import MAX_CHARS
 
     folder = make_folder(tmp_path, [FLASH_ROW])
     (folder / "category_findings").mkdir()

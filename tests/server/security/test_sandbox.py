@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters
 
-from server.errors import PathOutsideRootsError
-from server.mcp_server import create_server
-from server.roots import DataRoots
-from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
+from sdpa_analyzer.server.errors import PathOutsideRootsError
+from sdpa_analyzer.server.mcp_server import create_server
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace, write_trace
 from tests.support import FLASH_ROW, make_folder, snapshot
 
 pytestmark = pytest.mark.anyio
@@ -287,7 +287,7 @@ async def test_over_stdio(world: tuple[Path, Path]) -> None:
     folder = own_folder(root)
     swap_for_link(folder / "category_data", outside / "secret" / "category_data")
     before = snapshot(outside)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "server.cli.main", "serve", "--root", str(root)])
+    params = StdioServerParameters(command=sys.executable, args=["-m", "sdpa_analyzer.server.cli.main", "serve", "--root", str(root)])
     async with Client(params) as c:
         ranked = await c.call_tool("rank_findings", {"output_dir": "a", "category": CAT, "arch": ARCH})
         loaded = await c.call_tool("load_category_data", {"output_dir": "a", "category": CAT})
@@ -342,7 +342,7 @@ def test_cli_with_root_refuses_links_out(world: tuple[Path, Path]) -> None:
     before = snapshot(outside)
     for command in (["rank", "a", CAT, "--arch", ARCH], ["load", "a", CAT], ["template", "a", CAT]):
         proc = subprocess.run(
-            [sys.executable, "-m", "server.cli.main", *command, "--root", str(root)],
+            [sys.executable, "-m", "sdpa_analyzer.server.cli.main", *command, "--root", str(root)],
             capture_output=True, text=True, cwd=root, timeout=120,
         )  # fmt: skip
         assert proc.returncode == 2, (command, proc.stdout, proc.stderr)

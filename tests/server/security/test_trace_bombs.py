@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-import server.ingest.reader as R
-from server.ingest.errors import TraceError
+import sdpa_analyzer.server.ingest.reader as R
+from sdpa_analyzer.server.ingest.errors import TraceError
 from tests.support import REPO
 
 STRING_BYTES = 128 << 20  # the string in the bombs: 8x the default held limit
@@ -55,8 +55,8 @@ def _gz_with_string(path: Path, where: str, size: int) -> None:
 
 BOMB_CHILD = """
 import resource, sys, tracemalloc
-import server.ingest.reader as R
-from server.ingest.errors import TraceError
+import sdpa_analyzer.server.ingest.reader as R
+from sdpa_analyzer.server.ingest.errors import TraceError
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 tracemalloc.start()
 try:

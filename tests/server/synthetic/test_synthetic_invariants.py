@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 import pytest
 
-from server.errors import InputError
-from server.synthetic import (
+from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.synthetic import (
     SyntheticAttentionCall,
     build_trace,
     build_trace_with_truth,

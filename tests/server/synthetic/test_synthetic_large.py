@@ -8,7 +8,7 @@ import numpy as np
 import orjson
 import pytest
 
-from server.synthetic import generate_large_trace
+from sdpa_analyzer.server.synthetic import generate_large_trace
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from server.synthetic import SyntheticAttentionCall, build_trace, demo_calls
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace, demo_calls
 
 H100, MI300 = "NVIDIA H100 80GB HBM3", "AMD Instinct MI300X VF"
 BERT_H100 = "h100/gaunernst_bert-small-uncased__1016001.json.gz"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from server.roots import DataRoots
-from server.tools import call
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.tools import call
 from tests.support import SHARED, SHARED_SKIP_REASON, TRACES
 
 ALL_TRACES = sorted(p.relative_to(TRACES).as_posix() for p in TRACES.rglob("*.json.gz")) if TRACES.exists() else []

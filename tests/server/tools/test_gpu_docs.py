@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from server.tools.archs import TABLE_BEGIN, TABLE_END, markdown_table
+from sdpa_analyzer.server.tools.archs import TABLE_BEGIN, TABLE_END, markdown_table
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "gpus.md"
 

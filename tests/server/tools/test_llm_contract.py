@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from server.mcp_server import create_server
+from sdpa_analyzer.server.mcp_server import create_server
 from tests.support import FLASH_ROW, make_folder
 
 pytestmark = pytest.mark.anyio

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from server.roots import DataRoots
-from server.tools import call
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.tools import call
 
 
 def test_model_attention_names_the_datasheet_roof_and_the_maf_beside_it() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from server.mcp_server import create_server
+from sdpa_analyzer.server.mcp_server import create_server
 from tests.support import FLASH_ROW, OPS_HEADER, make_folder
 
 pytestmark = pytest.mark.anyio

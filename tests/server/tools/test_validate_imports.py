@@ -29,8 +29,8 @@ def _validate_loads(tmp_path: Path, findings: Path) -> set[str]:
     code = textwrap.dedent(f"""
         import json, sys
         from pathlib import Path
-        from server.roots import DataRoots
-        from server.tools import call
+        from sdpa_analyzer.server.roots import DataRoots
+        from sdpa_analyzer.server.tools import call
         report = call("validate_findings", DataRoots([Path({str(tmp_path)!r})]), findings_path={str(findings)!r})
         sys.__stdout__.write("\\nMODULES " + json.dumps(sorted(sys.modules)) + "\\n")
     """)
@@ -47,6 +47,6 @@ def test_the_ranks_reader_is_imported_only_beside_a_summary(summary_in: str, tmp
         where = folder if summary_in == "folder" else folder.parent
         (where / "ranks_summary.json").write_text("{}")  # unreadable as a summary: validate goes on without it
     loaded = _validate_loads(tmp_path, folder / "category_findings" / "sdpa_fwd_findings.md")
-    assert ("server.ranks.read" in loaded) == (summary_in != "none")
+    assert ("sdpa_analyzer.server.ranks.read" in loaded) == (summary_in != "none")
     if summary_in == "none":
         assert "pandas" not in loaded

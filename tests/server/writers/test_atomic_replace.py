@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from server.roots import DataRoots
-from server.writers import atomic
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.writers import atomic
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/fd")
 

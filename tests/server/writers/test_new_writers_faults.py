@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-import server.writers.atomic as atomic
-from server.roots import DataRoots
-from server.synthetic import SyntheticAttentionCall, build_trace, write_trace
-from server.tools import call
-from server.tools.base import ToolFailure
+import sdpa_analyzer.server.writers.atomic as atomic
+from sdpa_analyzer.server.roots import DataRoots
+from sdpa_analyzer.server.synthetic import SyntheticAttentionCall, build_trace, write_trace
+from sdpa_analyzer.server.tools import call
+from sdpa_analyzer.server.tools.base import ToolFailure
 from tests.support import FLASH_ROW, make_folder
 
 FAULTS = {"full": (errno.ENOSPC, "No space left on device"), "read-only": (errno.EROFS, "Read-only file system")}
@@ -130,7 +130,7 @@ def test_render_report_pieces(fault: str, tmp_path: Path, monkeypatch: pytest.Mo
 def test_analyze_ranks_summary(fault: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The summary files are written after the ranks: a fault there is one line, and no summary file is left
     half-written or as a temp file (each is whole or absent)."""
-    from server.ranks.summary import SHAPES_CSV, SUMMARY_CSV, SUMMARY_JSON
+    from sdpa_analyzer.server.ranks.summary import SHAPES_CSV, SUMMARY_CSV, SUMMARY_JSON
 
     traces = tmp_path / "traces"
     traces.mkdir()

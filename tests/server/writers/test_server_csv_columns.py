@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from server.factorize import factorize
-from server.writers.csv_columns import frame_csv_chunks
+from sdpa_analyzer.server.factorize import factorize
+from sdpa_analyzer.server.writers.csv_columns import frame_csv_chunks
 
 
 def _csv(df: pd.DataFrame, **kw: object) -> bytes:

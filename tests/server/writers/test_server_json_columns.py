@@ -11,7 +11,7 @@ import numpy as np
 import orjson
 import pytest
 
-from server.writers.json_columns import (
+from sdpa_analyzer.server.writers.json_columns import (
     DUMPS_OPTIONS,
     Bools,
     Const,
