@@ -14,11 +14,14 @@ rank's peak memory in a fresh process, and the reduce of a 1,024-rank summary fr
 `--one-events N` analyzes one rank trace of N events alone (15,000,000 ≈ 4 GB): time and peak memory per GB
 for docs/scaling.md (the trace goes to --tmp and is deleted after).
 
-Target (issue 21): 2 workers take <= 0.7 x the 1-worker time on this 2-core machine, on the median of >= 5
-rounds (exit 1 when missed while the control job found two cores; "inconclusive" when it did not).
+Margin (issues 21 and 36): 2 workers take <= 0.7 x the 1-worker time on this 2-core machine, on the median of >= 5
+rounds: above it while the control job found two cores, the bench exits 1 with one line on stderr; when the control
+found no second core it says "inconclusive" and exits 0 (a timing on a busy machine proves nothing). `--margin` runs
+only that check (pool x1 against pool x2 and the control: no Dask, no reduce, no memory figures).
 
     .venv/bin/python bench/bench_ranks.py [--ranks 4] [--events 227000] [--rounds 5] [--no-dask] [--cli]
                                           [--one-events 15000000 --tmp DIR]
+    .venv/bin/python bench/bench_ranks.py --margin [--rounds 5]
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from common import load, mmm, over_margin
 
 REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / "bench" / "out" / "ranks"
@@ -131,14 +136,6 @@ def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
     return env
-
-
-def _load() -> str:
-    return Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
-
-
-def _mmm(xs: list[float], fmt: str = ".2f") -> str:
-    return f"{min(xs):{fmt}} / {statistics.median(xs):{fmt}} / {max(xs):{fmt}}"
 
 
 def spin_ratio(tasks: int, n: int = 15_000_000) -> float:
@@ -242,11 +239,11 @@ def big_rank(n_events: int, tmp: Path, keep: bool) -> None:
         make_traces(1, n_events, folder)
         trace = folder / "rank_0.json"
         gb = trace.stat().st_size / 1e9
-        load = _load()
+        machine_load = load()
         r = one_rank(trace, folder / "out" / "rank_0")
         assert r["status"] == "OK", r
         grown = r["peak_mb"] - r["imports_mb"]
-        print(f"one rank of {n_events:,} events ({gb:.2f} GB of JSON) alone, load {load}: {r['seconds']:.1f} s "
+        print(f"one rank of {n_events:,} events ({gb:.2f} GB of JSON) alone, load {machine_load}: {r['seconds']:.1f} s "
               f"({r['cpu']:.1f} s CPU; {r['seconds'] / gb:.1f} s per GB); peak RSS {r['peak_mb']:.0f} MB = "
               f"{r['imports_mb']:.0f} MB imported + {grown:.0f} MB ({grown / 1e3 / gb:.2f} x the JSON); "
               f"{r['after_mb']:.0f} MB resident after the task")  # fmt: skip
@@ -254,6 +251,24 @@ def big_rank(n_events: int, tmp: Path, keep: bool) -> None:
         shutil.rmtree(folder / "out", ignore_errors=True)
         if not keep:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _per_rank(results: dict[tuple[str, int], list[dict]], traces: Path, sizes: list[float]) -> None:
+    """The time per rank (1 worker), one rank's peak memory in a fresh process, the pool's start-up."""
+    one = results[("pool", 1)]
+    per_rank = statistics.median(s for r in one for s in r["rank_seconds"])
+    first = sorted(traces.glob("rank_*.json"))[0]
+    (WORK / "out-one").mkdir(parents=True, exist_ok=True)
+    mem = one_rank(first, WORK / "out-one" / "rank_0")
+    print(
+        f"per rank (1 worker): {per_rank:.2f} s median; one rank alone in a fresh process: {mem['seconds']:.2f} s, "
+        f"peak RSS {mem['peak_mb']:.0f} MB = {mem['imports_mb']:.0f} MB of imported modules + "
+        f"{mem['peak_mb'] - mem['imports_mb']:.0f} MB for the {sizes[0]:.0f} MB trace"
+    )
+    for c in (("pool", 1), ("pool", 2)):
+        startups = [r["startup"] for r in results[c]]
+        print(f"pool x{c[1]} start-up (call -> first rank starts: the fork server importing the analysis): "
+              f"{mmm(startups)} s (min / median / max)")  # fmt: skip
 
 
 def main() -> int:
@@ -267,10 +282,13 @@ def main() -> int:
     ap.add_argument("--one-events", type=int, default=0, help="also analyze one rank trace this big alone")
     ap.add_argument("--tmp", type=Path, default=Path(tempfile.gettempdir()), help="where --one-events' trace goes")
     ap.add_argument("--keep", action="store_true", help="keep --one-events' trace (a later run reuses it)")
+    ap.add_argument("--margin", action="store_true", help="only the 2-worker margin: pool x1 and x2, the control")
     args = ap.parse_args()
     PYCACHE.mkdir(parents=True, exist_ok=True)
-
-    bench_reduce(args.reduce_ranks)
+    if args.margin:
+        args.no_dask, args.cli, args.one_events = True, False, 0
+    else:
+        bench_reduce(args.reduce_ranks)
     if args.one_events:
         big_rank(args.one_events, args.tmp, args.keep)
     if args.rounds < 1:
@@ -292,7 +310,7 @@ def main() -> int:
             assert r["ok"] == len(sizes), r
             results[c].append(r)
         control.append(spin_ratio(len(sizes)))
-        loads.append(_load())
+        loads.append(load())
         last = {c: results[c][-1] for c in configs}
         line = ", ".join(
             f"{e} x{w}: {r['wall']:.2f} s ({r['cpu'] / r['wall']:.2f} cores)" for (e, w), r in last.items()
@@ -305,20 +323,8 @@ def main() -> int:
         base = results[(c[0] if c[0] == "cli" else "pool", 1)]
         return [b["wall"] / a["wall"] for a, b in zip(base, results[c], strict=True)]
 
-    one = results[("pool", 1)]
-    per_rank = statistics.median(s for r in one for s in r["rank_seconds"])
-    first = sorted(traces.glob("rank_*.json"))[0]
-    (WORK / "out-one").mkdir(parents=True, exist_ok=True)
-    mem = one_rank(first, WORK / "out-one" / "rank_0")
-    print(
-        f"per rank (1 worker): {per_rank:.2f} s median; one rank alone in a fresh process: {mem['seconds']:.2f} s, "
-        f"peak RSS {mem['peak_mb']:.0f} MB = {mem['imports_mb']:.0f} MB of imported modules + "
-        f"{mem['peak_mb'] - mem['imports_mb']:.0f} MB for the {sizes[0]:.0f} MB trace"
-    )
-    for c in (("pool", 1), ("pool", 2)):
-        startups = [r["startup"] for r in results[c]]
-        print(f"pool x{c[1]} start-up (call -> first rank starts: the fork server importing the analysis): "
-              f"{_mmm(startups)} s (min / median / max)")  # fmt: skip
+    if not args.margin:
+        _per_rank(results, traces, sizes)
     for c in configs:
         walls = [r["wall"] for r in results[c]]
         cores = statistics.median(r["cpu"] / r["wall"] for r in results[c])
@@ -327,16 +333,16 @@ def main() -> int:
             rs = ratios(c)
             passed = "PASS" if statistics.median(rs) <= TARGET else "FAIL"
             verdict = "" if c[0] == "dask" else f"; target <= {TARGET}: {passed}"
-            note = f"; x the 1-worker time {_mmm(rs)} (min / median / max){verdict}"
-        print(f"{c[0]} x{c[1]}: {_mmm(walls)} s (min / median / max), {cores:.2f} cores busy{note}")
-    print(f"control (a perfectly parallel job, 2 vs 1 processes): {_mmm(control)} (min / median / max; 0.5 = two "
+            note = f"; x the 1-worker time {mmm(rs)} (min / median / max){verdict}"
+        print(f"{c[0]} x{c[1]}: {mmm(walls)} s (min / median / max), {cores:.2f} cores busy{note}")
+    print(f"control (a perfectly parallel job, 2 vs 1 processes): {mmm(control)} (min / median / max; 0.5 = two "
           f"free cores); load average per round: {', '.join(loads)}")  # fmt: skip
     ratio, free = statistics.median(ratios(("pool", 2))), statistics.median(control)
     if ratio > TARGET and free > CONTROL_FREE:
         print(f"2-worker target inconclusive: the control job got {free:.2f}, so no second core was free; rerun on "
               "a quiet machine")  # fmt: skip
         return 0
-    return 0 if ratio <= TARGET else 1
+    return over_margin("pool x2 / pool x1 (median of the rounds, a second core free)", ratio, TARGET)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import load, mmm
+
 REPO = Path(__file__).resolve().parents[1]
 PYCACHE = REPO / "bench" / "out" / "pycache"
 SHARED_TRACE = Path(os.environ.get("SDPA_SHARED_DIR", REPO.parent / "shared")) / "traces" / "h100" / (
@@ -67,14 +69,6 @@ def _fresh(folder: Path) -> Path:
     return folder
 
 
-def _load() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
-
-
-def _mmm(xs: list[float], fmt: str = ".2f") -> str:
-    return f"{min(xs):{fmt}} / {statistics.median(xs):{fmt}} / {max(xs):{fmt}}"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5, help="counted rounds (each runs everything once)")
@@ -104,12 +98,12 @@ def main() -> int:
         names = list(runs)
         for name in names:  # warm-up: fills the bytecode cache and the page cache, not counted
             runs[name]()
-        before = _load()
+        before = load()
         times: dict[str, list[float]] = {n: [] for n in names}
         for rnd in range(args.rounds):
             for name in names[rnd % len(names) :] + names[: rnd % len(names)]:
                 times[name].append(runs[name]())
-        after = _load()
+        after = load()
         size_mb = raw.stat().st_size / 1e6
     print(f"trace {trace.name} ({size_mb:.1f} MB of JSON); {args.rounds} rounds; load average {before} before, "
           f"{after} after (1, 5, 15 min)")  # fmt: skip
@@ -117,7 +111,7 @@ def main() -> int:
     for name in names:
         per_run = [t / r for t, r in zip(times[name], times["run"], strict=True)]
         per_parse = [t / p for t, p in zip(times[name], times["bare parse"], strict=True)]
-        print(f"{name:<22} {_mmm(times[name], '.3f'):<28} {_mmm(per_run):<20} {_mmm(per_parse)}")
+        print(f"{name:<22} {mmm(times[name], '.3f'):<28} {mmm(per_run):<20} {mmm(per_parse)}")
     faster = statistics.median(times["run"]) < statistics.median(times["separate commands"])
     print(f"run faster than the {len(_separate(trace, root))} separate commands: {'PASS' if faster else 'FAIL'}")
     return 0 if faster else 1

@@ -1,40 +1,28 @@
-"""Benchmark: compute_roofline + rank_findings over MCP stdio on a generated 100,000-row category.
+"""Benchmark: compute_roofline + rank_findings on a generated category of 100,000 rows, against a bare
+`pandas.read_csv` of the same ops CSV timed in the same round.
 
-The category imitates a long training trace: realistic Python call stacks (~40 frames), two kernels per row
-(a fill and the flash kernel) with their summaries, perf_params, ~380 MB of CSV. The server runs as a real
-stdio subprocess (`sdpa-analyzer serve`), called by the SDK's client, as Claude Code would.
+The category imitates a long training trace: realistic Python call stacks (~40 frames, 2,000 distinct), two kernels
+per row (a fill and the flash kernel) with their summaries, perf_params, ~440 MB of ops CSV; `make_folder` is also
+the folder bench_findings.py ranks. Targets (issue 21, issue 36 item 1): roofline + rank <= 3.5x the bare read of
+the same round (a ratio within a round: the machine's drift falls on both sides); the server's peak RSS < 500 MB.
+Every mode prints a fixed pure-Python workload's time over each round's bare read beside the figures: the bare read
+is memory-bound C and the tools mostly Python, so that control shows how much of a change in the ratio is the
+machine. Current figures and their dates: bench/README.md; where the time goes: docs/metrics-layout-proposal.md.
 
-Targets (issue 21, 2-core machine): roofline + rank <= 3.5x a bare `pandas.read_csv` of the same file, the two timed
-in the same round (the ratio holds when the machine's speed drifts); the server's peak RSS < 500 MB. Each round
-starts a fresh server (nothing cached) right after its bare read.
+    .venv/bin/python bench/bench_server.py [--rows 100000] [--runs 3]     over MCP stdio, a fresh server a round
+    .venv/bin/python bench/bench_server.py --stages [--layout L...] [--runs 3]  in process, stage by stage
+    .venv/bin/python bench/bench_server.py --in-process                    in process, with a cProfile summary
 
-Measured 2026-12-02 (min / median / max). Over MCP stdio on a quiet machine (load 0.1-0.8): 3.40 / 5.60 / 5.96x over
-3 rounds (the 3.40 round had a cold bare read), server peak 481-494 MB; after the records held each repeated text
-once (perf_models.objects), 5 rounds: 4.40 / 5.19 / 5.51x, server peak 455-462 MB; an hour later (no change to this
-path; the machine's speed drifts), 5 rounds: 4.82 / 4.86 / 5.16x, 451-458 MB. `--stages` in the afternoon: 4.45 /
-4.69 / 4.69x in process, of which (x the bare read, median) the CSV read 1.04, the shape literals and kernel
-summaries 0.57, the perf models 0.76, the 131 MB roofline CSV 0.85, building the metrics 0.23, the 740 MB metrics
-JSON 1.17; the same 871 MB written again as constant bytes right after a round: 1.61 / 1.63 / 1.69x (this VM's disk
-takes 740 MB in 0.30 s in a burst, with the writeback hint, and far less fast sustained). call_chain is 38 % of the
-metrics JSON's bytes, the per-op roofline block 19 %; `--stages --proposed` (326 MB): 4.14 / 4.19 / 4.22x. That
-evening (slower Python stages against the bare read), with the replaced file freed off the call: stdio 4.59 / 5.74 /
-6.32x, 443-454 MB; `--stages` 4.98 / 5.12 / 5.15x, `--proposed` 3.99 / 4.32 / 4.35x (docs/metrics-layout-proposal.md
-is the proposal and where the rest of the gap is); again with the Python control printed beside each round: stdio
-4.52 / 5.18 / 5.91x, 451-456 MB, control 0.30 / 0.43 / 0.57x the bare read (in process 4.96 / 5.31 / 5.31x, control
-0.42 / 0.47 / 0.89x): the machine's mix of C and Python speed moves within an hour by as much as the ratio. Earlier,
-another session keeping the machine busy (load 1.6-3.5): before the issue-21 work 4.95 / 5.06 / 5.64x and 4.08 /
-5.19 / 9.79x (two runs), server peak 498-542 MB; after it 5.45 / 5.47 / 6.26x, 478-480 MB. pandas' C reader holds
-the GIL (a chunked read in a thread beside pure-Python work: 3.20 s against 3.00 s one after the other), so the
-stages cannot overlap on the second core.
-Before the 100k-row work of issue 9: 11.3 s = 6.8x, ~600 MB.
-
-    .venv/bin/python bench/bench_server.py [--rows 100000] [--runs 3] [--in-process | --stages]
-
-`--in-process` calls the tools directly (no MCP, no subprocess) and prints a cProfile summary of the hot spots.
-`--stages` calls them directly `--runs` times (caches cleared) and prints each stage's time in units of the bare
-read of the same round, the time to write the two output files' bytes again as constant data (fsynced)
-and the metrics JSON's bytes by field: the evidence behind the contract proposal (docs/metrics-layout-proposal.md).
-Both modes print a fixed pure-Python workload's time over each round's bare read (the machine's drift).
+Default: the server runs as a real stdio subprocess (`sdpa-analyzer serve`) called by the SDK's client, as an agent
+would; each round is the bare read, then a fresh server (nothing cached): compute_roofline, rank_findings, and the
+server's peak RSS (VmHWM). `--stages` calls the tools directly `--runs` times (caches cleared) and prints each
+stage's time in units of its round's bare read, the time to write the two output files' bytes again as constant
+data (fsynced: the write floor on this machine) and the metrics JSON's bytes by `operations[]` field. `--layout`
+writes the metrics JSON in other layouts, each once a round after the same bare read, to measure what they would
+save (never what the tools write):
+`no-roofline-block` drops `operations[i].roofline{}` (ours; the same numbers are the roofline CSV's row),
+`proposed` also writes each distinct call chain once (docs/metrics-layout-proposal.md). The contract's own bytes are
+the floor: `--layout no-roofline-block` is the contract without our per-operation block.
 """
 
 from __future__ import annotations
@@ -54,6 +42,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from common import mmm
 from mcp import Client, StdioServerParameters
 
 FLASH = (
@@ -244,27 +233,32 @@ def _field_bytes(metrics: Path, every: int = 50) -> dict[str, float]:
     return {key: every * size / total for key, size in sorted(sizes.items(), key=lambda kv: -kv[1])}
 
 
-def _proposed_layout(metrics: Any, table: Any) -> Any:
-    """The metrics document in the layout proposed for issue 21 (not the contract): `operations[i].call_chain`
-    replaced by `call_chain_id` into `sdpa_analyzer.call_chains` (each distinct chain once), and no per-op
-    `roofline` block (the same numbers are the roofline CSV's row `row`)."""
+LAYOUTS = ("contract", "no-roofline-block", "proposed")
+
+
+def _other_layout(metrics: Any, table: Any, layout: str) -> Any:
+    """The metrics document in another layout than the contract's (to measure it, never written by the tools):
+    without the per-op `roofline` block (the same numbers are the roofline CSV's row `row`), and for `proposed` also
+    `operations[i].call_chain` replaced by `call_chain_id` into `sdpa_analyzer.call_chains` (each distinct chain
+    once)."""
     from sdpa_analyzer.server.scoring.ranking import Metrics
     from sdpa_analyzer.server.writers.json_columns import Field, Ints, Obj
 
-    codes, chains = table.column_codes("call_chain")
-    fields = []
+    fields, document = [], dict(metrics.document)
     for f in metrics.operations.fields:
-        if f.key == "call_chain":
+        if f.key == "call_chain" and layout == "proposed":
+            codes, chains = table.column_codes("call_chain")
             fields.append(Field("call_chain_id", Ints(np.asarray(codes, dtype=np.int64))))
+            document["sdpa_analyzer"] = {**document["sdpa_analyzer"], "call_chains": list(chains)}
         elif f.key != "roofline":
             fields.append(f)
-    document = dict(metrics.document)
-    document["sdpa_analyzer"] = {**document["sdpa_analyzer"], "call_chains": list(chains)}
     return Metrics(document, Obj(fields), metrics.rows)
 
 
-def _stages(root: Path, folder: Path, csv: Path, runs: int, proposed: bool = False) -> int:
-    """--stages: where the time of roofline + rank goes, in units of a bare read_csv of the same file."""
+def _stages(root: Path, folder: Path, csv: Path, runs: int, layouts: list[str]) -> int:
+    """--stages: where the time of roofline + rank goes, in units of a bare read_csv of the same file. With several
+    layouts, each round runs the path once per layout after one bare read (in rotating order): their ratios share
+    the round's machine."""
     import importlib
 
     from sdpa_analyzer.server.folder import cache as folder_cache
@@ -272,8 +266,8 @@ def _stages(root: Path, folder: Path, csv: Path, runs: int, proposed: bool = Fal
     from sdpa_analyzer.server.scoring import cache as scoring_cache
     from sdpa_analyzer.server.tools import call
 
-    spent: dict[str, list[float]] = {}
-    now = [0]  # the round being timed
+    spent: dict[tuple[str, str], list[float]] = {}
+    now: list[Any] = [0, layouts[0]]  # the round and the layout being timed
 
     def timed(module: str, name: str) -> None:
         mod = importlib.import_module(module)
@@ -284,63 +278,71 @@ def _stages(root: Path, folder: Path, csv: Path, runs: int, proposed: bool = Fal
             try:
                 return inner(*a, **k)
             finally:
-                spent.setdefault(name, [0.0] * runs)[now[0]] += time.perf_counter() - t
+                spent.setdefault((now[1], name), [0.0] * runs)[now[0]] += time.perf_counter() - t
 
         setattr(mod, name, wrapper)
 
     for module, name, _ in _STAGES:
         timed(module, name)
-    if proposed:  # build_metrics as the tool calls it, then the proposed layout (its time counted with the build)
-        ranking = importlib.import_module("sdpa_analyzer.server.scoring.ranking")
-        timed_build = ranking.build_metrics
+    ranking = importlib.import_module("sdpa_analyzer.server.scoring.ranking")
+    timed_build = ranking.build_metrics
 
-        def build_proposed(data: Any, table: Any, *a: Any, **k: Any) -> Any:
-            return _proposed_layout(timed_build(data, table, *a, **k), table)
+    def build(data: Any, table: Any, *a: Any, **k: Any) -> Any:  # another layout's time counted with the build
+        built = timed_build(data, table, *a, **k)
+        return built if now[1] == "contract" else _other_layout(built, table, now[1])
 
-        ranking.build_metrics = build_proposed
-    bares, totals, floors, controls = [], [], [], []
+    ranking.build_metrics = build
+    bares, controls = [], []
+    totals: dict[str, list[float]] = {layout: [] for layout in layouts}
+    floors: dict[str, list[float]] = {layout: [] for layout in layouts}
+    sizes: dict[str, tuple[float, float]] = {}
+    shares: dict[str, dict[str, float]] = {}
     roof_csv = folder / "category_data" / "sdpa_fwd_roofline.csv"
     metrics = folder / "category_data" / "sdpa_fwd_metrics.json"
     for run in range(runs):
         now[0] = run
-        folder_cache.clear()
-        scoring_cache.clear()
-        roof_csv.unlink(missing_ok=True)
         bares.append(_bare_read(csv))
         controls.append(_python_control() / bares[-1])
-        t = time.perf_counter()
-        for tool in ("compute_roofline", "rank_findings"):
-            call(tool, DataRoots([root]), output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
-        totals.append(time.perf_counter() - t)
-        floors.append(_write_floor(roof_csv.stat().st_size + metrics.stat().st_size, folder))
+        for layout in layouts[run % len(layouts) :] + layouts[: run % len(layouts)]:
+            now[1] = layout
+            folder_cache.clear()
+            scoring_cache.clear()
+            roof_csv.unlink(missing_ok=True)
+            t = time.perf_counter()
+            for tool in ("compute_roofline", "rank_findings"):
+                call(tool, DataRoots([root]), output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
+            totals[layout].append(time.perf_counter() - t)
+            sizes[layout] = (roof_csv.stat().st_size / 1e6, metrics.stat().st_size / 1e6)
+            floors[layout].append(_write_floor(roof_csv.stat().st_size + metrics.stat().st_size, folder))
+            if layout not in shares:
+                shares[layout] = _field_bytes(metrics)
+
     def per_bare(seconds: list[float]) -> str:
         """min / median / max of each round's seconds over that round's bare read."""
-        return _spread([x / b for x, b in zip(seconds, bares, strict=True)])
+        return mmm([x / b for x, b in zip(seconds, bares, strict=True)])
 
-    layout = "the proposed metrics layout (not the contract)" if proposed else "the contract's metrics layout"
-    print(f"{layout}; metrics JSON {metrics.stat().st_size / 1e6:.0f} MB")
-    print(f"{runs} rounds in process; bare read_csv {_spread(bares)} s; roofline + rank {_spread(totals)} s = "
-          f"{per_bare(totals)} x the bare read")
-    print(f"python control / the bare read, same rounds: {_spread(controls)}")
-    print("stage (x the bare read of the same round: min / median / max)")
-    accounted = [0.0] * runs
-    for _, name, what in _STAGES:
-        times = spent.get(name, [0.0] * runs)
-        accounted = [a + t for a, t in zip(accounted, times, strict=True)]
-        print(f"  {what:58s} {per_bare(times)}")
-    rest = [t - a for t, a in zip(totals, accounted, strict=True)]
-    print(f"  {'the rest (checks, locks, the results, the page of rows)':58s} {per_bare(rest)}")
-    out_mb = (roof_csv.stat().st_size + metrics.stat().st_size) / 1e6
-    print(f"write floor: {out_mb:.0f} MB of constant bytes written + fsynced right after the round = "
-          f"{per_bare(floors)} x the bare read")
-    print("metrics JSON bytes by operations[] field (share of the file):")
-    print("  " + ", ".join(f"{k} {100 * v:.1f} %" for k, v in list(_field_bytes(metrics).items())[:8]))
+    print(f"{runs} rounds in process; bare read_csv {mmm(bares)} s; python control / the bare read {mmm(controls)}")
+    for layout in layouts:
+        named = "the contract's layout" if layout == "contract" else f"layout {layout!r} (not the contract)"
+        print(f"metrics JSON in {named}: {sizes[layout][1]:.0f} MB; roofline + rank {mmm(totals[layout])} s = "
+              f"{per_bare(totals[layout])} x the bare read")  # fmt: skip
+        accounted = [0.0] * runs
+        for _, name, what in _STAGES:
+            times = spent.get((layout, name), [0.0] * runs)
+            accounted = [a + t for a, t in zip(accounted, times, strict=True)]
+            print(f"  {what:58s} {per_bare(times)}")
+        rest = [t - a for t, a in zip(totals[layout], accounted, strict=True)]
+        print(f"  {'the rest (checks, locks, the results, the page of rows)':58s} {per_bare(rest)}")
+        print(f"  write floor: {sum(sizes[layout]):.0f} MB of constant bytes written + fsynced right after = "
+              f"{per_bare(floors[layout])} x the bare read")  # fmt: skip
+        print("  metrics JSON bytes by operations[] field (share of the file): "
+              + ", ".join(f"{k} {100 * v:.1f} %" for k, v in list(shares[layout].items())[:8]))  # fmt: skip
+        if layout != layouts[0]:  # paired within each round: the load of the round falls on both
+            base, json_stage = layouts[0], "write_metrics"
+            whole = [x / y for x, y in zip(totals[layout], totals[base], strict=True)]
+            stage = [x / y for x, y in zip(spent[(layout, json_stage)], spent[(base, json_stage)], strict=True)]
+            print(f"  x {base!r} in the same round: roofline + rank {mmm(whole)}; metrics JSON stage {mmm(stage)}")
     return 0
-
-
-def _spread(values: list[float], fmt: str = "{:.2f}") -> str:
-    """min / median / max."""
-    return " / ".join(fmt.format(v) for v in (min(values), statistics.median(values), max(values)))
 
 
 def main() -> int:
@@ -351,9 +353,9 @@ def main() -> int:
     ap.add_argument("--stages", action="store_true",
                     help="in process: each stage's time x the bare read, the output files' write floor, the metrics "
                     "JSON's bytes by field (the evidence for the contract proposal)")
-    ap.add_argument("--proposed", action="store_true",
-                    help="with --stages: write the metrics JSON in the proposed layout (distinct call chains once, "
-                    "an index per operation; no per-op roofline block), to measure what the proposal buys")
+    ap.add_argument("--layout", choices=LAYOUTS, nargs="+", default=["contract"],
+                    help="with --stages: write the metrics JSON without the per-op roofline block, or in the proposed "
+                    "layout (also each distinct call chain once), to measure what it buys")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -361,7 +363,7 @@ def main() -> int:
         csv = folder / "category_data" / "sdpa_fwd_ops.csv"
         size_mb = csv.stat().st_size / 1e6
         if args.stages:
-            return _stages(root, folder, csv, args.runs, proposed=args.proposed)
+            return _stages(root, folder, csv, args.runs, args.layout)
         if args.in_process:
             from sdpa_analyzer.server.roots import DataRoots
             from sdpa_analyzer.server.tools import call
@@ -395,13 +397,13 @@ def main() -> int:
         table = Path(roof["roofline_file"]).stat().st_size / 1e6
     print(f"rows: {args.rows:,} ({roof['modeled_rows']:,} modeled); ops CSV {size_mb:.0f} MB; "
           f"roofline CSV {table:.0f} MB; metrics JSON {metrics:.0f} MB")
-    print(f"min / median / max of {args.runs} rounds: bare pandas.read_csv {_spread(bares)} s; roofline + rank over "
-          f"MCP stdio {_spread(totals)} s; ratio {_spread(ratios)}x (target <= {TARGET_RATIO:g}x)")
-    print(f"python control (a fixed pure-Python workload) / the bare read, same rounds: {_spread(controls)} "
+    print(f"min / median / max of {args.runs} rounds: bare pandas.read_csv {mmm(bares)} s; roofline + rank over "
+          f"MCP stdio {mmm(totals)} s; ratio {mmm(ratios)}x (target <= {TARGET_RATIO:g}x)")
+    print(f"python control (a fixed pure-Python workload) / the bare read, same rounds: {mmm(controls)} "
           "(the machine's drift: the tools' ratio moves with it)")
     ok = statistics.median(ratios) <= TARGET_RATIO
     if peaks:
-        print(f"server peak RSS {_spread(peaks, '{:.0f}')} MB (target < {TARGET_RSS_MB:.0f} MB)")
+        print(f"server peak RSS {mmm(peaks, '.0f')} MB (target < {TARGET_RSS_MB:.0f} MB)")
         ok &= max(peaks) < TARGET_RSS_MB
     print(f"targets: {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1

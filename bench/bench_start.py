@@ -33,6 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import load, mmm
+
 REPO = Path(__file__).resolve().parents[1]
 PYCACHE = REPO / "bench" / "out" / "pycache"
 TARGETS = {"--help": 0.35, "model": 0.6, "serve tools/list": 1.5}
@@ -92,14 +94,6 @@ def _tools_list(root: Path) -> float:
         proc.wait(timeout=30)
 
 
-def _load() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").exists() else "?"
-
-
-def _mmm(xs: list[float], fmt: str = ".3f") -> str:
-    return f"{min(xs):{fmt}} / {statistics.median(xs):{fmt}} / {max(xs):{fmt}}"
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7, help="counted rounds (each runs the four commands once)")
@@ -116,22 +110,22 @@ def main() -> int:
         names = list(runs)
         for name in names:  # warm-up: fills the bytecode cache, not counted
             runs[name]()
-        before = _load()
+        before = load()
         times: dict[str, list[float]] = {n: [] for n in names}
         for rnd in range(args.rounds):
             for name in names[rnd % len(names) :] + names[: rnd % len(names)]:
                 times[name].append(runs[name]())
-        after = _load()
+        after = load()
     base = times["import mcp.server"]
     print(f"{args.rounds} rounds; load average {before} before, {after} after (1, 5, 15 min)")
     print(f"{'command':<20} {'seconds min / median / max':<28} ratio to import mcp.server min / median / max")
-    print(f"{'import mcp.server':<20} {_mmm(base):<28} 1")
+    print(f"{'import mcp.server':<20} {mmm(base, '.3f'):<28} 1")
     failed = 0
     for name, target in TARGETS.items():
         ratios = [t / b for t, b in zip(times[name], base, strict=True)]
         ok = statistics.median(ratios) <= target
         failed += not ok
-        print(f"{name:<20} {_mmm(times[name]):<28} {_mmm(ratios, '.2f')}  target <= {target}: "
+        print(f"{name:<20} {mmm(times[name], '.3f'):<28} {mmm(ratios)}  target <= {target}: "
               f"{'PASS' if ok else 'FAIL'}")  # fmt: skip
     return 1 if failed else 0
 

@@ -12,68 +12,23 @@ Cached objects are shared between callers: treat them as read-only.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sdpa_analyzer.server.folder.lru import FileStamp, Lru, file_stamp
 from sdpa_analyzer.server.folder.read import CategoryData, category_input_files, load_category
 from sdpa_analyzer.server.memory import release_free_heap
 from sdpa_analyzer.server.roots import UNRESTRICTED, DataRoots
 
 MAX_CATEGORIES = 4
-MAX_ROWS = 250_000  # per map, all entries together (~1 KB a row each); one larger category is still cached, alone
 
-FileStamp = tuple[int, int, int] | None
-
-
-def file_stamp(path: Path, roots: DataRoots = UNRESTRICTED) -> FileStamp:
-    """(inode, mtime_ns, size), or None when the file is missing or unreachable: any rewrite changes it."""
-    try:
-        st = roots.stat(path)
-    except (OSError, ValueError):  # outside the roots, unresolvable: no stamp (loading then says why)
-        return None
-    if st is None:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-class Lru:
-    """A small thread-safe LRU map; values report their row count for the row budget."""
-
-    def __init__(self, max_entries: int, rows_of: Callable[[Any], int]) -> None:
-        self._items: OrderedDict[Any, Any] = OrderedDict()
-        self._max = max_entries
-        self._rows_of = rows_of
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: Any, value: Any) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > 1 and (
-                len(self._items) > self._max or sum(map(self._rows_of, self._items.values())) > MAX_ROWS
-            ):
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
+__all__ = ["FileStamp", "Lru", "cached_load", "clear", "file_stamp"]
 
 def _data_rows(data: CategoryData) -> int:
     return len(data.df) if data.df is not None else 0
 
 
-_categories = Lru(MAX_CATEGORIES, _data_rows)
+_categories = Lru(MAX_CATEGORIES, _data_rows)  # a category's rows take ~1 KB each
 
 
 def _category_key(output_dir: Path, category: str, roots: DataRoots) -> tuple[Any, ...]:

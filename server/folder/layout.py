@@ -30,6 +30,7 @@ MANIFEST_NAME = "category_manifest.json"
 TRACE2_UTILIZATION_NAME = "trace2_gpu_utilization.json"
 REPORT_NAME = "report.html"
 FINDINGS_SUFFIX = "_findings.md"
+RANKS_SUMMARY = "ranks_summary.json"  # analyze_ranks' output folder (server.ranks.summary writes it)
 
 
 def ops_csv(cat: str) -> str:

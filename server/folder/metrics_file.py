@@ -7,8 +7,10 @@ rank_findings writes the list one operation a line (server.writers.json_columns;
 file keeps, per operation, where its line is and the few fields the member lookup and the report read of every
 operation (`name`, `args`, `time_ms`, `efficiency.efficiency_percent`, `difference_ms`), decoded by msgspec, which
 skips every other field in C without building it. An operation itself is parsed again from its line, by the same
-parser the whole-document read uses (json with Decimal numbers for the validator: rule 9 compares spellings;
-orjson for the template and the report), so what a caller gets is what the whole document would have given it.
+parser the whole-document read uses (json with Decimal numbers for the validator: rule 9 compares spellings, and
+msgspec gives the same values; orjson for the template and the report), so what a caller gets is what the whole
+document would have given it. The pass is made once per file and parser in a process (the file's inode, mtime and
+size key it, as server.folder.cache keys a category): a server's agent validates the same file up to three times.
 
 The streamed read vouches only for what it can: a file of another layout (another tool's, an older compact one, a
 pretty-printed one) and anything unusual (not UTF-8, nesting near the depth limit, a line that is not one JSON
@@ -21,6 +23,7 @@ the whole-document orjson parse rejects the file.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
@@ -35,6 +38,7 @@ import numpy as np
 import orjson
 
 from sdpa_analyzer.server.errors import InputError
+from sdpa_analyzer.server.folder.lru import Lru
 from sdpa_analyzer.server.roots import DataRoots
 
 Numbers = Literal["decimal", "float"]  # how numbers are parsed: Decimal (the validator) or float (template, report)
@@ -46,6 +50,8 @@ MAX_DEPTH = 64  # nesting of a metrics JSON; ours is 5 deep
 READ_BLOCK_BYTES = 8 << 20
 _NOT_OPENING = bytes(b for b in range(256) if b not in b"[{")
 CACHED_OPERATIONS = 512  # operations kept parsed (a finding's members are read two or three times in a row)
+CACHED_LISTINGS = 4  # files whose pass is kept (server.folder.lru.Lru)
+CACHED_LISTING_ROWS = 100_000  # their operations, all together (~0.7 KB each); one larger file is still kept, alone
 
 
 _ESCAPE = re.compile(rb"\\.", re.S)
@@ -69,13 +75,18 @@ def json_depth(data: bytes) -> int:
     return max(0, int(np.cumsum(steps).max())) if len(steps) else 0
 
 
+class _Efficiency(msgspec.Struct):
+    efficiency_percent: Any = None
+
+
 class _Keys(msgspec.Struct):
-    """The fields of every operation the findings tools read; msgspec skips the others without building them."""
+    """The fields of every operation the findings tools read; msgspec skips the others without building them (an
+    `efficiency` that is neither an object nor null fails the decode: the line is then parsed whole)."""
 
     name: Any = None
     args: Any = None
     time_ms: Any = None
-    efficiency: Any = None
+    efficiency: _Efficiency | None = None
     difference_ms: Any = None
 
 
@@ -116,8 +127,17 @@ class OperationKeys:
         return keys
 
 
+_DECIMAL_DECODER = msgspec.json.Decoder(float_hook=Decimal)
+
+
 def _decimal_loads(data: bytes) -> Any:
-    return json.loads(data.decode("utf-8"), parse_float=Decimal)
+    """JSON with each float a Decimal of its spelling, as `json.loads(parse_float=Decimal)` gives it: msgspec decodes
+    the same values (keys in order, the last of a duplicated key, big integers exact, the spelling handed to Decimal)
+    in a fraction of the time; what it refuses and json accepts (NaN, a lone surrogate) goes to json."""
+    try:
+        return _DECIMAL_DECODER.decode(data)
+    except msgspec.DecodeError:
+        return json.loads(data.decode("utf-8"), parse_float=Decimal)
 
 
 _PARSERS: dict[str, Callable[[bytes], Any]] = {"decimal": _decimal_loads, "float": orjson.loads}
@@ -195,6 +215,22 @@ def metrics_document(
         doc["operations"].close()
 
 
+@dataclass(frozen=True)
+class _Listing:
+    """What the one pass over a metrics JSON found: each operation's line, the lookup fields of every operation, and
+    the document without its list (read-only once cached: shared by every caller of the same file)."""
+
+    offsets: list[int]
+    lengths: list[int]
+    keys: OperationKeys
+    top_bytes: bytes
+
+
+# A server's agent renders the template, then validates up to three times: the pass over a 10^5-row file is made
+# once per file (its inode, mtime and size: a rewrite is a new file) and per parser.
+_LISTINGS = Lru(CACHED_LISTINGS, lambda listing: len(listing.offsets), max_rows=CACHED_LISTING_ROWS)
+
+
 def open_streamed(path: Path, roots: DataRoots, numbers: Numbers) -> dict[str, Any] | None:
     """The document with its operations streamed (close `doc["operations"]` when done), or None (read it whole)."""
     try:
@@ -202,13 +238,39 @@ def open_streamed(path: Path, roots: DataRoots, numbers: Numbers) -> dict[str, A
     except (OSError, InputError):  # the whole-document read says it, in its words
         return None
     try:
-        doc = _read(fh, numbers)
+        key = (roots, str(path), numbers, _stamp(fh))
+        listing, top = _LISTINGS.get(key), None
+        if listing is None:
+            read = _read(fh, numbers)
+            if read is not None:
+                listing, top = read
+                if _stamp(fh) == key[-1]:  # unchanged while it was read
+                    _LISTINGS.put(key, listing)
+        doc = None if listing is None else _document(fh, listing, numbers, top)
     except BaseException:
         fh.close()
         raise
     if doc is None:
         fh.close()
     return doc
+
+
+def _stamp(fh: BinaryIO) -> tuple[int, int, int]:
+    st = os.fstat(fh.fileno())
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _document(fh: BinaryIO, listing: _Listing, numbers: Numbers, top: dict[str, Any] | None) -> dict[str, Any]:
+    if top is None:  # a cached listing: parsed again for each caller, whose dict is its own
+        top = _PARSERS[numbers](listing.top_bytes)
+    # in place: the key keeps its position
+    top["operations"] = StreamedOperations(fh, listing.offsets, listing.lengths, listing.keys, numbers)
+    return top
+
+
+def clear_listings() -> None:
+    """Forget every cached listing (tests; or to free memory)."""
+    _LISTINGS.clear()
 
 
 def _utf8(data: bytes) -> bool:
@@ -247,7 +309,9 @@ def _top_level_keys(text: bytes) -> list[str]:
     return outer
 
 
-def _read(fh: BinaryIO, numbers: Numbers) -> dict[str, Any] | None:
+def _read(fh: BinaryIO, numbers: Numbers) -> tuple[_Listing, dict[str, Any]] | None:
+    """The pass over the file: its listing and its document without the list, or None (not rank_findings' layout,
+    or nothing this reader can vouch for)."""
     head = fh.readline(MAX_HEAD_BYTES)
     if not head.endswith(OPERATIONS_HEAD) or head.count(b'"operations"') != 1:
         return None
@@ -280,7 +344,7 @@ def _read(fh: BinaryIO, numbers: Numbers) -> dict[str, Any] | None:
             except ValueError:  # not JSON (json's and orjson's errors are ValueErrors): the whole read says where
                 return None
         else:
-            eff = k.efficiency.get("efficiency_percent") if isinstance(k.efficiency, dict) else None
+            eff = k.efficiency.efficiency_percent if k.efficiency is not None else None
             keys._add(True, k.name, k.args, k.time_ms, eff, k.difference_ms)
         offsets.append(pos)
         lengths.append(len(body))
@@ -294,7 +358,9 @@ def _read(fh: BinaryIO, numbers: Numbers) -> dict[str, Any] | None:
         top = parse(top_bytes)
     except (ValueError, RecursionError):
         return None
-    if not isinstance(top, dict) or top.get("operations") != [] or _top_level_keys(top_bytes).count("operations") != 1:
+    if not isinstance(top, dict) or top.get("operations") != []:
         return None
-    top["operations"] = StreamedOperations(fh, offsets, lengths, keys, numbers)  # in place: the key keeps its position
-    return top
+    # without an escape every key is spelled as it decodes: the one `"operations"` of the bytes is then the only one
+    if b"\\" in top_bytes and _top_level_keys(top_bytes).count("operations") != 1:
+        return None
+    return _Listing(offsets, lengths, keys, top_bytes), top

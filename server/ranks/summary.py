@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from sdpa_analyzer.server.folder import layout
 from sdpa_analyzer.server.numbers import finite
 from sdpa_analyzer.server.ranks.discover import RankPlan
 from sdpa_analyzer.server.ranks.task import RankOutcome
@@ -30,7 +31,7 @@ from sdpa_analyzer.server.roots import DataRoots
 from sdpa_analyzer.server.vocab import STRAGGLER_RATIO
 from sdpa_analyzer.server.writers.atomic import write_json_atomic, write_text_atomic
 
-SUMMARY_JSON = "ranks_summary.json"
+SUMMARY_JSON = layout.RANKS_SUMMARY
 SUMMARY_CSV = "ranks_summary.csv"
 SHAPES_CSV = "ranks_shapes.csv"
 SCHEMA = "sdpa-analyzer/ranks-summary/1"

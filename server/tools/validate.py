@@ -130,13 +130,24 @@ def _validate(
 
 def _rank_summary(findings: Path, roots: DataRoots) -> dict[str, Any] | None:
     """The ranks summary of a rank folder (load_rank_summary's source): its numbers are tool results the prose of a
-    distributed job's findings may quote (the prompt's "Many ranks"). None outside a ranks folder."""
+    distributed job's findings may quote (the prompt's "Many ranks"). None outside a ranks folder. The ranks reader
+    (which imports pandas, ~0.7 s) is imported only when the folder or its parent holds a summary to read."""
+    folder = layout.folder_of_findings(findings)
+    if not any(_is_file(roots, where / layout.RANKS_SUMMARY) for where in (folder, folder.parent)):
+        return None
     from sdpa_analyzer.server.ranks.read import load_summary
 
     try:
-        return load_summary(layout.folder_of_findings(findings), roots)[1]
+        return load_summary(folder, roots)[1]
     except (InputError, OSError, ValueError):
         return None
+
+
+def _is_file(roots: DataRoots, path: Path) -> bool:
+    try:
+        return roots.is_file(path, what="ranks summary")
+    except (InputError, OSError):  # outside the roots: no summary of ours
+        return False
 
 
 TOOL = ToolSpec(

@@ -4,6 +4,7 @@ traces; the free-text pool that keeps only what the prose asks about answers as 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from decimal import Decimal
@@ -16,7 +17,7 @@ import pytest
 from sdpa_analyzer.server.findings import load_metrics, render_findings_template, validate_findings_text
 from sdpa_analyzer.server.findings.grounding import build_grounding, numbers_in_text, skeleton_for
 from sdpa_analyzer.server.findings.metrics_view import view_metrics
-from sdpa_analyzer.server.folder.metrics_file import StreamedOperations, metrics_document, open_streamed
+from sdpa_analyzer.server.folder.metrics_file import OperationKeys, StreamedOperations, metrics_document, open_streamed
 from sdpa_analyzer.server.folder.read import read_json_file
 from sdpa_analyzer.server.roots import DataRoots
 from sdpa_analyzer.server.scoring.ranked import load_ranked
@@ -231,7 +232,13 @@ def _unusual() -> list[tuple[str, bytes]]:
         ("two entries on a line", doc([ops[0] + b"," + ops[1]])),
         ("a trailing comma", doc(ops, after=b",\n" + tail[1:])),
         ("a second operations key", doc(ops, after=b'\n],"operations":[]}\n')),
+        ("a second operations key, escaped", doc(ops, after=b'\n],"operation\\u0073":[]}\n')),
+        ("an escaped key after the list", doc(ops, after=b'\n],"categor\\u0079_findings":[]}\n')),
         ("duplicate keys in an entry", doc([b'{"name":"a","name":"b","time_ms":1,"time_ms":2}'])),
+        ("efficiency null, a list, a string", doc([*ops, b'{"name":"n","efficiency":null}',
+                                                    b'{"name":"l","efficiency":[1.5]}', b'{"efficiency":"x"}'])),
+        ("a duplicated efficiency_percent", doc([b'{"name":"a","efficiency":{"efficiency_percent":1.0,'
+                                                 b'"efficiency_percent":2.50}}'])),
         ("not closed", doc(ops, after=b"\n")),
         ("junk after the document", doc(ops, after=tail + b"x")),
         ("deep after the list", doc(ops, after=b'\n],"z":' + b"[" * 70 + b"]" * 70 + b"}\n")),
@@ -257,6 +264,31 @@ def test_unusual_documents_are_read_as_whole_or_left_to_the_whole_read(
     if streamed is not None:
         assert [str(op) for op in streamed["operations"]] == [str(op) for op in expected["operations"]]
         assert _with_ops(streamed) == expected
+        kept, read = streamed["operations"].keys, OperationKeys.of(expected["operations"])
+        assert repr(dataclasses.astuple(kept)) == repr(dataclasses.astuple(read))  # the lookup fields, spellings too
         streamed["operations"].close()
     else:
-        assert what not in ("plain", "NaN (json reads it, msgspec does not)", "duplicate keys in an entry")
+        assert what not in ("plain", "NaN (json reads it, msgspec does not)", "duplicate keys in an entry",
+                            "efficiency null, a list, a string", "a duplicated efficiency_percent")
+
+
+_SPELLINGS = [
+    b'{"a":1,"a":2}',
+    b'{"a":"\\ud800"}',
+    b'{"a":123456789012345678901234567890,"b":-9223372036854775809,"c":18446744073709551616}',
+    b'{"a":1e400,"b":-0,"c":1.0E+2,"d":-0.0,"e":1.50,"f":0.1,"g":1.5e-7}',
+    b'{"a":"\\u0000\\u00e9\\"","b":NaN,"c":-Infinity}',
+    b'{"k\\u0073":[1,{"x":[true,false,null]}],"z":{}}',
+]
+
+
+@pytest.mark.parametrize("text", _SPELLINGS, ids=[str(i) for i in range(len(_SPELLINGS))])
+def test_decimal_parse_is_jsons(text: bytes) -> None:
+    """The streamed read's Decimal parser gives what `json.loads(parse_float=Decimal)` gives (values, types, key
+    order, spellings), msgspec or not."""
+    from sdpa_analyzer.server.folder.metrics_file import _decimal_loads
+
+    expected = json.loads(text.decode(), parse_float=Decimal)
+    got = _decimal_loads(text)
+    assert repr(got) == repr(expected)
+    assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
