@@ -147,6 +147,10 @@ def _op_refs(table: RefTable, rank: int | None, k: int, op: dict[str, Any], scop
     if work not in WORK_BOUND_TEXT:  # a bounded work has no band verdict
         table.add(f"{p}.band", rank, "word", BAND_TEXT.get(str(roof.get("band_status"))), f"band verdict of {what}")
     table.add(f"{p}.work_bound", rank, "word", WORK_BOUND_TEXT.get(work), f"the efficiency of {what} is a bound")
+    table.add(f"{p}.work_bound_reason", rank, "word", roof.get("work_bound_reason") or None,
+              f"why the work of {what} is a bound")  # fmt: skip
+    table.add(f"{p}.model_check", rank, "word", roof.get("model_check") or None,
+              f"why {what} has no verdict: its modeled work would run above a roof")  # fmt: skip
     kind = _dict(op.get("classification")).get("attention_type") if rank is not None else None
     table.add(f"{p}.implementation", rank, "word", str(kind).replace("_", " ") if kind else None,
               f"implementation of {what}")  # fmt: skip
