@@ -86,3 +86,34 @@ def test_a_category_of_bounds_has_no_average_and_says_why(tmp_path: Path) -> Non
     (cat,) = outcome.categories
     assert outcome.status == "OK" and cat.weighted_efficiency_pct is None and _left_out(cat) == _left_out(res)
     assert outcome.shapes[0].efficiency_pct is None
+
+
+def test_each_row_is_counted_or_left_out_with_its_reason() -> None:
+    # one row per case, by hand: count × ideal and count × mean (µs), and the class each must land in
+    import numpy as np
+    import pandas as pd
+
+    from sdpa_analyzer.server.scoring.weighted import left_out_time, weigh_rows, weighted_efficiency
+
+    nan = float("nan")
+    check = "model inconsistent: …"
+    rows = pd.DataFrame([
+        # has_model, count, ideal_us, mean_us, work_bound, model_check, time_ms
+        (True, 2, 30.0, 100.0, "exact", None, 0.2),  # counted: 60 / 200
+        (True, 1, 40.0, 50.0, "exact", None, 0.05),  # counted: 40 / 50
+        (True, 3, 90.0, 60.0, "upper", None, 0.18),  # "at most" 150 %: a bound, not inconsistent
+        (True, 1, 5.0, 20.0, "lower", None, 0.02),  # "at least": a bound
+        (True, 1, 30.0, 20.0, "exact", check, 0.02),  # 150 % of exact work: inconsistent
+        (True, 1, 30.0, 20.0, "lower", check, 0.02),  # inconsistent before bound
+        (False, 4, nan, 25.0, None, None, 0.1),  # no model
+        (True, 1, nan, 10.0, "exact", None, 0.01),  # no roof for its dtype: no ideal time
+        (True, 1, 10.0, nan, "exact", None, 0.0),  # no kernel time
+    ], columns=["has_model", "count", "ideal_us", "mean_us", "work_bound", "model_check", "time_ms"])
+    w = weigh_rows(rows)
+    assert w.left_out.tolist() == [None, None, "bound", "bound", "inconsistent", "inconsistent", "unmodeled",
+                                   "unmodeled", "unmodeled"]
+    assert weighted_efficiency(float(w.ideal_us.sum()), float(w.measured_us.sum())) == 40.0  # 100 / 250
+    # of 0.6 ms: bound 0.2 (33.33 %), inconsistent 0.04 (6.67 %), unmodeled 0.11 (18.33 %)
+    got = {x.why: (x.rows, x.time_ms, x.share_pct) for x in left_out_time(w, rows["time_ms"])}
+    assert got == {"bound": (2, 0.2, 33.33), "inconsistent": (2, 0.04, 6.67), "unmodeled": (3, 0.11, 18.33)}
+    assert np.isfinite(w.ideal_us).all() and np.isfinite(w.measured_us).all()
