@@ -36,7 +36,13 @@ from sdpa_analyzer.server.numbers import finite
 from sdpa_analyzer.server.roots import DataRoots
 from sdpa_analyzer.server.scoring.arch import resolve_arch
 from sdpa_analyzer.server.scoring.records import RooflineTable, compute_records
-from sdpa_analyzer.server.scoring.weighted import EfficiencyLeftOut, left_out_time, weigh_rows, weighted_efficiency
+from sdpa_analyzer.server.scoring.weighted import (
+    EfficiencyLeftOut,
+    left_out_time,
+    left_out_total_ms,
+    weigh_rows,
+    weighted_efficiency,
+)
 
 log = logging.getLogger("sdpa_analyzer")
 
@@ -103,6 +109,7 @@ class RankCategory(BaseModel):
         None, description="Σ ideal / Σ measured time over the rows with exact work and a consistent model")
     efficiency_left_out: list[EfficiencyLeftOut] = Field(
         default_factory=list, description="the time weighted_efficiency_pct leaves out, by why")
+    efficiency_left_out_ms: float = Field(0.0, description="their time in all (a column of the summary tables)")
 
 
 class RankShape(BaseModel):
@@ -260,6 +267,7 @@ def _score(
         percent_of_e2e=finite(100.0 * kernel_ms / e2e_ms, 4) if e2e_ms > 0 else None,
         weighted_efficiency_pct=weighted_efficiency(frame["ideal_us"].sum(), frame["meas_us"].sum()),
         efficiency_left_out=left_out_time(weighted, frame["time_ms"]),
+        efficiency_left_out_ms=left_out_total_ms(weighted, frame["time_ms"]),
     )
     g = frame.groupby(["operation", "args"], sort=False).agg(
         shape=("shape", "first"), calls=("calls", "sum"), time_ms=("time_ms", "sum"), ideal_us=("ideal_us", "sum"),

@@ -73,6 +73,13 @@ def weighted_efficiency(ideal_us: float, measured_us: float) -> float | None:
     return rounded(100.0 * ideal_us / measured_us, "pct") if measured_us > 0 else None
 
 
+def left_out_total_ms(weighted: WeightedRows, time_ms: Any) -> float:
+    """The time of every row the efficiency leaves out, whatever the reason (ms, rounded once)."""
+    import numpy as np
+
+    return rounded(float(np.nansum(np.asarray(time_ms, dtype=float)[weighted.left_out != None])), "ms") or 0.0  # noqa: E711
+
+
 def left_out_time(weighted: WeightedRows, time_ms: Any) -> list[EfficiencyLeftOut]:
     """The time the efficiency leaves out, by why, with its share of the rows' whole kernel time."""
     import numpy as np
@@ -90,4 +97,12 @@ def left_out_time(weighted: WeightedRows, time_ms: Any) -> list[EfficiencyLeftOu
     return out
 
 
-__all__ = ["LEFT_OUT_WHY", "EfficiencyLeftOut", "WeightedRows", "left_out_time", "weigh_rows", "weighted_efficiency"]
+__all__ = [
+    "LEFT_OUT_WHY",
+    "EfficiencyLeftOut",
+    "WeightedRows",
+    "left_out_time",
+    "left_out_total_ms",
+    "weigh_rows",
+    "weighted_efficiency",
+]

@@ -67,6 +67,7 @@ def test_the_category_efficiency_counts_only_exact_consistent_rows(tmp_path: Pat
     # analyze_ranks scores a rank's category with the same definition
     cat, shapes, _ = _score(out, CATEGORY, None, 10.0, roots)
     assert cat.weighted_efficiency_pct == 1.64 and _left_out(cat) == _left_out(res)
+    assert cat.efficiency_left_out_ms == 0.029  # the summary tables' column: 0.028 + 0.001
     # the flash shape holds both flash rows: its efficiency is the exact row's alone
     flash = next(s for s in shapes if s.operation.startswith("aten::"))
     assert flash.calls == 11 and flash.efficiency_pct == 1.64
@@ -85,6 +86,7 @@ def test_a_category_of_bounds_has_no_average_and_says_why(tmp_path: Path) -> Non
                                     roots=(str(tmp_path),), token="t"))
     (cat,) = outcome.categories
     assert outcome.status == "OK" and cat.weighted_efficiency_pct is None and _left_out(cat) == _left_out(res)
+    assert cat.efficiency_left_out_ms == 0.028
     assert outcome.shapes[0].efficiency_pct is None
 
 
@@ -93,7 +95,7 @@ def test_each_row_is_counted_or_left_out_with_its_reason() -> None:
     import numpy as np
     import pandas as pd
 
-    from sdpa_analyzer.server.scoring.weighted import left_out_time, weigh_rows, weighted_efficiency
+    from sdpa_analyzer.server.scoring.weighted import left_out_time, left_out_total_ms, weigh_rows, weighted_efficiency
 
     nan = float("nan")
     check = "model inconsistent: …"
@@ -116,4 +118,5 @@ def test_each_row_is_counted_or_left_out_with_its_reason() -> None:
     # of 0.6 ms: bound 0.2 (33.33 %), inconsistent 0.04 (6.67 %), unmodeled 0.11 (18.33 %)
     got = {x.why: (x.rows, x.time_ms, x.share_pct) for x in left_out_time(w, rows["time_ms"])}
     assert got == {"bound": (2, 0.2, 33.33), "inconsistent": (2, 0.04, 6.67), "unmodeled": (3, 0.11, 18.33)}
+    assert left_out_total_ms(w, rows["time_ms"]) == 0.35
     assert np.isfinite(w.ideal_us).all() and np.isfinite(w.measured_us).all()
