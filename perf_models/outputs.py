@@ -100,7 +100,7 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
     declare("work_bound_reason", "text", "", None, "why a bound", "rjc", "why the work is a bound (none: exact)"),
     # roofs
     declare("compute_spec", "text", "", None, "spec", "mc",
-            "the compute spec the row runs on (matrix_bf16, …; two GEMM specs joined by + for quantized attention)"),
+            "the compute spec (matrix_bf16, …; two GEMM specs joined by + for quantized attention)"),
     declare("peak_tflops", "float", "TFLOP/s", 2, "roof TF", "c", "the compute roof of that spec"),
     declare("peak_tflops_kind", "text", "", None, "roof kind", "jc",
             "achievable (measured, with a method) | datasheet"),
@@ -120,7 +120,7 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
     declare("regime_compulsory", "text", "", None, "regime comp", "mjc",
             "the regime with compulsory bytes (each tensor once)"),
     declare("regime_tiled", "text", "", None, "regime tiled", "mjc",
-            "the regime with tiled bytes (tile re-reads missing the cache: the better estimate on MI300-class parts)"),
+            "the regime with tiled bytes (re-reads missing the cache: the better estimate on MI300-class parts)"),
     declare("regime_intensity", "float", "FLOP/B", 2, "regime FLOP/B", "mjc",
             "the intensity the regime was judged from (unfused rows: with their score matrices)"),
     declare("regime_bytes", "float", "B", 0, "regime bytes", "mjc", "the bytes behind regime_intensity"),
@@ -138,8 +138,8 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
             "achieved TFLOP/s / datasheet compute peak × 100"),
     declare("memory_datasheet_pct", "float", "%", 2, "HBM % ds", "mjc", "achieved TB/s / datasheet bandwidth × 100"),
     declare("is_anomaly", "bool", "", None, "anomaly", "rmc",
-            "efficiency above 100 % of the roofline: an anomaly (wrong shapes, peaks or a measured time that misses "
-            "kernels), never an excellent kernel"),
+            "efficiency above 100 % of the roofline: wrong shapes, peaks or measured time, never an excellent "
+            "kernel"),
     declare("model_check", "text", "", None, "model check", "rjc",
             "'model inconsistent: <reason>' where the efficiency is above the roofline and the work is not an upper "
             "bound: no verdict, no band (none: consistent)"),
@@ -150,8 +150,7 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
     declare("exponentials", "float", "exp", 0, "exps", "mjc",
             "softmax exponentials of one call: one per kept score element (the backward recomputes P once)"),
     declare("exp_roof_texps", "float", "T exp/s", 3, "exp roof", "mjc",
-            "the part's exponential (special-function) roof: datasheet FP32 vector peak × the architecture's exp / "
-            "FP32 rate per clock"),
+            "exp-unit roof: datasheet FP32 vector peak × the architecture's exp / FP32 rate per clock"),
     declare("tensor_time_us", "float", "µs", 3, "tensor µs", "mjc", "useful FLOPs / datasheet tensor roof"),
     declare("exp_time_us", "float", "µs", 3, "exp µs", "mjc", "exponentials / exp roof"),
     declare("hbm_time_us", "float", "µs", 3, "HBM µs", "mjc",
@@ -161,56 +160,49 @@ MODEL_OUTPUTS: tuple[Output, ...] = (
     declare("wave_factor", "float", "", 3, "waves", "mjc",
             "tiles / (waves × units): the share of a full kernel's throughput this grid can reach"),
     declare("kernel_class", "text", "", None, "class", "mjc",
-            "the ceiling model's kernel class of the part's architecture (fa2, fa3, fa4, amd)"),
+            "the ceiling model's kernel class of the part (fa2, fa3, fa4, amd)"),
     declare("ceiling_pct", "float", "%", 1, "ceiling %", "rmjc",
-            "the ceiling model's best efficiency for this call on this part (% of the datasheet roof of band_metric)"),
+            "the ceiling model's best efficiency for this call (% of the datasheet roof of band_metric)"),
     declare("ceiling_time_us", "float", "µs", 3, "ceiling µs", "mjc",
-            "the ceiling model's best time for this call on this part"),
+            "the ceiling model's best time for this call"),
     # the expected band
     declare("band_id", "text", "", None, "band", "mjc", "the expected band (perf_models/data/bands.json)"),
     declare("band_metric", "text", "", None, "band metric", "rmjc",
-            "compute: the band is compared with the tensor % against the datasheet; memory: with the HBM % against the "
-            "datasheet"),
+            "compute: the band is compared with the tensor %; memory: with the HBM % (datasheet peaks)"),
     declare("band_low", "float", "%", 1, "band low", "rmjc",
             "lower edge of the expected band (% of the datasheet peak of band_metric)"),
     declare("band_high", "float", "%", 1, "band high", "rmjc",
             "upper edge of the expected band (% of the datasheet peak of band_metric)"),
     declare("band_value", "float", "%", 2, "vs band", "rmjc",
-            "the utilization the band is compared with (tensor % or HBM % against the datasheet)"),
+            "the utilization compared with the band (tensor % or HBM %, datasheet peaks)"),
     declare("band_reference_kernel", "text", "", None, "reference", "rmjc",
             "the best published kernel for this shape and GPU class (the band rests on it)"),
     declare("band_reference_pct", "float", "%", 1, "reference %", "rmjc",
-            "its efficiency at this shape, % of the datasheet peak of band_metric (interpolated between published "
-            "anchors)"),
+            "its efficiency at this shape (interpolated between anchors), % of the datasheet peak of band_metric"),
     # the citation is long and the same for every row of a band: rows carry band_id, results and advice the source
     declare("band_reference_source", "text", "", None, "reference source", "m", "where that figure is published"),
     declare("band_reference_time_us", "float", "µs", 3, "at reference µs", "mjc",
-            "one call's time at the reference kernel's efficiency: what the best published kernel for this shape "
-            "would take"),
+            "one call's time at the reference kernel's efficiency"),
     declare("band_borrowed_from", "text", "", None, "borrowed from", "rmjc",
-            "always empty since bands are no longer borrowed: a band off the part it was measured on is derived "
-            "(band_basis, band_rests_on); kept for readers of older results"),
+            "always empty (a band off its part is derived: band_basis); kept for old readers"),
     declare("band_note", "text", "", None, "no band because", "rmjc", "why there is no band (empty when there is "
             "one)"),
     declare("band_basis", "text", "", None, "band basis", "rmjc",
-            "published (a published point measured on this part) | derived (the ceiling model of the part's kernel "
-            "class) | none"),
+            "published (measured on this part) | derived (the ceiling model of the part's kernel class) | none"),
     declare("band_rests_on", "text", "", None, "band rests on", "mjc",
-            "what the band rests on: the published kernel, or the model's class, its points and the parts they were "
-            "measured on"),
+            "the published kernel, or the model's class, its points and the parts they were measured on"),
     declare("band_status", "text", "", None, "band status", "rmjc",
             "within | below | above | none (no reference band)"),
     declare("in_expected_band", "bool", "", None, "in band", "jc",
             "band_status is within: as good as the best published kernels for this shape"),
     # what-ifs (perf_models.advice)
     declare("fp8_time_us", "float", "µs", 3, "fp8 µs", "mjc",
-            "one call's time with Q/K/V in fp8 at the same % of its roofline (compute-bound bf16/fp16 calls on a "
-            "GPU with fp8 tensor cores)"),
+            "one call's time with Q/K/V in fp8 at the same % of its roofline (compute-bound bf16/fp16, fp8 tensor "
+            "cores)"),
     declare("head_dim_alt", "int", "", None, "alt d", "mjc",
-            "the head dim of the head-dim what-if (128, the hidden size kept); 0 when it does not apply"),
+            "the head dim of the head-dim what-if (128, the hidden size kept); 0: does not apply"),
     declare("head_dim_alt_time_us", "float", "µs", 3, "alt d µs", "mjc",
-            "one call's time at the best published kernel's efficiency for the same hidden size with head dim "
-            "head_dim_alt"),
+            "one call's time at the best published efficiency for the same hidden size at head dim head_dim_alt"),
 )
 
 

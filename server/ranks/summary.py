@@ -90,7 +90,8 @@ def _outcome_frame(
 
 
 def _category_frame(outcomes: list[RankOutcome]) -> pd.DataFrame:
-    columns = ["category", "rows", "calls", "kernel_time_ms", "percent_of_e2e", "weighted_efficiency_pct"]
+    columns = ["category", "rows", "calls", "kernel_time_ms", "percent_of_e2e", "weighted_efficiency_pct",
+               "efficiency_left_out_ms"]
     return _outcome_frame(outcomes, lambda o: o.categories, columns)
 
 
@@ -244,7 +245,8 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 def _category_table(entries: list[dict[str, Any]], cats: pd.DataFrame) -> pd.DataFrame:
     """One line per rank and category; a trace without categories (NO_DATA, ERROR) keeps one line, with its
     status and error (a duplicate of rank r must not take rank r's categories: only OK traces are joined)."""
-    cols = ["rank", "category", "rows", "calls", "kernel_time_ms", "percent_of_e2e", "weighted_efficiency_pct"]
+    cols = ["rank", "category", "rows", "calls", "kernel_time_ms", "percent_of_e2e", "weighted_efficiency_pct",
+            "efficiency_left_out_ms"]
     per_cat = (cats[cols] if len(cats) else pd.DataFrame(columns=cols)).astype({"rank": "Int64"})
     base = pd.DataFrame(
         [{k: e[k] for k in ("rank", "trace_path", "folder", "status", "error", "e2e_ms")} for e in entries],

@@ -36,6 +36,13 @@ from sdpa_analyzer.server.numbers import finite
 from sdpa_analyzer.server.roots import DataRoots
 from sdpa_analyzer.server.scoring.arch import resolve_arch
 from sdpa_analyzer.server.scoring.records import RooflineTable, compute_records
+from sdpa_analyzer.server.scoring.weighted import (
+    EfficiencyLeftOut,
+    left_out_time,
+    left_out_total_ms,
+    weigh_rows,
+    weighted_efficiency,
+)
 
 log = logging.getLogger("sdpa_analyzer")
 
@@ -98,7 +105,11 @@ class RankCategory(BaseModel):
     calls: int = Field(description="instances (sum of operation_count)")
     kernel_time_ms: float
     percent_of_e2e: float | None = None
-    weighted_efficiency_pct: float | None = Field(None, description="ideal / measured time over modeled rows")
+    weighted_efficiency_pct: float | None = Field(
+        None, description="Σ ideal / Σ measured time over the rows with exact work and a consistent model")
+    efficiency_left_out: list[EfficiencyLeftOut] = Field(
+        default_factory=list, description="the time weighted_efficiency_pct leaves out, by why")
+    efficiency_left_out_ms: float = Field(0.0, description="their time in all (a column of the summary tables)")
 
 
 class RankShape(BaseModel):
@@ -234,7 +245,7 @@ def _score(
 ) -> tuple[RankCategory, list[RankShape], list[str]]:
     table, notes = _records(folder, category, arch, roots)
     r = table.records
-    modeled = r["has_model"].to_numpy(dtype=bool)
+    weighted = weigh_rows(r)
     frame = pd.DataFrame(
         {
             "operation": r["name"].astype(str),
@@ -242,9 +253,9 @@ def _score(
             "shape": r["shape"].astype(str),
             "calls": r["count"].to_numpy(dtype=np.int64),
             "time_ms": r["time_ms"].to_numpy(dtype=float),
-            # compute_roofline's time-weighted efficiency: Σ ideal / Σ measured over the modeled rows
-            "ideal_us": np.where(modeled, np.nan_to_num(r["ideal_us"].to_numpy(dtype=float) * r["count"]), 0.0),
-            "meas_us": np.where(modeled, np.nan_to_num(r["mean_us"].to_numpy(dtype=float) * r["count"]), 0.0),
+            # compute_roofline's time-weighted efficiency: the rows with exact work and a consistent model
+            "ideal_us": weighted.ideal_us,
+            "meas_us": weighted.measured_us,
         }
     )
     kernel_ms = float(frame["time_ms"].sum())
@@ -254,7 +265,9 @@ def _score(
         calls=int(frame["calls"].sum()),
         kernel_time_ms=round(kernel_ms, 6),
         percent_of_e2e=finite(100.0 * kernel_ms / e2e_ms, 4) if e2e_ms > 0 else None,
-        weighted_efficiency_pct=_efficiency(frame["ideal_us"].sum(), frame["meas_us"].sum()),
+        weighted_efficiency_pct=weighted_efficiency(frame["ideal_us"].sum(), frame["meas_us"].sum()),
+        efficiency_left_out=left_out_time(weighted, frame["time_ms"]),
+        efficiency_left_out_ms=left_out_total_ms(weighted, frame["time_ms"]),
     )
     g = frame.groupby(["operation", "args"], sort=False).agg(
         shape=("shape", "first"), calls=("calls", "sum"), time_ms=("time_ms", "sum"), ideal_us=("ideal_us", "sum"),
@@ -268,7 +281,7 @@ def _score(
             shape=shape,
             calls=int(calls),
             time_ms=round(float(t), 6),
-            efficiency_pct=_efficiency(ideal, meas),
+            efficiency_pct=weighted_efficiency(ideal, meas),
         )
         for (op, args), shape, calls, t, ideal, meas in zip(
             g.index, g["shape"], g["calls"], g["time_ms"], g["ideal_us"], g["meas_us"], strict=True
@@ -276,6 +289,3 @@ def _score(
     ]
     return cat, shapes, notes
 
-
-def _efficiency(ideal_us: float, measured_us: float) -> float | None:
-    return finite(100.0 * ideal_us / measured_us, 2) if measured_us > 0 else None

@@ -91,13 +91,13 @@ class ModelInput(ToolInput):
     ] = False
     kv_cache_token_bytes: Annotated[
         PositiveInt | None,
-        Field(description="bytes of one cached token per KV head when the cache has its own layout (FlashMLA's fp8 "
-              "MLA cache: 656 = 512 fp8 latent + 4 fp32 scales + 64 bf16 RoPE); default: head dims × the cache dtype"),
+        Field(description="bytes of one cached token per KV head for a cache of its own layout (FlashMLA's fp8 MLA "
+              "cache: 656 = 512 fp8 latent + 4 fp32 scales + 64 bf16 RoPE); default: head dims × cache dtype"),
     ] = None
     tiled_bwd_model: Annotated[
         Literal["two_pass", "single_pass"],
-        Field(description="tiled backward bytes: two_pass (a dK/dV pass and a dQ pass, the seed PR's model) or "
-              "single_pass (FA2/CK style with an fp32 dQ accumulated atomically)"),
+        Field(description="tiled backward bytes: two_pass (a dK/dV pass and a dQ pass) or single_pass (FA2/CK: "
+              "an fp32 dQ accumulated atomically)"),
     ] = "two_pass"
     tile_family: Annotated[
         Literal["fa2", "fa3", "ck", "triton"] | None,
@@ -150,21 +150,20 @@ class ConfigOut(ResultModel):
 
 
 class BandOut(ResultModel):
+    """The expected band: its fields as the band_* fields."""
+
     id: str
     low_pct: float
     high_pct: float
-    metric: str = Field(description="compute: compared with the tensor utilization against the datasheet; memory: "
-                        "with the HBM utilization against the datasheet")
+    metric: str
     anchor: str = Field(description="the published figures the band rests on")
     source: str
-    reference_kernel: str = Field(description="the best published kernel for this shape and GPU class")
-    reference_pct: float = Field(description="its efficiency at this shape, % of the datasheet peak of metric")
-    borrowed_from: str | None = Field(None, description="always None: a band off the part it was measured on is "
-                                      "derived from the ceiling model (basis)")
-    measured_on: str = Field(description="the GPU(s) the published figures the band rests on come from")
-    basis: str = Field("published", description="published (a published point on this part) | derived (the ceiling "
-                       "model of the part's kernel class)")
-    rests_on: str = Field("", description="the published kernel, or the model's class, points and parts")
+    reference_kernel: str
+    reference_pct: float
+    borrowed_from: str | None = None
+    measured_on: str = Field(description="the GPU(s) of those figures")
+    basis: str = "published"
+    rests_on: str = ""
 
 
 class _ModelHead(ResultModel):
@@ -182,12 +181,13 @@ ModelResult = result_model(
     required=("kind", "flops_useful", "bytes_compulsory", "bytes_tiled", "ideal_us", "bound", "regime", "band_status",
               "verdict"),
     base=_ModelHead,
-    measured_us=(float | None, Field(None, description="the measured kernel time given, µs")),
-    bytes_model=(str, Field(description="the bytes model of the roofline's numerator (compulsory | tiled)")),
-    bwd_convention=(str, Field(description="backward FLOPs convention (5gemm | recompute_fwd | two_phase)")),
-    skip_masked_tiles=(bool, Field(description="whether tiles the mask hides entirely were skipped")),
-    tiled_bwd_model=(str, Field(description="tiled backward bytes model (two_pass | single_pass)")),
-    band=(BandOut | None, Field(None, description="the expected band for this shape (None: no reference band)")),
+    # the arguments the model ran with, as the input schema describes them
+    measured_us=(float | None, Field(None, description="as given (µs)")),
+    bytes_model=(str, Field(description="compulsory | tiled")),
+    bwd_convention=(str, Field(description="5gemm | recompute_fwd | two_phase")),
+    skip_masked_tiles=(bool, Field(description="as given")),
+    tiled_bwd_model=(str, Field(description="two_pass | single_pass")),
+    band=(BandOut | None, Field(None, description="the expected band (None: none); fields as band_*")),
     notes=(list[str], Field(default_factory=list)),
 )
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from sdpa_analyzer.server.numbers import rounded
 from sdpa_analyzer.server.results import ResultModel
 from sdpa_analyzer.server.scoring.fields import result_model
+from sdpa_analyzer.server.scoring.weighted import EfficiencyLeftOut, left_out_time, weigh_rows, weighted_efficiency
 from sdpa_analyzer.server.tools.base import CliSpec, ToolContext, ToolInput, ToolSpec, capped
 from sdpa_analyzer.server.tools.common import (
     ArchArg,
@@ -61,7 +62,10 @@ class RooflineResult(ResultModel):
     modeled_rows: int = 0
     unmodeled_rows: int = 0
     total_time_ms: float = 0.0
-    weighted_efficiency_pct: float | None = Field(None, description="ideal time / measured time over modeled rows")
+    weighted_efficiency_pct: float | None = Field(
+        None, description="Σ ideal / Σ measured time over the rows with exact work and a consistent model")
+    efficiency_left_out: list[EfficiencyLeftOut] = Field(
+        default_factory=list, description="the time weighted_efficiency_pct leaves out, by why")
     anomalies: int = 0
     offset: int = 0
     limit: int = 0
@@ -112,8 +116,7 @@ def compute_roofline(ctx: ToolContext, args: RooflineInput) -> RooflineResult:
     end = args.offset + len(rows)
     path = write_roofline_table(data, table, scored.written)
     modeled = r["has_model"].to_numpy()
-    ideal_total = float(np.nansum((r["ideal_us"] * r["count"]).to_numpy()[modeled]))
-    meas_total = float(np.nansum((r["mean_us"] * r["count"]).to_numpy()[modeled]))
+    weighted = weigh_rows(r)
     warnings = list(resolved.warnings) + list(data.warnings)
     unmodeled = r[~r["has_model"]].iloc[:MAX_UNMODELED_LISTED + 1]
     n_unmodeled = int((~r["has_model"]).sum())
@@ -133,7 +136,8 @@ def compute_roofline(ctx: ToolContext, args: RooflineInput) -> RooflineResult:
         modeled_rows=int(modeled.sum()),
         unmodeled_rows=int((~modeled).sum()),
         total_time_ms=rounded(float(r["time_ms"].sum()), "ms") or 0.0,
-        weighted_efficiency_pct=rounded(100.0 * ideal_total / meas_total, "pct") if meas_total > 0 else None,
+        weighted_efficiency_pct=weighted_efficiency(weighted.ideal_us.sum(), weighted.measured_us.sum()),
+        efficiency_left_out=left_out_time(weighted, r["time_ms"]),
         anomalies=int(r["anomaly_flag"].sum()),
         offset=args.offset,
         limit=args.limit,
