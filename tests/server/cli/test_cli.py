@@ -238,7 +238,7 @@ def test_roofline_table_marks_rates_of_bounded_work() -> None:
                              rows=[row("exact", 1.0), row("lower", 2.0), row("upper", 3.0)])  # fmt: skip
     lines = human_roofline(result).splitlines()
     exact, lower, upper = (line.split() for line in lines if line.startswith("unified_attention"))
-    assert exact[6:9] == ["10.00", "1.00", "1.00"]
-    assert lower[6:9] == ["≥10.00", "≥2.00", "≥2.00"] and upper[6:9] == ["≤10.00", "≤3.00", "≤3.00"]
+    assert exact[6:9] == ["10.0", "1.0", "1.0"]  # the result's digits, as the metrics JSON writes them
+    assert lower[6:9] == ["≥10.0", "≥2.0", "≥2.0"] and upper[6:9] == ["≤10.0", "≤3.0", "≤3.0"]
     assert lower[9] == upper[9] == "—"  # no value: no mark
     assert any(line.startswith("≥ / ≤ / ~: the row's work is a lower bound") for line in lines)
