@@ -39,8 +39,8 @@ def fmt(v: Any) -> str:
         return "yes" if v else "no"
     if isinstance(v, float) and not math.isfinite(v):
         return "—"
-    if isinstance(v, int | float):
-        return number_text(v)
+    if isinstance(v, float):
+        return number_text(float(v))  # float(): a numpy scalar's repr would name its type
     return str(v)
 
 
