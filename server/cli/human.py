@@ -1,12 +1,20 @@
-"""Human-readable renderings of tool results for the terminal (`--json` prints the structured result instead)."""
+"""Human-readable renderings of tool results for the terminal (`--json` prints the structured result instead).
+
+Every number is printed as the result holds it (`fmt`): a fact is rounded once, where it is computed, to the digits
+of its kind (server.numbers, the field catalogue), and the terminal shows those digits as the metrics JSON, the CSVs,
+the findings template and the report do — never with a format spec of its own (`2.723`, not `2.72`; `7.8`, not
+`7.80`). Only the constants of the rules (factors, thresholds) are written with `:g`.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
+from sdpa_analyzer.server.findings.spec import number_text
 from sdpa_analyzer.server.scoring.fields import BY_NAME
 from sdpa_analyzer.server.vocab import (
     ANOMALY_FLAG_PCT,
@@ -22,17 +30,17 @@ from sdpa_analyzer.server.vocab import (
 )
 
 
-def fmt(v: Any, nd: int = 2) -> str:
+def fmt(v: Any) -> str:
+    """A cell or a number in a sentence: a number with the digits its result holds (the metrics JSON's text,
+    server.findings.spec.number_text), `—` for a missing or non-finite one, yes/no for a flag."""
     if v is None:
         return "—"
     if isinstance(v, bool):
         return "yes" if v else "no"
+    if isinstance(v, float) and not math.isfinite(v):
+        return "—"
     if isinstance(v, float):
-        if v != v:
-            return "—"
-        if abs(v) >= 1e6:
-            return f"{v:.3g}"
-        return f"{v:.{nd}f}"
+        return number_text(float(v))  # float(): a numpy scalar's repr would name its type
     return str(v)
 
 
@@ -73,9 +81,9 @@ def _peaks_line(p: Any) -> str:
         return ""
     where = p.source + (f": {p.source_detail}" if p.source_detail else "")
     head = f"GPU: {p.gpu_name} [{p.gpu_key}, from {where}] — roofs "
-    bw = f"{p.peak_tbs:g} TB/s ({p.peak_tbs_kind})"
+    bw = f"{fmt(p.peak_tbs)} TB/s ({p.peak_tbs_kind})"
     if p.peak_tflops:
-        return f"{head}{p.peak_tflops:g} TFLOPS {p.compute_spec} ({p.peak_tflops_kind}), {bw}"
+        return f"{head}{fmt(p.peak_tflops)} TFLOPS {p.compute_spec} ({p.peak_tflops_kind}), {bw}"
     return f"{head}{bw}; no compute roof" + (f": {p.compute_note}" if p.compute_note else "")
 
 
@@ -92,8 +100,8 @@ def human_load(r: Any) -> str:
         return f"{r.category}: {r.status} — {r.message}"
     head = (
         f"{r.category}: {plural(r.rows, 'row')}, {plural(r.instances, 'instance')}, kernel time "
-        f"{r.total_kernel_time_ms:.3f} ms "
-        f"= {fmt(r.percent_of_e2e)}% of E2E ({fmt(r.e2e_baseline_ms, 3)} ms); platform {r.platform or '—'}"
+        f"{fmt(r.total_kernel_time_ms)} ms "
+        f"= {fmt(r.percent_of_e2e)}% of E2E ({fmt(r.e2e_baseline_ms)} ms); platform {r.platform or '—'}"
     )
     rows = [[o.name, o.args.replace("<br>", " "), o.count, o.time_ms, o.percent_of_total] for o in r.top_ops]
     return "\n".join([head, table(["op", "args", "count", "time ms", "%E2E"], rows), *_warnings(r.warnings)])
@@ -115,7 +123,7 @@ def _bounded(v: Any, work_bound: str | None) -> str:
 
 
 def _band_cell(low: float | None, high: float | None, status: str) -> str:
-    return f"{low:g}-{high:g} {status}" if low is not None and high is not None else "no band"
+    return f"{fmt(low)}-{fmt(high)} {status}" if low is not None and high is not None else "no band"
 
 
 def human_roofline(r: Any) -> str:
@@ -123,7 +131,7 @@ def human_roofline(r: Any) -> str:
         return f"{r.category}: NO_DATA"
     lines = [
         _peaks_line(r.peaks),
-        f"{r.category}: {plural(r.total_rows, 'row')} ({r.modeled_rows} modeled), {r.total_time_ms:.3f} ms, "
+        f"{r.category}: {plural(r.total_rows, 'row')} ({r.modeled_rows} modeled), {fmt(r.total_time_ms)} ms, "
         f"time-weighted efficiency {_pct(r.weighted_efficiency_pct)} ({r.bytes_model} bytes)",
     ]
     rated = ("achieved_tflops", "efficiency_pct", "compute_pct", "memory_pct")
@@ -180,7 +188,7 @@ def rank_legend(scope: str, methods: set[str]) -> str:
 def _first_lever(f: Any) -> str:
     if not f.levers:
         return "—"
-    return fmt(f.levers[0].saved_ms, 3)
+    return fmt(f.levers[0].saved_ms)
 
 
 def human_rank(r: Any) -> str:
@@ -205,7 +213,7 @@ def human_rank(r: Any) -> str:
     out = [
         _peaks_line(r.peaks),
         f"{r.category} ({r.comparison_scope}): {plural(r.operation_count, 'instance')}, "
-        f"{fmt(r.total_time_ms, 3)} ms, {fmt(r.percent_of_compute)}% of E2E; {plural(r.findings_total, 'finding')}",
+        f"{fmt(r.total_time_ms)} ms, {fmt(r.percent_of_compute)}% of E2E; {plural(r.findings_total, 'finding')}",
         table(RANK_COLUMNS, rows) + "\n" + rank_legend(r.comparison_scope, {f.estimate_method for f in r.findings})
         if rows
         else f"(no findings: {r.no_findings_reason})" if r.no_findings_reason else "(no findings)",
@@ -230,7 +238,7 @@ def _fact_lines(facts: dict[str, Any]) -> list[str]:
     if kv := facts.get("kv_cache_write"):
         rule = "over" if kv["over_threshold"] else "under"
         out.append(f"fact: KV-cache writes {kv['time_ms']} ms = {kv['percent_of_op']} % of the op ({rule} the "
-                   f"{kv['threshold_pct']:g} % rule)")
+                   f"{fmt(kv['threshold_pct'])} % rule)")
     for x in (facts.get("backward_vs_forward") or [])[:3]:
         out.append(f"fact: backward {x['shape']}: {x['time_ratio']} x its forward's time for {x['flops_ratio']} x "
                    "the FLOPs")
@@ -249,10 +257,10 @@ def human_validate(r: Any) -> str:
 def human_model(r: Any) -> str:
     rows = [
         ["mask", r.mask.label],
-        ["FLOPs (useful)", f"{r.flops_useful:.4g}"],
-        ["FLOPs (executed)", f"{r.flops_executed:.4g}"],
-        ["bytes (compulsory)", f"{r.bytes_compulsory:.4g}"],
-        ["bytes (tiled)", f"{r.bytes_tiled:.4g}"],
+        ["FLOPs (useful)", r.flops_useful],
+        ["FLOPs (executed)", r.flops_executed],
+        ["bytes (compulsory)", r.bytes_compulsory],
+        ["bytes (tiled)", r.bytes_tiled],
         ["intensity (FLOP/B)", r.intensity],
         ["ridge (FLOP/B)", r.ridge],
         ["ideal time (µs)", r.ideal_us],
@@ -262,7 +270,7 @@ def human_model(r: Any) -> str:
         ["efficiency % (roofline)", r.efficiency_pct],
         ["efficiency % (datasheet)", r.efficiency_datasheet_pct],
         ["tensor % / HBM %", f"{fmt(r.compute_pct)} / {fmt(r.memory_pct)}"],
-        ["expected band", f"{r.band.low_pct:.1f}-{r.band.high_pct:.1f} % {r.band.metric} ({r.band_status})" if r.band
+        ["expected band", f"{fmt(r.band_low)}-{fmt(r.band_high)} % {r.band.metric} ({r.band_status})" if r.band
          else "no reference band"],
     ]
     lines = [_peaks_line(r.peaks), table(["quantity", "value"], rows), f"verdict: {r.verdict}"]
@@ -273,11 +281,11 @@ def human_archs(r: Any) -> str:
     if r.details is not None:
         d = r.details
         rows = [[spec, v, d.tflops_kind.get(spec), d.tflops_datasheet.get(spec)] for spec, v in d.tflops.items()]
-        lines = [f"{d.name} [{d.key}] — {d.vendor}, {d.sm_count} SMs/CUs, {fmt(d.memory_gb, 0)} GB, "
-                 f"HBM roof {d.hbm_tbs:g} TB/s ({d.hbm_tbs_kind})",
+        lines = [f"{d.name} [{d.key}] — {d.vendor}, {d.sm_count} SMs/CUs, {fmt(d.memory_gb)} GB, "
+                 f"HBM roof {fmt(d.hbm_tbs)} TB/s ({d.hbm_tbs_kind})",
                  table(["spec", "roof TFLOPS", "kind", "datasheet"], rows)]
         if d.unverified:
-            lines.append("unverified (never a roof): " + ", ".join(f"{k} {v:g}" for k, v in d.unverified.items()))
+            lines.append("unverified (never a roof): " + ", ".join(f"{k} {fmt(v)}" for k, v in d.unverified.items()))
         return "\n".join(lines)
     rows = [[a.key, a.name, a.vendor, a.bf16_tflops, a.bf16_kind, a.fp8_tflops, a.hbm_tbs, a.sm_count]
             for a in r.architectures]

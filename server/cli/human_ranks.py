@@ -48,7 +48,7 @@ def _stragglers(items: list[Any]) -> str:
             what,
             s.time_ms,
             s.median_ms,
-            f"{s.ratio:.2f}x",
+            f"{fmt(s.ratio)}x",
             s.excess_ms,
             s.percent_of_rank_e2e,
         ]

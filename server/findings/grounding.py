@@ -439,7 +439,8 @@ MAX_SKELETON_ROWS = MAX_MEMBER_OPS
 # template arguments
 # and the op's raw trace cells, whose quantities the numeric fields and `args` already carry
 _NAMES_ONLY = frozenset(
-    {"call_chain", "kernel_details_summary", "kernel_name", "kernel_name_trunc", "launcher_path", "Input type",
+    {"call_chain", "kernel_details_summary", "kernel_name", "kernel_name_trunc", "kernel_name_trace2", "launcher_path",
+     "Input type",
      "Concrete Inputs", "perf_params"}
 )  # fmt: skip
 _SKELETON_START = re.compile(r"^### P(\d+):|^<!--\s*reasoning-candidate\b.*?\brank=(\d+)")

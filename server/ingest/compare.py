@@ -8,7 +8,10 @@ fused op in trace 1 and the unfused matmul/softmax/matmul that replaced it in tr
 Columns (docs/formats.md): `speedup (trace2/trace1)` = t2 / t1 and `delta_us (trace2 - trace1)` = t2 - t1
 with t the summed kernel time of the matched calls, `lca_count_trace2` (matched trace-2 calls),
 `lca_id`, `lca_name` (the anchor label), and `lca_total_kernel_time_trace{1,2}_us`: all kernel time
-under the matched anchors (attention and everything else the anchor launched).
+under the matched anchors (attention and everything else the anchor launched). `trace2_name` names the matched
+trace-2 op(s) and `trace2_kernel_names` their kernels (a list literal of distinct names, first launched first: the
+calls' kernels and KV-cache writes, as trace 1's `kernel_details_summary` lists them), so that a findings file may
+name trace 2's kernels.
 """
 
 from __future__ import annotations
@@ -102,7 +105,7 @@ def add_comparison(
     lca_ids = {label: i for i, label in enumerate(labels)}
     for rows in rows1.values():
         for r in rows:
-            _fill(r, match, kt1, kt2, lca_ids, ctx1)
+            _fill(r, match, kt1, kt2, lca_ids, ctx1, ctx2)
     return warnings
 
 
@@ -113,6 +116,7 @@ def _fill(
     kt2: dict[int, float],
     lca_ids: dict[str, int],
     ctx1: TraceContext,
+    ctx2: TraceContext,
 ) -> None:
     pairs = [(c, match[id(c)]) for c in r.calls if id(c) in match]
     v: dict[str, Any] = r.values
@@ -126,6 +130,7 @@ def _fill(
             "lca_total_kernel_time_trace1_us",
             "lca_total_kernel_time_trace2_us",
             "trace2_name",
+            "trace2_kernel_names",
             "trace2_kernel_time_us_sum",
         ):
             v[k] = math.nan
@@ -144,6 +149,18 @@ def _fill(
     v["lca_total_kernel_time_trace1_us"] = sum(kt1.get(a, 0.0) for a in an1)
     v["lca_total_kernel_time_trace2_us"] = sum(kt2.get(a, 0.0) for a in an2)
     v["trace2_name"] = names2[0] if len(names2) == 1 else repr(names2)
+    v["trace2_kernel_names"] = repr(_kernel_names(ctx2, [c2 for _, (c2, _, _) in pairs]))
     v["trace2_kernel_time_us_sum"] = t2
     if len(pairs) < len(r.calls):
         v["trace2_unmatched_instances"] = len(r.calls) - len(pairs)
+
+
+def _kernel_names(ctx: TraceContext, calls: list[Call]) -> list[str]:
+    """The distinct kernel names of `calls` (their kernels and KV-cache writes), the first launched first."""
+    rows = np.concatenate([np.concatenate([c.kernels, c.kv_kernels]) for c in calls]).astype(np.int64)
+    if len(rows) == 0:
+        return []
+    codes = ctx.ev.gpu["name"][rows]
+    order = np.argsort(ctx.ev.gpu["ts"][rows], kind="stable")
+    uniq, first = np.unique(codes[order], return_index=True)
+    return [ctx.ev.names[int(code)] for code in uniq[np.argsort(first)]]

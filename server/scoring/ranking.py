@@ -16,9 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sdpa_analyzer.perf_models.errors import PerfModelError
 from sdpa_analyzer.perf_models.kernels import KernelRole, classify_kernel
+from sdpa_analyzer.perf_models.literals import parse_literal
 from sdpa_analyzer.perf_models.objects import as_objects
 from sdpa_analyzer.perf_models.outputs import Output
+from sdpa_analyzer.server.errors import InputError
 from sdpa_analyzer.server.factorize import factorize
 from sdpa_analyzer.server.folder.manifest import current_run_id
 from sdpa_analyzer.server.folder.read import KERNEL_MEAN, CategoryData
@@ -31,7 +34,7 @@ from sdpa_analyzer.server.scoring.advice import (
     in_band_rows,
 )
 from sdpa_analyzer.server.scoring.fields import BY_NAME, on
-from sdpa_analyzer.server.scoring.records import RooflineTable, step_workload, workload_profile
+from sdpa_analyzer.server.scoring.records import RooflineTable, kernel_name_cells, step_workload, workload_profile
 from sdpa_analyzer.server.vocab import (
     ANOMALY_FLAG_PCT,
     EFF_BUCKET_EDGES,
@@ -97,6 +100,39 @@ def trace2_times(data: CategoryData) -> tuple[np.ndarray, np.ndarray]:
         else np.full(n, np.nan)
     )
     return t2, c2
+
+
+TRACE2_KERNELS = "trace2_kernel_names"  # the ops CSV's list of the matched trace-2 calls' kernels (ingest.compare)
+
+
+def trace2_kernel_name(data: CategoryData) -> Texts:
+    """Each row's matched trace-2 kernels as `kernel_name` writes trace 1's (`a`, or `Kernel 1: a<br>Kernel 2: b`);
+    null where the CSV has none (an unmatched call, another tool's folder). A cell that is not a list of strings
+    is one InputError naming the file, the column and the row."""
+    df = data.df
+    assert df is not None
+    if TRACE2_KERNELS not in df:
+        return Texts(np.full(len(df), -1, dtype=np.int64), [])
+    codes, uniques = factorize(df[TRACE2_KERNELS].tolist())
+    texts: list[str] = []
+    remap = np.full(len(uniques) + 1, -1, dtype=np.int64)  # the last slot: code -1 (an empty cell) stays null
+    for k, cell in enumerate(uniques):
+        try:
+            names = parse_literal(str(cell), TRACE2_KERNELS)
+        except PerfModelError as exc:
+            names, why = None, str(exc)
+        else:
+            why = "not a list of kernel-name strings"
+        if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+            row = int(np.flatnonzero(codes == k)[0]) + 2
+            raise InputError(
+                f"{data.csv_path}: column {TRACE2_KERNELS!r} row {row} cannot be read ({why}) — write "
+                "a list of kernel names (`['kernel_a', 'kernel_b']`) or leave the cell empty"
+            )
+        if names:
+            remap[k] = len(texts)
+            texts.append(kernel_name_cells(list(names))[0])
+    return Texts(remap[codes], texts)
 
 
 def _rounded(values: np.ndarray, nd: int) -> list[float | None]:
@@ -235,6 +271,7 @@ def build_metrics(
             Field("t2_time_ms", Numbers(t2, DIGITS["ms"])),
             Field("count_trace2", Ints(c2)),
             Field("difference_ms", Numbers(t2 - time_ms, DIGITS["ms"])),
+            Field("kernel_name_trace2", trace2_kernel_name(data)),
         ]
 
     gated = in_band_rows(r, comparative)

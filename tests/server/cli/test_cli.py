@@ -238,7 +238,17 @@ def test_roofline_table_marks_rates_of_bounded_work() -> None:
                              rows=[row("exact", 1.0), row("lower", 2.0), row("upper", 3.0)])  # fmt: skip
     lines = human_roofline(result).splitlines()
     exact, lower, upper = (line.split() for line in lines if line.startswith("unified_attention"))
-    assert exact[6:9] == ["10.00", "1.00", "1.00"]
-    assert lower[6:9] == ["≥10.00", "≥2.00", "≥2.00"] and upper[6:9] == ["≤10.00", "≤3.00", "≤3.00"]
+    assert exact[6:9] == ["10.0", "1.0", "1.0"]  # the result's digits, as the metrics JSON writes them
+    assert lower[6:9] == ["≥10.0", "≥2.0", "≥2.0"] and upper[6:9] == ["≤10.0", "≤3.0", "≤3.0"]
     assert lower[9] == upper[9] == "—"  # no value: no mark
     assert any(line.startswith("≥ / ≤ / ~: the row's work is a lower bound") for line in lines)
+
+
+def test_fmt_writes_the_digits_a_result_holds() -> None:
+    import numpy as np
+
+    from sdpa_analyzer.server.cli.human import fmt
+
+    # the metrics JSON writes these floats as 2.723, 7.8, 0.1654 and 31.0: the terminal says the same
+    assert [fmt(2.723), fmt(7.8), fmt(0.1654), fmt(31.0)] == ["2.723", "7.8", "0.1654", "31.0"]
+    assert [fmt(np.float64(7.8)), fmt(12), fmt(None), fmt(float("nan")), fmt(False)] == ["7.8", "12", "—", "—", "no"]

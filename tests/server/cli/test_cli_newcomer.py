@@ -236,7 +236,7 @@ def test_one_slow_rank_is_one_straggler_with_its_shape_nested(
     assert len(rows) == 1  # the category and its only shape: one line, the 1.2 ms once
     assert rows[0].split()[:2] == ["1+2", "2"] and "whole category = its one shape:" in rows[0]
     # 4 calls of 300 µs against a median of 4 × 200 µs
-    assert rows[0].split()[-5:-3] == ["1.20", "0.80"]
+    assert rows[0].split()[-5:-3] == ["1.2", "0.8"]
     rc, out, _ = run(capsys, "rank-summary", str(tmp_path / "out"))
     assert "findings 1-2 of 2: 1 rank category, 1 shape" in out and out.count("whole category = its one shape") == 1
 

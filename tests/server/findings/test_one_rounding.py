@@ -2,10 +2,11 @@
 
 The tools run on a trace (a synthetic one, always; the H100 Qwen trace of ../shared when present) and each fact is
 collected from every surface that carries it: the tool results (load_category_data, compute_roofline, rank_findings),
-the roofline CSV, the metrics JSON, the findings template's reference list and the HTML report's text. Each surface is
-read as text (the CSV cell, the JSON token, the template's `{{ref}} = digits unit`, the report's words), so a surface
-that rounds on its own (`2.7227` beside `2.723`, `34.892` beside `34.8924`, `7.80` beside `7.8`, an unrounded CSV
-cell) fails here.
+the roofline CSV, the metrics JSON, the findings template's reference list, the HTML report's text and what the CLI
+prints (`sdpa-analyzer load / roofline / rank`: their header lines and table cells). Each surface is read as text (the
+CSV cell, the JSON token, the template's `{{ref}} = digits unit`, the report's words, the terminal's cell), so a
+surface that rounds on its own (`2.7227` beside `2.723`, `34.892` beside `34.8924`, `7.80` beside `7.8`, an unrounded
+CSV cell) fails here.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sdpa_analyzer.server.findings.spec import number_text
 from sdpa_analyzer.server.roots import DataRoots
 from sdpa_analyzer.server.synthetic import build_trace, demo_calls, write_trace
 from sdpa_analyzer.server.tools import call
-from tests.support import SHARED_SKIP_REASON, TRACES, parse_html
+from tests.support import SHARED_SKIP_REASON, TRACES, parse_html, run_cli
 
 QWEN = TRACES / "h100" / "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 
@@ -47,7 +48,54 @@ def _one(pattern: str, text: str) -> str:
     return m.group(1)
 
 
-def _surfaces(trace: Path, tmp_path: Path, roots: DataRoots) -> dict[str, dict[str, str]]:
+def _cli_table(printed: str, first_header: str) -> list[dict[str, str]]:
+    """The terminal table whose header line starts with `first_header`: its rows as {header: cell}, the columns
+    cut where the dashes under the headers run (cells hold spaces; the headers too)."""
+    lines = printed.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(first_header))
+    spans = [m.span() for m in re.finditer(r"-+", lines[at + 1])]
+    heads = [lines[at][a:b].strip() for a, b in spans]
+    rows = []
+    for line in lines[at + 2 :]:
+        if not line.strip() or len(line) < spans[-1][0]:
+            break
+        rows.append({h: line[a:b].strip().lstrip("≥≤~") for h, (a, b) in zip(heads, spans, strict=True)})
+    return rows
+
+
+def _cli_surfaces(out_dir: Path, name: str, capsys: pytest.CaptureFixture[str]) -> dict[str, dict[str, str]]:
+    """fact → {surface: its text}, from what `sdpa-analyzer load / roofline / rank` print for sdpa_fwd."""
+    printed = {}
+    for command in ("load", "roofline", "rank"):
+        rc, out, err = run_cli(capsys, command, str(out_dir), "sdpa_fwd", *(() if command == "load" else
+                                                                           ("--arch", "h100-sxm")))  # fmt: skip
+        assert rc == 0, err
+        printed[command] = out
+    load_head = re.search(r"kernel time (\S+) ms = (\S+)% of E2E \((\S+) ms\)", printed["load"])
+    roof_head = re.search(r"modeled\), (\S+) ms, time-weighted", printed["roofline"])
+    rank_head = re.search(r"instances?, (\S+) ms, (\S+)% of E2E;", printed["rank"])
+    assert load_head and roof_head and rank_head, printed
+    top = next(r for r in _cli_table(printed["load"], "op ") if r["op"] == name)
+    row = next(r for r in _cli_table(printed["roofline"], "op ") if name.endswith(r["op"]))
+    band = re.match(r"(\S+)-(\S+) ", row["band % (datasheet)"])
+    assert band, row
+    return {
+        "op time_ms": {"CLI load table": top["time ms"], "CLI roofline table": row["time ms"]},
+        "op band_low": {"CLI roofline table": band.group(1)},
+        "op band_high": {"CLI roofline table": band.group(2)},
+        "op efficiency": {"CLI roofline table": row["eff %"]},
+        "op achieved TFLOPS": {"CLI roofline table": row["TFLOP/s"]},
+        "op compute_pct": {"CLI roofline table": row["tensor %"]},
+        "category time_ms": {"CLI load": load_head.group(1), "CLI roofline": roof_head.group(1),
+                             "CLI rank": rank_head.group(1)},
+        "category share of E2E": {"CLI load": load_head.group(2), "CLI rank": rank_head.group(2)},
+        "E2E baseline": {"CLI load": load_head.group(3)},
+    }  # fmt: skip
+
+
+def _surfaces(
+    trace: Path, tmp_path: Path, roots: DataRoots, capsys: pytest.CaptureFixture[str]
+) -> dict[str, dict[str, str]]:
     """fact → {surface: the fact's text there}, for the longest op of sdpa_fwd and its category."""
     out_dir = tmp_path / "analysis"
     call("analyze_trace", roots, trace_path=str(trace), output_dir=str(out_dir), arch="h100-sxm")
@@ -74,7 +122,7 @@ def _surfaces(trace: Path, tmp_path: Path, roots: DataRoots) -> dict[str, dict[s
     # the template's op1 of P1 is the longest op of this single-finding category: say so rather than assume it
     assert "`" + row.name + "` (row 1 of P1" in template_text
 
-    return {
+    facts = {
         "op time_ms": {
             "compute_roofline row": number_text(row.time_ms),
             "roofline CSV": cells["time_ms"],
@@ -150,6 +198,9 @@ def _surfaces(trace: Path, tmp_path: Path, roots: DataRoots) -> dict[str, dict[s
             "report": _one(r"GPU busy ([0-9.]+) ms", page),
         },
     }
+    for fact, texts in _cli_surfaces(out_dir, row.name, capsys).items():
+        facts[fact].update(texts)
+    return facts
 
 
 def _assert_one_spelling(surfaces: dict[str, dict[str, str]]) -> None:
@@ -157,12 +208,12 @@ def _assert_one_spelling(surfaces: dict[str, dict[str, str]]) -> None:
     assert not split, "a fact reads differently across surfaces: " + json.dumps(split, indent=1, ensure_ascii=False)
 
 
-def test_one_spelling_per_fact_on_a_synthetic_trace(tmp_path: Path) -> None:
+def test_one_spelling_per_fact_on_a_synthetic_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # one call (the demo mix's Llama-like causal GQA layer, forward and backward): sdpa_fwd has one row, P1.op1
     trace = write_trace(build_trace(demo_calls()[:1]), tmp_path / "demo_trace.json.gz")
-    _assert_one_spelling(_surfaces(trace, tmp_path, DataRoots([tmp_path])))
+    _assert_one_spelling(_surfaces(trace, tmp_path, DataRoots([tmp_path]), capsys))
 
 
 @pytest.mark.skipif(not QWEN.is_file(), reason=SHARED_SKIP_REASON)
-def test_one_spelling_per_fact_on_the_h100_qwen_trace(tmp_path: Path) -> None:
-    _assert_one_spelling(_surfaces(QWEN, tmp_path, DataRoots([QWEN.parent, tmp_path])))
+def test_one_spelling_per_fact_on_the_h100_qwen_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _assert_one_spelling(_surfaces(QWEN, tmp_path, DataRoots([QWEN.parent, tmp_path]), capsys))

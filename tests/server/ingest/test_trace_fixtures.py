@@ -135,6 +135,12 @@ def test_comparative_pair_matches_reference(traces_dir: Path, tmp_path: Path) ->
     assert row["lca_total_kernel_time_trace1_us"] == pytest.approx(350.0)
     assert row["lca_total_kernel_time_trace2_us"] == pytest.approx(780.0)
     assert row["trace2_name"].startswith("unfused_attention")
+    # trace 2's kernels, read from the trace by hand, in launch order (each once)
+    assert _literal(row["trace2_kernel_names"]) == [
+        "volta_h16gemm_<BF16,BF16,float>_tt_v1",
+        "softmax_warp_forward<float, float, float, 4, true>",
+        "volta_h16gemm_<BF16,BF16,float>_nt_v1",
+    ]
     manifest = json.loads((tmp_path / "cmp/category_data/category_manifest.json").read_text())
     assert manifest["comparison_scope"] == "comparative"
     # trace 2 kernels (µs after the step start): [60, 70], [75, 335], [340, 850] -> span 790, busy 780
