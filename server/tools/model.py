@@ -245,7 +245,8 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
     # the models (numpy) and the verdict words: imported when the tool runs, never to declare it (no pandas either)
     from sdpa_analyzer.perf_models.model_attention import model_attention as estimate_attention
     from sdpa_analyzer.server.scoring.arch import gpu_by_name_or_file
-    from sdpa_analyzer.server.scoring.field_values import result_values
+    from sdpa_analyzer.server.scoring.field_values import result_values, value
+    from sdpa_analyzer.server.scoring.fields import BY_NAME
     from sdpa_analyzer.server.scoring.verdicts import verdict
 
     gpu, source = gpu_by_name_or_file(args.arch, ctx.roots)
@@ -266,6 +267,10 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
     except PerfModelError as exc:
         raise InputError(str(exc)) from None
     band = est.band
+
+    def pct(x: float) -> float:  # a band's edge or anchor with the digits of band_low/band_high (one rounding per fact)
+        return float(value(BY_NAME["band_low"], x))
+
     band_low, band_high, metric = (band.low_pct, band.high_pct, band.metric) if band else (None, None, None)
     words = verdict(est.regime, est.compute_pct, est.memory_pct, est.band_status, band_low, band_high, metric,
                     est.is_anomaly, est.work_bound, band_note=est.band_note,
@@ -301,9 +306,9 @@ def model_attention(ctx: ToolContext, args: ModelInput) -> ModelResult:
         bwd_convention=est.bwd_convention,
         skip_masked_tiles=est.skip_masked_tiles,
         tiled_bwd_model=est.tiled_bwd_model,
-        band=BandOut(id=band.id, low_pct=band.low_pct, high_pct=band.high_pct, metric=band.metric,
+        band=BandOut(id=band.id, low_pct=pct(band.low_pct), high_pct=pct(band.high_pct), metric=band.metric,
                      anchor=band.anchor, source=band.source, reference_kernel=band.reference_kernel,
-                     reference_pct=band.reference_pct, borrowed_from=band.borrowed_from,
+                     reference_pct=pct(band.reference_pct), borrowed_from=band.borrowed_from,
                      measured_on=band.measured_on, basis=band.basis, rests_on=band.rests_on) if band else None,
         notes=list(est.notes),
     )
