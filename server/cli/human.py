@@ -126,13 +126,22 @@ def _band_cell(low: float | None, high: float | None, status: str) -> str:
     return f"{fmt(low)}-{fmt(high)} {status}" if low is not None and high is not None else "no band"
 
 
+def _left_out(parts: list[Any]) -> str:
+    """What the time-weighted efficiency leaves out (bound, inconsistent or unmodeled rows), so no time is hidden."""
+    if not parts:
+        return ""
+    said = ", ".join(f"{p.why} {plural(p.rows, 'row')} {fmt(p.time_ms)} ms ({fmt(p.share_pct)} %)" for p in parts)
+    return f"; left out of it: {said}"
+
+
 def human_roofline(r: Any) -> str:
     if r.status != "OK":
         return f"{r.category}: NO_DATA"
     lines = [
         _peaks_line(r.peaks),
         f"{r.category}: {plural(r.total_rows, 'row')} ({r.modeled_rows} modeled), {fmt(r.total_time_ms)} ms, "
-        f"time-weighted efficiency {_pct(r.weighted_efficiency_pct)} ({r.bytes_model} bytes)",
+        f"time-weighted efficiency {_pct(r.weighted_efficiency_pct)} ({r.bytes_model} bytes)"
+        + _left_out(getattr(r, "efficiency_left_out", None) or []),
     ]
     rated = ("achieved_tflops", "efficiency_pct", "compute_pct", "memory_pct")
     rows = [

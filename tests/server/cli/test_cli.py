@@ -242,6 +242,21 @@ def test_roofline_table_marks_rates_of_bounded_work() -> None:
     assert lower[6:9] == ["≥10.0", "≥2.0", "≥2.0"] and upper[6:9] == ["≤10.0", "≤3.0", "≤3.0"]
     assert lower[9] == upper[9] == "—"  # no value: no mark
     assert any(line.startswith("≥ / ≤ / ~: the row's work is a lower bound") for line in lines)
+    assert not any("left out" in line for line in lines)  # the result leaves nothing out (no efficiency_left_out)
+
+
+def test_roofline_header_names_the_time_the_efficiency_leaves_out() -> None:
+    from types import SimpleNamespace
+
+    from sdpa_analyzer.server.cli.human import human_roofline
+
+    left = [SimpleNamespace(why="bound", rows=2, time_ms=0.2, share_pct=66.67),
+            SimpleNamespace(why="inconsistent", rows=1, time_ms=0.05, share_pct=16.67)]  # fmt: skip
+    result = SimpleNamespace(status="OK", peaks=None, category="inferenceattention", total_rows=4, modeled_rows=4,
+                             total_time_ms=0.3, weighted_efficiency_pct=None, bytes_model="compulsory", notes=[],
+                             warnings=[], roofline_file=None, rows=[], efficiency_left_out=left)  # fmt: skip
+    header = next(line for line in human_roofline(result).splitlines() if line.startswith("inferenceattention:"))
+    assert header.endswith("left out of it: bound 2 rows 0.2 ms (66.67 %), inconsistent 1 row 0.05 ms (16.67 %)")
 
 
 def test_fmt_writes_the_digits_a_result_holds() -> None:
