@@ -107,7 +107,7 @@ def number_text(value: Any) -> str:
             return "NaN"
         if math.isinf(value):
             return "Infinity" if value > 0 else "-Infinity"
-        return repr(value)
+        return repr(float(value))  # a numpy float is a float whose repr is `np.float64(1.5)` (numpy >= 2)
     if isinstance(value, Decimal):
         return str(value)
     return str(value)
