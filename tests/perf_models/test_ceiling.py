@@ -212,7 +212,7 @@ def test_the_h20_ceiling_and_band_are_the_model_formula_by_hand() -> None:
     # the band: FA3's published 65.6 % on the H100 SXM at this very shape (its own sizing, so no wave correction),
     # carried to the H20 by the model's ratio between the two parts
     assert r.band.basis == "derived" and r.band.reference_kernel == "FlashAttention-3"
-    assert r.band.reference_pct == pytest.approx(65.6 * h20 / h100, rel=1e-6)
+    assert r.band.reference_pct == pytest.approx(65.6 * h20 / h100, abs=0.0501)  # written to one decimal
     assert "FlashAttention-3 as published on NVIDIA H100 SXM5" in r.band.rests_on
 
 
