@@ -21,10 +21,9 @@ from sdpa_analyzer.server.tools import call
 ROOTS = DataRoots([Path.cwd()])
 REPO = Path(__file__).resolve().parents[2]
 VERDICTS_DOC = REPO / "docs" / "verdicts.md"
-
-
 # a band's edges and anchor are written to one decimal (the catalogue's digits for band_low/band_high): half of it
 BAND_DIGIT = 0.0501
+
 
 def model(**kw: object) -> Any:
     return call("model_attention", ROOTS, **kw)
