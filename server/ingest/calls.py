@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,3 +59,12 @@ def tensor_shapes(dims: Any) -> list[tuple[int, ...]]:
     if not isinstance(dims, tuple):
         return []
     return [d for d in dims if isinstance(d, tuple) and d and all(isinstance(v, int) for v in d)]
+
+
+def held_gpu_events(calls: Iterable[Call], n_gpu: int) -> np.ndarray:
+    """A mask over the trace's `n_gpu` GPU events: those some call holds (its kernels or its KV-cache writes)."""
+    held = np.zeros(n_gpu, dtype=bool)
+    for c in calls:
+        held[c.kernels] = True
+        held[c.kv_kernels] = True
+    return held

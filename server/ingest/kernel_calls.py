@@ -22,7 +22,7 @@ from sdpa_analyzer.perf_models.kernels import HelperKind, KernelRole, classify_k
 from sdpa_analyzer.perf_models.ops.types import AttentionType
 from sdpa_analyzer.server.ingest import names as N
 from sdpa_analyzer.server.ingest.attention import BEFORE, MAIN, OTHER, match_forward, segment_calls, segment_kind
-from sdpa_analyzer.server.ingest.calls import Call, has_tensor_shapes
+from sdpa_analyzer.server.ingest.calls import Call, has_tensor_shapes, held_gpu_events
 from sdpa_analyzer.server.ingest.context import TraceContext
 from sdpa_analyzer.server.ingest.events import CPU, GPU_ANN, RT
 from sdpa_analyzer.server.vocab import INFERENCE, SDPA_BWD, SDPA_FWD
@@ -43,15 +43,6 @@ def attention_kernel_mask(ctx: TraceContext) -> np.ndarray:
     return (gpu["kind"] == 0) & flags[gpu["name"]]
 
 
-def held_by_calls(ctx: TraceContext, calls: list[Call]) -> np.ndarray:
-    """A mask over GPU events: those some call holds (its kernels or its KV-cache writes)."""
-    held = np.zeros(len(ctx.ev.gpu), dtype=bool)
-    for c in calls:
-        held[c.kernels] = True
-        held[c.kv_kernels] = True
-    return held
-
-
 def find_kernel_calls(ctx: TraceContext, calls: list[Call]) -> list[Call]:
     """The calls of the attention kernels no call in `calls` holds and that have a CPU launch outside a graph
     replay (replays are find_graph_calls'), one per main kernel, under the innermost host event around the launch."""
@@ -64,7 +55,7 @@ def find_kernel_calls(ctx: TraceContext, calls: list[Call]) -> list[Call]:
     # list rather than count as calls twice. The kernels of another step (outside the window, no launch) stay outside.
     lost = any(c.kind == "fused" and not c.captured and len(c.kernels) == 0 for c in calls)
     reach = (node >= 0) | (ctx.baseline.in_window & (not lost))
-    free = reach & ~ctx.links.graph & (gpu["kind"] != GPU_ANN) & ~held_by_calls(ctx, calls)
+    free = reach & ~ctx.links.graph & (gpu["kind"] != GPU_ANN) & ~held_gpu_events(calls, len(gpu))
     loose = np.flatnonzero(free & attention_kernel_mask(ctx))
     if len(loose) == 0:
         return []

@@ -22,7 +22,7 @@ import numpy as np
 
 from sdpa_analyzer.perf_models.kernels import HELPERS_BEFORE_MAIN, HelperKind, kernel_kv_cache_dtype, kernel_window_hint
 from sdpa_analyzer.server.ingest import names as N
-from sdpa_analyzer.server.ingest.calls import Call
+from sdpa_analyzer.server.ingest.calls import Call, held_gpu_events
 from sdpa_analyzer.server.ingest.context import TraceContext
 from sdpa_analyzer.server.ingest.events import CPU, GPU_ANN
 from sdpa_analyzer.server.ingest.tree import nearest_marked_ancestor
@@ -78,14 +78,6 @@ def _calls_by_thread(ctx: TraceContext, calls: list[Call]) -> tuple[dict[int, li
     return by_thread, {t: [_start(ctx, c) for c in cs] for t, cs in by_thread.items()}
 
 
-def _held(ctx: TraceContext, calls: Iterable[Call]) -> np.ndarray:
-    held = np.zeros(len(ctx.ev.gpu), dtype=bool)
-    for c in calls:
-        held[c.kernels] = True
-        held[c.kv_kernels] = True
-    return held
-
-
 def attach_side_ops(ctx: TraceContext, calls: list[Call], targets: list[Call] | None = None) -> None:
     """Give each KV-cache write op and quantization op outside every attention call to the next attention call on its
     thread: KV writes to a paged (inference) call's kv_kernels, quantization kernels to the next quantized call.
@@ -108,7 +100,7 @@ def attach_side_ops(ctx: TraceContext, calls: list[Call], targets: list[Call] | 
     tops = np.flatnonzero(side & (side_up < 0) & (call_up < 0))
     owned = _owned_rows(ctx, tops)
     ids = {id(c) for c in calls}
-    held = _held(ctx, calls + [c for c in targets if id(c) not in ids])
+    held = held_gpu_events(calls + [c for c in targets if id(c) not in ids], len(ctx.ev.gpu))
     by_thread, starts = _calls_by_thread(ctx, targets)
     for node in tops.tolist():
         rows = owned.get(node)
