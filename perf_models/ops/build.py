@@ -20,6 +20,7 @@ from sdpa_analyzer.perf_models.dtypes import matrix_compute_spec
 from sdpa_analyzer.perf_models.errors import ConfigError
 from sdpa_analyzer.perf_models.ops import perf_params as pp
 from sdpa_analyzer.perf_models.ops.choice import Choice, choose_signature
+from sdpa_analyzer.perf_models.ops.hinted import describe_bound, read_range
 from sdpa_analyzer.perf_models.ops.mla import latent_head_dim_v
 from sdpa_analyzer.perf_models.ops.roles import window_list
 from sdpa_analyzer.perf_models.ops.row import Row, is_blank
@@ -756,13 +757,17 @@ def build_from_perf_params(spec: OpSpec, params: Mapping[str, Any]) -> Built:
     left, right = pp.window(params)
     mask = pp.mask_from(causal, alignment, left, right, nkv)
     dtype_q, dtype_k = pp.dtypes(params)
+    bounded = read_range(params, nq, nkv)
     config = _make_config(
         spec,
         _Shapes(b, hq, hkv, nq, nkv, dqk, dv, varlen=_perf_params_varlen(params, warnings)),
         {"q": dtype_q, "k": dtype_k, "v": dtype_k},
         mask,
         pp.dropout(params, warnings),
+        seq_lower_bound=bounded,
     )
+    if bounded:
+        warnings.append(describe_bound(params))
     if spec.direction is Direction.BWD and spec.is_autograd_node:
         warnings.append("backward node: config of the linked forward op (perf_params), direction=bwd")
     return Built(config, spec.family, spec.layout, spec.attention_type, tuple(warnings))
