@@ -27,11 +27,12 @@ from typing import Any
 from sdpa_analyzer.perf_models.kernel_grids import LENGTHS_MAY_VARY
 from sdpa_analyzer.perf_models.ops.types import RowError
 
-__all__ = ["RANGE_KEY", "bounded_params", "describe_bound", "read_range"]
+__all__ = ["BOUND_KEYS", "RANGE_KEY", "assumed_fields", "bounded_params", "describe_bound", "read_range"]
 
 # the perf_params key of the range (lo, hi) the row's N_Q and N_KV (= lo) were taken from
 RANGE_KEY = "N_range"
 KV_HEADS_KEY = "H_KV_unknown"
+BOUND_KEYS = (RANGE_KEY, KV_HEADS_KEY)  # what a bound config's perf_params carry beyond a config's own keys
 
 _C10 = {"bf16": "c10::BFloat16", "fp16": "c10::Half", "fp32": "float"}
 
@@ -76,6 +77,13 @@ def bounded_params(hints: Mapping[str, Any], direction: str, attention_type: str
     if not isinstance(heads_kv, int):
         params[KV_HEADS_KEY] = True
     return params, describe_bound(params)
+
+
+def assumed_fields(params: Mapping[str, Any] | None) -> list[str]:
+    """The config fields a lower-bound config assumed rather than read (perf_params keys); [] for any other."""
+    if not params or RANGE_KEY not in params:
+        return []
+    return ["H_KV", "N_Q", "N_KV"] if params.get(KV_HEADS_KEY) else ["N_Q", "N_KV"]
 
 
 def describe_bound(params: Mapping[str, Any]) -> str:

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from sdpa_analyzer.perf_models.kernels import HelperKind, classify_kernels, is_auxiliary_kernel
+from sdpa_analyzer.perf_models.ops.hinted import BOUND_KEYS
 from sdpa_analyzer.server.ingest import names as N
 from sdpa_analyzer.server.ingest import op_config
 from sdpa_analyzer.server.ingest import shape_source as S
@@ -158,7 +159,8 @@ def _parse_row(ctx: TraceContext, row: Row, fwd_params: dict[int, dict[str, Any]
     if parsed.config is not None:
         params = op_config.perf_params_from_config(parsed.config, atype)
         params.update({k: v for k, v in extra.items() if k not in params})
-        params.update({k: v for k, v in bound.items() if k not in params})  # the range a bound config sits at
+        # the range a bound config sits at: its own, or its linked forward's (a backward made from that config)
+        params.update({k: v for k, v in (bound or given or {}).items() if k in BOUND_KEYS})
         row.perf_params = params
     elif given:
         row.perf_params = given

@@ -17,7 +17,7 @@ import numpy as np
 from sdpa_analyzer.perf_models.kernel_grids import grid_shape_hints
 from sdpa_analyzer.perf_models.kernel_shapes import kernel_shape_hints
 from sdpa_analyzer.perf_models.kernels import KernelRole, classify_kernel
-from sdpa_analyzer.perf_models.ops.hinted import RANGE_KEY, bounded_params
+from sdpa_analyzer.perf_models.ops.hinted import RANGE_KEY, assumed_fields, bounded_params
 from sdpa_analyzer.perf_models.ops.types import AttentionType
 from sdpa_analyzer.perf_models.registry import lookup
 from sdpa_analyzer.server.ingest.calls import Call
@@ -102,7 +102,7 @@ def describe(c: Call, has_config: bool, perf_params: dict[str, Any] | None,
     if c.has_shapes and (has_config or c.kind != "kernel") and not bounded:
         return RECORDED, []
     if c.direction == "bwd" and c.forward is not None and perf_params:
-        return LINKED_FORWARD, []
+        return LINKED_FORWARD, assumed_fields(perf_params)  # a bound forward's assumptions are the backward's too
     if has_config and not bounded:
         return RECORDED, []
     known = {_FROM_KERNEL[k] for k in hints if k in _FROM_KERNEL}

@@ -22,7 +22,7 @@ import pytest
 from sdpa_analyzer.server.ingest.analyze import analyze_trace
 from sdpa_analyzer.server.roots import DataRoots
 from sdpa_analyzer.server.scoring.category import score_category
-from tests.server.ingest.test_attention_accounting import FA3_FWD_2024, T
+from tests.server.ingest.test_attention_accounting import FA3_BWD_2024, FA3_FWD_2024, T
 from tests.support import TRACES, need
 
 
@@ -155,3 +155,24 @@ def test_fa2_under_an_unknown_op_may_be_varlen_so_no_bound(tmp_path: Path) -> No
     analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
     row = pd.read_csv(tmp_path / "out/category_data/sdpa_bwd_ops.csv").iloc[0]
     assert not bool(row["has_perf_model"]) and "variable lengths" in row["perf_model_reason"]
+
+
+def test_backward_linked_to_a_bound_forward_is_a_bound_too(tmp_path: Path) -> None:
+    """The FA3 forward above under a model's own Function (Sequence number 5) and its backward under the Function's
+    backward node (the same number): the backward takes the forward's bound config, in its own direction, and is a
+    lower bound by the backward model: 2 · 2 · 16 · (897 · 898 / 2) · (3 · 192 + 2 · 128) = 21,445,791,744 FLOPs,
+    at most the call's 2 · 2 · 16 · 500,500 · 832 = 26,650,624,000; it says which fields its forward assumed."""
+    t = T()
+    t.op("MyAttnFn", 10, 100, **{"Sequence number": 5})
+    t.launch(20, FA3_FWD_2024_FIXED, 200, 300)
+    t.events[-1]["args"]["grid"] = [8, 16, 2]
+    t.op("MyAttnFnBackward", 600, 100, tid=2, **{"Sequence number": 5, "Fwd thread id": 1})
+    t.launch(610, FA3_BWD_2024, 700, 900, tid=2)
+    analyze_trace(t.write(tmp_path / "t.json"), tmp_path / "out")
+    row = pd.read_csv(tmp_path / "out/category_data/sdpa_bwd_ops.csv").iloc[0]
+    assert bool(row["has_perf_model"]) and row["shape_source"] == "linked forward"
+    assert ast.literal_eval(row["shape_unknown"]) == ["H_KV", "N_Q", "N_KV"]
+    scored = _scored(tmp_path / "out", "sdpa_bwd")
+    assert scored["work_bound"] == "lower"
+    assert scored["flops_useful"] == 2 * 2 * 16 * _causal_pairs(897) * 832 == 21_445_791_744
+    assert scored["flops_useful"] <= 2 * 2 * 16 * _causal_pairs(1000) * 832 == 26_650_624_000
