@@ -69,6 +69,10 @@ def _g(library: str, when: str | tuple[str, ...], layouts: tuple[Axes, ...], sou
 # mem-efficient kernels (seqstart_q) launch the same kernels for variable lengths, with the longest sequence's tiles
 _FA2_VARLEN = ("FlashAttention-2's kernel names do not say whether the call had variable lengths (its varlen calls "
                "launch the same kernel over the longest sequence's tiles)")
+# the backward's scheduler is SingleTileScheduler<> whether or not its mainloop's Varlen flag is set (the flag's place
+# among the mainloop's template arguments moved between releases: not read here)
+_FA3_BWD_VARLEN = ("FlashAttention-3's backward scheduler does not say whether the call had variable lengths (its "
+                   "varlen calls tile the longest sequence's keys)")
 _MEM_EFF_VARLEN = ("the CUTLASS mem-efficient kernel's name does not say whether the call had variable lengths (its "
                    "seqstart calls launch the same kernel over the longest sequence's queries)")
 
@@ -113,7 +117,8 @@ GRID_LAYOUTS: tuple[GridLayout, ...] = (
     # num_head, num_batch}, num_head the KV heads under PackGQA (flash_fwd_launch_template.h: `!PackGQA ? params.h :
     # params.h_k`); the backward (FlashAttnBwd*) tiles the keys: {num_blocks_n, h, b} (flash_bwd_launch_template.h)
     _g(LIB_FA3, (r"FlashAttnBwd\w*<", r"SingleTileScheduler<"), (("kv_tiles", "heads_q", "batch"),),
-       "hopper/flash_bwd_launch_template.h: SingleTileScheduler over num_blocks_n, h, b"),
+       "hopper/flash_bwd_launch_template.h: SingleTileScheduler over num_blocks_n, h, b",
+       lengths_may_vary=_FA3_BWD_VARLEN),
     _g(LIB_FA3, r"SingleTileScheduler<\s*false\s*,\s*true\s*,", (("q_tiles", "heads_x_splits", "batch"),),
        "hopper/tile_scheduler.hpp SingleTileScheduler<Varlen, Split=true, …>"),
     _g(LIB_FA3, r"SingleTileScheduler<\s*true\s*,\s*true\s*,", (("q_tiles_max", "heads_x_splits", "batch"),),

@@ -16,6 +16,8 @@ FLOPs, bytes and tiles grow with the lengths, so the work is a lower bound (work
   nothing from below once the batch is counted (`lengths_may_vary`: the kernel's name does not say whether its
   call was varlen, and only a known fixed-length op around it rules it out);
 * one KV head where the grid gives no count (the fewest bytes K and V can take);
+* V's head dim as the name gives it (a family whose name holds one head dim for Q·K only, as FlashAttention-3's
+  backward, is not bounded: V's may be smaller);
 * the kernel's name holds the model's dtype (quantized kernels run their GEMMs on other specs: not bounded here).
 """
 
@@ -59,6 +61,7 @@ def bounded_params(hints: Mapping[str, Any], direction: str, attention_type: str
     if heads is None and isinstance(batch, int) and isinstance(hints.get("heads_x_batch"), int) and batch > 0:
         heads = hints["heads_x_batch"] // batch
     missing = [name for name, v in (("batch", batch), ("query heads", heads), ("head dim", hints.get("head_dim")),
+                                    ("V's head dim", hints.get("head_dim_v")),
                                     ("dtype", hints.get("dtype")), ("causal flag", hints.get("causal"))) if v is None]
     if missing:
         return None, f"the kernel's name and grid do not give its {', '.join(missing)}"
@@ -70,7 +73,7 @@ def bounded_params(hints: Mapping[str, Any], direction: str, attention_type: str
     params: dict[str, Any] = {
         "B": int(batch), "N_Q": lo, "H_Q": int(heads), "N_KV": lo,  # type: ignore[arg-type]
         "H_KV": int(heads_kv) if isinstance(heads_kv, int) else 1,
-        "d_h_qk": int(hints["head_dim"]), "d_h_v": int(hints.get("head_dim_v") or hints["head_dim"]),
+        "d_h_qk": int(hints["head_dim"]), "d_h_v": int(hints["head_dim_v"]),
         "dropout": 0.0, "causal": bool(hints["causal"]), "direction": direction,
         "dtype_A_B": (_C10[dtype], _C10[dtype]), "attention_type": attention_type, RANGE_KEY: (lo, hi),
     }
