@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sdpa_analyzer.perf_models.config import (
@@ -783,13 +783,18 @@ def build_from_perf_params(spec: OpSpec, params: Mapping[str, Any]) -> Built:
     mask = pp.mask_from(causal, alignment, left, right, nkv)
     dtype_q, dtype_k = pp.dtypes(params)
     bounded = read_range(params, nq, nkv)
+    # a quantized bound config (perf_models.ops.hinted) states V's and O's dtypes and its GEMMs' specs
+    dtypes = {"q": dtype_q, "k": dtype_k, "v": pp.optional_dtype(params, "dtype_V") or dtype_k,
+              "o": pp.optional_dtype(params, "dtype_O")}
+    specs = pp.compute_specs(params)
     config = _make_config(
         spec,
         _Shapes(b, hq, hkv, nq, nkv, dqk, dv, varlen=_perf_params_varlen(params, warnings)),
-        {"q": dtype_q, "k": dtype_k, "v": dtype_k},
+        dtypes,
         mask,
         pp.dropout(params, warnings),
         seq_lower_bound=bounded,
+        **(_compute_specs(replace(spec, compute_specs=specs), dtypes, warnings) if specs else {}),
     )
     if bounded:
         warnings.append(describe_bound(params))

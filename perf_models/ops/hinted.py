@@ -18,7 +18,8 @@ FLOPs, bytes and tiles grow with the lengths, so the work is a lower bound (work
 * one KV head where the grid gives no count (the fewest bytes K and V can take);
 * V's head dim as the name gives it (a family whose name holds one head dim for Q·K only, as FlashAttention-3's
   backward, is not bounded: V's may be smaller);
-* the kernel's name holds the model's dtype (quantized kernels run their GEMMs on other specs: not bounded here).
+* the kernel's name holds the model's dtype, or a quantized kernel's (SageAttention's int8 Q·Kᵀ, fp8 / fp16 P·V:
+  `qk_dtype`, `pv_dtype`), read with the GEMM specs its registered ops are read with.
 """
 
 from __future__ import annotations
@@ -34,9 +35,13 @@ __all__ = ["BOUND_KEYS", "RANGE_KEY", "assumed_fields", "bounded_params", "descr
 # the perf_params key of the range (lo, hi) the row's N_Q and N_KV (= lo) were taken from
 RANGE_KEY = "N_range"
 KV_HEADS_KEY = "H_KV_unknown"
-BOUND_KEYS = (RANGE_KEY, KV_HEADS_KEY)  # what a bound config's perf_params carry beyond a config's own keys
+# what a bound config's perf_params carry beyond the keys a config is written back with (server.ingest.op_config)
+BOUND_KEYS = (RANGE_KEY, KV_HEADS_KEY, "dtype_V", "dtype_O", "compute_specs")
 
 _C10 = {"bf16": "c10::BFloat16", "fp16": "c10::Half", "fp32": "float"}
+# (Q·Kᵀ, P·V) dtypes of a quantized kernel's hints -> the dtypes of Q and K, and of V, as perf_params spell them
+_QUANTIZED = {("int8", "fp8_e4m3"): ("signed char", "c10::Float8_e4m3fn"),
+              ("int8", "fp16"): ("signed char", "c10::Half")}
 
 
 def bounded_params(hints: Mapping[str, Any], direction: str, attention_type: str,
@@ -46,8 +51,6 @@ def bounded_params(hints: Mapping[str, Any], direction: str, attention_type: str
     no KV cache)."""
     if direction not in ("fwd", "bwd"):
         return None, f"direction {direction!r} is not fwd or bwd"
-    if "qk_dtype" in hints:
-        return None, "a quantized kernel (its GEMMs on int8 / fp8): no bound from its name and grid"
     if hints.get("causal") is False:
         return None, ("a non-causal call: the launch grid does not give the keys' length, and a cross-attention call "
                       "passes keys of another length (fewer than its queries), so the query range bounds nothing")
@@ -66,8 +69,9 @@ def bounded_params(hints: Mapping[str, Any], direction: str, attention_type: str
     if missing:
         return None, f"the kernel's name and grid do not give its {', '.join(missing)}"
     dtype = str(hints["dtype"])
-    if dtype not in _C10:
-        return None, f"dtype {dtype} from the kernel's name: no bound config for it"
+    quantized = "qk_dtype" in hints  # SageAttention: int8 Q and K, V on its P·V dtype, O the model's
+    if dtype not in _C10 or (quantized and (hints["qk_dtype"], hints.get("pv_dtype")) not in _QUANTIZED):
+        return None, f"dtypes {dtype}, {hints.get('qk_dtype')}, {hints.get('pv_dtype')}: no bound config for them"
     lo, hi = int(rng[0]), int(rng[1])
     heads_kv = hints.get("heads_kv")
     params: dict[str, Any] = {
@@ -79,6 +83,9 @@ def bounded_params(hints: Mapping[str, Any], direction: str, attention_type: str
     }
     if not isinstance(heads_kv, int):
         params[KV_HEADS_KEY] = True
+    if quantized:  # the GEMMs on int8 and V's dtype, as SageAttention's registered ops are read (ops/specs/sage.py)
+        qk, pv = _QUANTIZED[(hints["qk_dtype"], hints["pv_dtype"])]
+        params.update(dtype_A_B=(qk, qk), dtype_V=pv, dtype_O=_C10[dtype], compute_specs=("matrix_int8", "v"))
     return params, describe_bound(params)
 
 

@@ -44,7 +44,7 @@ def test_fa2_under_a_fixed_length_op_is_bounded_at_the_low_end() -> None:
     (_hints(FA2_FWD, (5, 16, 16)), False, "variable lengths"),  # FA2 under an op not known to pass fixed lengths
     ({**_hints(FA2_FWD, (5, 16, 16)), "causal": False}, True, "non-causal"),
     (_hints(FA3_BWD, (32, 16, 2)), True, "V's head dim"),  # one head dim in the name: V's may be smaller
-    ({**_hints(FA2_FWD, (5, 16, 16)), "qk_dtype": "int8"}, True, "quantized"),
+    ({**_hints(FA2_FWD, (5, 16, 16)), "qk_dtype": "int8"}, True, "no bound config"),  # P·V's dtype unknown
     ({k: v for k, v in _hints(FA2_FWD, (5, 16, 16)).items() if k != "seq_q_range"}, True, "no range"),
 ])
 def test_no_bound_says_why(hints: dict[str, object], fixed: bool, why: str) -> None:
