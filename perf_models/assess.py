@@ -154,13 +154,15 @@ BOUND_REASONS = (
     "the call's mask flag is unknown, modeled without a mask",
     "a known window over the step's token sums",
     "only the step's token sums are known",
+    "the sequence length is known only as a range (the launch grid's tiles × the kernel name's tile): modeled at its "
+    "low end, with as many keys as queries",
 )
 
 
 def bound_reasons(table: ConfigTable, bound: OBJ) -> OBJ:
     """Why each row's work is a bound (BOUND_REASONS), None where it is exact."""
-    code = np.where(table.step_split, 0, np.where(table.window_unknown, 1, np.where(table.mask_unknown, 2,
-                                                                                    np.where(bound == "upper", 3, 4))))
+    code = np.where(table.step_split, 0, np.where(table.window_unknown, 1, np.where(table.mask_unknown, 2, np.where(
+        table.seq_lower_bound, 5, np.where(bound == "upper", 3, 4)))))
     return np.where(bound == "exact", None, np.asarray(BOUND_REASONS, dtype=object)[code]).astype(object)
 
 

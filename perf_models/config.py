@@ -177,6 +177,10 @@ class AttentionConfig:
     # call per layer (micro-batches, or several replays of a graph captured at a smaller batch), and the step's token
     # sums are all the trace gives — this call did part of that work, so FLOPs and bytes are upper bounds.
     step_split: bool = False
+    # A call whose sequence length is known only as a range (its launch grid's tiles × the tile its kernel name gives:
+    # perf_models.ops.hinted): modeled at the range's low end, keys as many as queries, one KV head where nothing gives
+    # their count, so FLOPs and bytes are lower bounds.
+    seq_lower_bound: bool = False
     # Bytes one cached token occupies per KV head as stored, K and V together, when the cache layout is not plain
     # elements of dtype_kv_cache: FlashMLA's fp8 "with scale" MLA cache is 656 B (512 fp8 + 4 fp32 scales + 64 bf16
     # RoPE values; perf_models.traffic.flashmla_fp8_token_bytes). None: (d_qk [+ d_v]) × the cache dtype's size.

@@ -209,7 +209,7 @@ def _chunk(table: ConfigTable, bq: I64, bk: I64, conv: BwdConvention, skip: bool
                                    compulsory=compulsory, block_q=bq, family=families, num_sms=num_sms),
         "bytes_fa_convention": fa_convention_bytes(table),
         "bytes_score_matrix": score_matrix_bytes(table),
-        "work_bound": _work_bound(useful < upper,
+        "work_bound": _work_bound((useful < upper) | table.seq_lower_bound,
                                   capped | table.window_unknown | table.mask_unknown | table.step_split),
     }
 

@@ -37,7 +37,11 @@ from sdpa_analyzer.perf_models.kernels import (
     classify_kernel,
 )
 
-__all__ = ["GRID_LAYOUTS", "GridLayout", "grid_shape_hints"]
+__all__ = ["GRID_LAYOUTS", "LENGTHS_MAY_VARY", "GridLayout", "grid_shape_hints"]
+
+# the hint a layout adds to a sequence-length range when the kernel's name does not say whether its call had variable
+# lengths (the grid then counts the longest sequence's tiles: the range bounds the longest, not each sequence)
+LENGTHS_MAY_VARY = "lengths_may_vary"
 
 Axes = tuple[str, str, str]
 
@@ -49,15 +53,28 @@ class GridLayout:
     layouts: tuple[Axes, ...]  # what x, y, z hold; several: any of them may have run, only agreement is kept
     source: str  # the launch code it is read from
     says_nothing: str | None = None  # why the grid holds no shape (layouts empty)
+    lengths_may_vary: str | None = None  # why a range read from it may be the longest sequence's (LENGTHS_MAY_VARY)
 
     def covers(self, name: str) -> bool:
         return all(p.search(name) for p in self.when)
 
 
 def _g(library: str, when: str | tuple[str, ...], layouts: tuple[Axes, ...], source: str,
-       says_nothing: str | None = None) -> GridLayout:  # fmt: skip
+       says_nothing: str | None = None, lengths_may_vary: str | None = None) -> GridLayout:  # fmt: skip
     patterns = (when,) if isinstance(when, str) else when
-    return GridLayout(library, tuple(re.compile(w) for w in patterns), layouts, source, says_nothing)
+    return GridLayout(library, tuple(re.compile(w) for w in patterns), layouts, source, says_nothing, lengths_may_vary)
+
+
+# FA2 (mha_varlen_fwd / mha_varlen_bwd and PyTorch's _flash_attention_forward with cum_seq_q) and the CUTLASS
+# mem-efficient kernels (seqstart_q) launch the same kernels for variable lengths, with the longest sequence's tiles
+_FA2_VARLEN = ("FlashAttention-2's kernel names do not say whether the call had variable lengths (its varlen calls "
+               "launch the same kernel over the longest sequence's tiles)")
+# the backward's scheduler is SingleTileScheduler<> whether or not its mainloop's Varlen flag is set (the flag's place
+# among the mainloop's template arguments moved between releases: not read here)
+_FA3_BWD_VARLEN = ("FlashAttention-3's backward scheduler does not say whether the call had variable lengths (its "
+                   "varlen calls tile the longest sequence's keys)")
+_MEM_EFF_VARLEN = ("the CUTLASS mem-efficient kernel's name does not say whether the call had variable lengths (its "
+                   "seqstart calls launch the same kernel over the longest sequence's queries)")
 
 
 # FA2's split-KV kernel runs its `Split` variant when the second-last bool of its template is true (searched from the
@@ -75,16 +92,18 @@ GRID_LAYOUTS: tuple[GridLayout, ...] = (
     # bool: <Kernel_traits, Is_causal, Is_local, Has_alibi, Is_even_MN, Is_even_K, [Is_softcap,] Split, Append_KV>)
     # says which
     _g(LIB_FA2, (r"flash_fwd_splitkv_kernel<", _FA2_SPLIT),
-       (("q_tiles", "splits", "heads_x_batch"),), "flash_fwd_launch_template.h run_flash_splitkv_fwd (Split)"),
+       (("q_tiles", "splits", "heads_x_batch"),), "flash_fwd_launch_template.h run_flash_splitkv_fwd (Split)",
+       lengths_may_vary=_FA2_VARLEN),
     _g(LIB_FA2, r"flash_fwd_splitkv_kernel", (("q_tiles", "batch", "heads_q"),),
-       "flash_fwd_launch_template.h run_flash_splitkv_fwd (num_splits 1)"),
+       "flash_fwd_launch_template.h run_flash_splitkv_fwd (num_splits 1)", lengths_may_vary=_FA2_VARLEN),
     # run_flash_fwd: `dim3 grid(num_m_block, params.b, params.h)` (a varlen call's num_m_block is its longest
     # sequence's, and FA2's names do not say varlen: the range then bounds the longest sequence)
     _g(LIB_FA2, r"flash_fwd_(?:hdim\d+\w*|kernel)\b", (("q_tiles", "batch", "heads_q"),),
-       "flash_fwd_launch_template.h run_flash_fwd: grid(num_m_block, b, h)"),
+       "flash_fwd_launch_template.h run_flash_fwd: grid(num_m_block, b, h)", lengths_may_vary=_FA2_VARLEN),
     # run_flash_bwd_seqk_parallel: `dim3 grid_n(num_n_block, params.b, params.h)`
     _g(LIB_FA2, r"flash_bwd_dq_dk_dv_loop_seqk_parallel", (("kv_tiles", "batch", "heads_q"),),
-       "flash_bwd_launch_template.h run_flash_bwd_seqk_parallel: grid_n(num_n_block, b, h)"),
+       "flash_bwd_launch_template.h run_flash_bwd_seqk_parallel: grid_n(num_n_block, b, h)",
+       lengths_may_vary=_FA2_VARLEN),
     # --- FlashAttention-3 (hopper/): the scheduler is a template argument of the kernel, and its get_grid_shape
     # fixes the grid (hopper/tile_scheduler.hpp) ---
     # 2024 release: `SingleTileScheduler::get_grid_shape` returns {num_blocks_m, num_head, num_batch}; with variable
@@ -98,7 +117,8 @@ GRID_LAYOUTS: tuple[GridLayout, ...] = (
     # num_head, num_batch}, num_head the KV heads under PackGQA (flash_fwd_launch_template.h: `!PackGQA ? params.h :
     # params.h_k`); the backward (FlashAttnBwd*) tiles the keys: {num_blocks_n, h, b} (flash_bwd_launch_template.h)
     _g(LIB_FA3, (r"FlashAttnBwd\w*<", r"SingleTileScheduler<"), (("kv_tiles", "heads_q", "batch"),),
-       "hopper/flash_bwd_launch_template.h: SingleTileScheduler over num_blocks_n, h, b"),
+       "hopper/flash_bwd_launch_template.h: SingleTileScheduler over num_blocks_n, h, b",
+       lengths_may_vary=_FA3_BWD_VARLEN),
     _g(LIB_FA3, r"SingleTileScheduler<\s*false\s*,\s*true\s*,", (("q_tiles", "heads_x_splits", "batch"),),
        "hopper/tile_scheduler.hpp SingleTileScheduler<Varlen, Split=true, …>"),
     _g(LIB_FA3, r"SingleTileScheduler<\s*true\s*,\s*true\s*,", (("q_tiles_max", "heads_x_splits", "batch"),),
@@ -118,7 +138,8 @@ GRID_LAYOUTS: tuple[GridLayout, ...] = (
     # `dim3(ceil_div(num_queries, kQueriesPerBlock), num_heads, num_batches)`; kernel_backward.h
     # AttentionBackwardKernel `dim3(num_splits_key, num_heads, num_batches)` ---
     _g(LIB_MEM_EFF, r"fmha_cutlassF|AttentionKernel<", (("q_tiles", "heads_q", "batch"),),
-       "xformers/PyTorch kernel_forward.h getBlocksGrid: (ceil(num_queries / kQueriesPerBlock), num_heads, batch)"),
+       "xformers/PyTorch kernel_forward.h getBlocksGrid: (ceil(num_queries / kQueriesPerBlock), num_heads, batch)",
+       lengths_may_vary=_MEM_EFF_VARLEN),
     _g(LIB_MEM_EFF, r"fmha_cutlassB|AttentionBackwardKernel<", (("work", "heads_q", "batch"),),
        "xformers/PyTorch kernel_backward.h getBlocksGrid: (num_splits_key, num_heads, num_batches)"),
     # --- CK tile / aiter fmha forward: FmhaFwdKernel::GridSize (composable_kernel include/ck_tile/ops/fmha/kernel/
@@ -226,4 +247,6 @@ def grid_shape_hints(name: str, grid: tuple[int, int, int]) -> dict[str, object]
     if not agreed:
         return {"grid_says": f"{library} launches this kernel on {len(layout.layouts)} layouts ({layout.source}); "
                              f"the grid {list(grid)} does not say which"}
+    if layout.lengths_may_vary and any(k in agreed for k in ("seq_q_range", "seq_kv_range")):
+        agreed[LENGTHS_MAY_VARY] = layout.lengths_may_vary
     return agreed

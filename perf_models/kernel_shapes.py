@@ -38,7 +38,8 @@ _CAUSAL = re.compile(r"(?<![Nn]on)(?<![Nn]o_)(?<![Nn]o)[Cc]ausal")
 
 
 def kernel_shape_hints(name: str) -> dict[str, object]:
-    """What an attention kernel's own name says of its call: head_dim (and head_dim_v where it differs), dtype
+    """What an attention kernel's own name says of its call: head_dim (and head_dim_v where it differs, or where the
+    family takes one head dim for both: _ONE_HEAD_DIM), dtype
     (and a KV-cache dtype where the template names another), block_q / block_kv tiles, causal (where the template
     holds the flag: template_causal, FlashInfer's MaskMode; or the name states a causal mask). Batch, heads and
     sequence lengths are never in a name (a launch grid may give some: perf_models.kernel_grids)."""
@@ -67,7 +68,14 @@ def kernel_shape_hints(name: str) -> dict[str, object]:
         out["causal"] = True
     out.update(_flashinfer_traits(name))
     out.update(_sage_traits(name))
+    if "head_dim" in out and "head_dim_v" not in out and classify_kernel(name)[2] in _ONE_HEAD_DIM:
+        out["head_dim_v"] = out["head_dim"]
     return out
+
+
+# families whose kernels take one head dim for Q·K and V (a single kHeadDim / head_dim template argument; FA1/FA2's
+# flash_api.cpp checks V's head size against Q's): the name's head dim is V's too
+_ONE_HEAD_DIM = frozenset((LIB_FA1, LIB_FA2, LIB_FA_PYTORCH, LIB_SAGE))
 
 
 # SageAttention 2 (thu-ml/SageAttention csrc/qattn): int8 Q·Kᵀ, P·V on fp8 (`…_sv_f8_…`) or fp16 (`…_sv_f16_…`);

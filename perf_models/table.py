@@ -85,6 +85,7 @@ class ConfigTable:
     shared_kv: NDArray[np.bool_]  # V read as a slice of K's cache (MLA latent): see AttentionConfig.shared_kv
     mask_unknown: NDArray[np.bool_]  # the call's mask flag is unknown, modeled without a mask: an upper bound
     step_split: NDArray[np.bool_]  # a step's sums over a call that ran part of the step: an upper bound
+    seq_lower_bound: NDArray[np.bool_]  # the low end of a sequence-length range: a lower bound
 
     def __len__(self) -> int:
         return int(self.batch.shape[0])
@@ -141,6 +142,7 @@ class ConfigTable:
         out["shared_kv"] = _column(columns.get("shared_kv", False), n, np.bool_, "shared_kv")
         out["mask_unknown"] = _column(columns.get("mask_unknown", False), n, np.bool_, "mask_unknown")
         out["step_split"] = _column(columns.get("step_split", False), n, np.bool_, "step_split")
+        out["seq_lower_bound"] = _column(columns.get("seq_lower_bound", False), n, np.bool_, "seq_lower_bound")
         out["window_unknown"] = _column(columns.get("window_unknown", False), n, np.bool_, "window_unknown")
         spec = columns.get("compute_spec", matrix_compute_spec(dtype))
         out["compute_spec"] = _column(spec, n, np.object_, "compute_spec")
@@ -226,6 +228,7 @@ def config_columns(
         cols["shared_kv"].append(cfg.shared_kv)
         cols["mask_unknown"].append(cfg.mask_unknown)
         cols["step_split"].append(cfg.step_split)
+        cols["seq_lower_bound"].append(cfg.seq_lower_bound)
     dtypes = {name: column_dtype(name) for name in cols}
     # _column: an int beyond int64 is a ConfigError naming the row, not an OverflowError
     return {k: _column(v, len(configs), dtypes[k], k) if v else np.zeros(0, dtype=dtypes[k]) for k, v in cols.items()}
@@ -268,7 +271,7 @@ def mask_window(mask: Mask) -> tuple[int, int]:
 def column_dtype(name: str) -> type:
     if name in _ELEM_COLUMNS:
         return np.float64
-    if name in ("is_bwd", "shared_kv", "window_unknown", "mask_unknown", "step_split"):
+    if name in ("is_bwd", "shared_kv", "window_unknown", "mask_unknown", "step_split", "seq_lower_bound"):
         return np.bool_
     if name == "mask_code":
         return np.int8

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sdpa_analyzer.perf_models.config import (
@@ -20,6 +20,7 @@ from sdpa_analyzer.perf_models.dtypes import matrix_compute_spec
 from sdpa_analyzer.perf_models.errors import ConfigError
 from sdpa_analyzer.perf_models.ops import perf_params as pp
 from sdpa_analyzer.perf_models.ops.choice import Choice, choose_signature
+from sdpa_analyzer.perf_models.ops.hinted import describe_bound, read_range
 from sdpa_analyzer.perf_models.ops.mla import latent_head_dim_v
 from sdpa_analyzer.perf_models.ops.roles import window_list
 from sdpa_analyzer.perf_models.ops.row import Row, is_blank
@@ -258,6 +259,8 @@ def _layout(spec: OpSpec, sig: Signature, row: Row, family: str) -> Layout:
 
 
 def _shapes(sig: Signature, row: Row, layout: Layout, warnings: list[str]) -> _Shapes:
+    if sig.v_transposed:
+        return _shapes_v_transposed(sig, row, layout)
     cu_q = row.tensor_dims(sig.cu_seqlens_q)
     varlen = len(cu_q) == 1
     if layout is Layout.BHND:
@@ -315,6 +318,29 @@ def _shapes(sig: Signature, row: Row, layout: Layout, warnings: list[str]) -> _S
     except ConfigError as exc:
         raise RowError(f"inconsistent varlen arguments: {exc}") from None
     return _Shapes(num_seqs, q[1], k[1], max_q, max_k, q[2], v[2], varlen=info)
+
+
+# the multiple V's key axis is padded to (sageattention per_channel_fp8 pads to 64; its SM90 path pads to 128 first)
+V_KEY_PAD = 64
+V_KEY_PAD_MAX = 128
+
+
+def _shapes_v_transposed(sig: Signature, row: Row, layout: Layout) -> _Shapes:
+    """q and k in `layout` (BHND or BNHD), V transposed and padded (Signature.v_transposed): HND [B, H_kv, d_v, N_pad],
+    NHD [B, d_v, H_kv, N_pad]. The lengths come from Q and K; V's padded axis is only checked against K's."""
+    q = row.require_dims(sig.q, "q", (4,))
+    k = row.require_dims(sig.k, "k", (4,))
+    v = row.require_dims(sig.v, "v (transposed, padded)", (4,))
+    if layout is Layout.BHND:
+        (b, hq, nq, dqk), (kb, hk, nk, dk), (vb, vh, dv, npad) = q, k, v
+    elif layout is Layout.BNHD:
+        (b, nq, hq, dqk), (kb, nk, hk, dk), (vb, dv, vh, npad) = q, k, v
+    else:
+        raise RowError(f"layout {layout} has no transposed-V reading")
+    if (kb, vb, vh, dk) != (b, b, hk, dqk) or npad % V_KEY_PAD or not nk <= npad < nk + V_KEY_PAD_MAX:
+        raise RowError(f"q/k/v shapes disagree (v transposed, its keys padded to a multiple of {V_KEY_PAD}): "
+                       f"q{q} k{k} v{v} in {layout}")
+    return _Shapes(b, hq, hk, nq, nk, dqk, dv)
 
 
 def _window(sig: Signature, row: Row, family: str) -> tuple[int, int]:
@@ -756,13 +782,22 @@ def build_from_perf_params(spec: OpSpec, params: Mapping[str, Any]) -> Built:
     left, right = pp.window(params)
     mask = pp.mask_from(causal, alignment, left, right, nkv)
     dtype_q, dtype_k = pp.dtypes(params)
+    bounded = read_range(params, nq, nkv)
+    # a quantized bound config (perf_models.ops.hinted) states V's and O's dtypes and its GEMMs' specs
+    dtypes = {"q": dtype_q, "k": dtype_k, "v": pp.optional_dtype(params, "dtype_V") or dtype_k,
+              "o": pp.optional_dtype(params, "dtype_O")}
+    specs = pp.compute_specs(params)
     config = _make_config(
         spec,
         _Shapes(b, hq, hkv, nq, nkv, dqk, dv, varlen=_perf_params_varlen(params, warnings)),
-        {"q": dtype_q, "k": dtype_k, "v": dtype_k},
+        dtypes,
         mask,
         pp.dropout(params, warnings),
+        seq_lower_bound=bounded,
+        **(_compute_specs(replace(spec, compute_specs=specs), dtypes, warnings) if specs else {}),
     )
+    if bounded:
+        warnings.append(describe_bound(params))
     if spec.direction is Direction.BWD and spec.is_autograd_node:
         warnings.append("backward node: config of the linked forward op (perf_params), direction=bwd")
     return Built(config, spec.family, spec.layout, spec.attention_type, tuple(warnings))

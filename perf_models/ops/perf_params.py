@@ -102,6 +102,28 @@ def dtypes(params: Mapping[str, Any]) -> tuple[str, str | None]:
     raise RowError("perf_params has no dtype (dtype_A_B or dtype_Q)")
 
 
+def optional_dtype(params: Mapping[str, Any], key: str) -> str | None:
+    """A tensor dtype perf_params may state (dtype_V, dtype_O: a quantized call's V and output), None when absent."""
+    value = params.get(key)
+    if value is None:
+        return None
+    canon = try_normalize_dtype(str(value))
+    if canon is None:
+        raise RowError(f"perf_params {key}={value!r:.40} is not a tensor dtype")
+    return canon
+
+
+def compute_specs(params: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The GEMM specs perf_params state (`compute_specs`: (Q·Kᵀ's, P·V's or 'v': V's dtype's)), None when absent."""
+    value = params.get("compute_specs")
+    if value is None:
+        return None
+    if not (isinstance(value, list | tuple) and len(value) == 2 and str(value[0]).startswith("matrix_")
+            and (value[1] == "v" or str(value[1]).startswith("matrix_"))):  # fmt: skip
+        raise RowError(f"perf_params compute_specs={value!r:.60} is not (matrix_<qk>, matrix_<pv> or 'v')")
+    return str(value[0]), str(value[1])
+
+
 def kv_cache_dtype(params: Mapping[str, Any]) -> str | None:
     for key in ("dtype_KV", "kv_cache_dtype", "k_cache_dtype"):
         if params.get(key):

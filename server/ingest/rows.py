@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from sdpa_analyzer.perf_models.kernels import HelperKind, classify_kernels, is_auxiliary_kernel
+from sdpa_analyzer.perf_models.ops.hinted import BOUND_KEYS
 from sdpa_analyzer.server.ingest import names as N
 from sdpa_analyzer.server.ingest import op_config
 from sdpa_analyzer.server.ingest import shape_source as S
@@ -151,15 +152,41 @@ def _parse_row(ctx: TraceContext, row: Row, fwd_params: dict[int, dict[str, Any]
     if atype in (None, "unknown"):
         atype = _type_from_kernels(ctx, row) or atype
     parsed.attention_type = atype
+    bound: dict[str, Any] = {}
+    if parsed.config is None and (not c.has_shapes or c.kind == KERNEL_CALL) and c.category != INFERENCE:
+        parsed, bound = _bounded_from_kernels(ctx, row, name, given, parsed)
     row.parsed = parsed
     if parsed.config is not None:
         params = op_config.perf_params_from_config(parsed.config, atype)
         params.update({k: v for k, v in extra.items() if k not in params})
+        # the range a bound config sits at: its own, or its linked forward's (a backward made from that config)
+        params.update({k: v for k, v in (bound or given or {}).items() if k in BOUND_KEYS})
         row.perf_params = params
     elif given:
         row.perf_params = given
     else:
         row.perf_params = None
+
+
+def _bounded_from_kernels(ctx: TraceContext, row: Row, name: str, given: dict[str, Any] | None,
+                          parsed: op_config.Parsed) -> tuple[op_config.Parsed, dict[str, Any]]:  # fmt: skip
+    """A call with no config whose kernel gives all of its shape but the sequence length (a range from its launch
+    grid): modeled at the range's low end as a lower bound (shape_source.bound_params: the Parsed and the perf_params
+    it was read from), or its reason says why not."""
+    c = row.first
+    hints = S.main_kernel_hints(ctx, row.calls)
+    if not hints:
+        return parsed, {}
+    params, why = S.bound_params(c, hints, parsed.attention_type)
+    if params is not None:
+        bounded = op_config.parse(name, c.dims, c.types, c.concrete, {**(given or {}), **params})
+        if bounded.config is not None:
+            bounded.attention_type = parsed.attention_type
+            bounded.direction = bounded.direction or parsed.direction
+            return bounded, params
+        why = bounded.reason or why
+    parsed.reason = f"{parsed.reason}; no lower bound from the kernel: {why}"
+    return parsed, {}
 
 
 def _type_from_kernels(ctx: TraceContext, row: Row) -> str | None:

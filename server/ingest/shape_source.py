@@ -17,6 +17,9 @@ import numpy as np
 from sdpa_analyzer.perf_models.kernel_grids import grid_shape_hints
 from sdpa_analyzer.perf_models.kernel_shapes import kernel_shape_hints
 from sdpa_analyzer.perf_models.kernels import KernelRole, classify_kernel
+from sdpa_analyzer.perf_models.ops.hinted import RANGE_KEY, assumed_fields, bounded_params
+from sdpa_analyzer.perf_models.ops.types import AttentionType
+from sdpa_analyzer.perf_models.registry import lookup
 from sdpa_analyzer.server.ingest.calls import Call
 from sdpa_analyzer.server.ingest.context import TraceContext
 from sdpa_analyzer.server.ingest.grids import unpack_grid
@@ -72,16 +75,35 @@ def main_kernel_hints(ctx: TraceContext, calls: list[Call]) -> dict[str, Any]:
     return {}
 
 
+def bound_params(c: Call, hints: dict[str, Any], attention_type: str | None) -> tuple[dict[str, Any] | None, str]:
+    """(perf_params of a lower-bound config, what it assumes) for a call whose kernel gives all of its shape but the
+    sequence length, which its grid gives as a range (perf_models.ops.hinted); (None, why not) otherwise."""
+    atype = attention_type if attention_type in {t.value for t in AttentionType} else AttentionType.FLASH.value
+    return bounded_params(hints, c.direction or "fwd", str(atype), _fixed_length_caller(c))
+
+
+def _fixed_length_caller(c: Call) -> bool:
+    """Whether the op around the call is a known one that passes one length for every sequence: in the registry,
+    with no cu_seqlens, paged cache or page table among its arguments, and not a varlen autograd node."""
+    spec = lookup(c.name) if c.kind != "graph" else None
+    if spec is None or spec.attention_type is AttentionType.PAGED or "varlen" in spec.name.lower():
+        return False
+    return not any(s.cu_seqlens_q is not None or s.kv_indptr is not None or s.block_table is not None or s.paged_cache
+                   for s in spec.signatures)  # fmt: skip
+
+
 def describe(c: Call, has_config: bool, perf_params: dict[str, Any] | None,
              hints: dict[str, Any]) -> tuple[str, list[str]]:  # fmt: skip
     """(shape source, the config fields still unknown) of a row whose first call is `c`. A call made from its kernels
     under an op the registry does not know may carry that op's Input Dims (record_shapes on): they are the caller's
-    arguments, not an attention config the registry read, so its shapes still come from the kernels."""
-    if c.has_shapes and (has_config or c.kind != "kernel"):
+    arguments, not an attention config the registry read, so its shapes still come from the kernels. A row modeled
+    as a lower bound from its kernel (perf_params with a sequence-length range) lists the fields its bound assumed."""
+    bounded = bool(perf_params) and RANGE_KEY in perf_params  # type: ignore[operator]
+    if c.has_shapes and (has_config or c.kind != "kernel") and not bounded:
         return RECORDED, []
     if c.direction == "bwd" and c.forward is not None and perf_params:
-        return LINKED_FORWARD, []
-    if has_config:
+        return LINKED_FORWARD, assumed_fields(perf_params)  # a bound forward's assumptions are the backward's too
+    if has_config and not bounded:
         return RECORDED, []
     known = {_FROM_KERNEL[k] for k in hints if k in _FROM_KERNEL}
     if "d_h_qk" in known and "d_h_v" not in known:

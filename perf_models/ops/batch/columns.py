@@ -58,6 +58,7 @@ def table_columns(
     out["shared_kv"] = np.zeros(m, dtype=bool)  # MLA latent caches are paged rows, built one by one
     out["mask_unknown"] = np.full(m, gplan.mask_unknown)
     out["step_split"] = np.zeros(m, dtype=bool)  # serving steps are paged rows, built one by one
+    out["seq_lower_bound"] = np.zeros(m, dtype=bool)  # rows modeled from kernel hints are built one by one
     return out
 
 

@@ -56,6 +56,10 @@ class Signature:
     causal_int: bool = False  # the causal flag is an int, 0 or 1 (SageAttention's `int is_causal`)
     # an int argument that chooses q/k/v's layout (SageAttention's `int tensor_layout`: 0 NHD, 1 HND)
     layout_int: int | None = None
+    # V passed transposed and padded (SageAttention's fp8 P·V ops, sageattention/quant.py per_channel_fp8: HND
+    # [B, H_kv, d_v, N_pad], NHD [B, d_v, H_kv, N_pad], N_pad the keys rounded up to 64, or 128 on SM90): d_v and H_kv
+    # are read there, the key length from K (ops.build)
+    v_transposed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -409,7 +409,10 @@ def test_shapes_from_kernel_and_grid_agree_with_the_recorded_ones(rel: str, tmp_
     row = pd.read_csv(tmp_path / "bare/category_data/sdpa_fwd_ops.csv").iloc[0]
     truth = ast.literal_eval(full["perf_params"])
     hints = ast.literal_eval(row["kernel_shape_hints"])
-    assert row["shape_source"] == "kernel names and launch grid" and not bool(row["has_perf_model"])
+    assert row["shape_source"] == "kernel names and launch grid"
+    # modeled (as a lower bound) only where the grid gives the length's range and the call is causal: see
+    # test_bound_from_a_partial_shape_is_below_the_recorded_work
+    assert bool(row["has_perf_model"]) == ("seq_q_range" in hints and hints.get("causal") is True)
     assert hints["heads_x_batch"] == truth["B"] * truth["H_Q"]
     checked = {"batch": "B", "heads_q": "H_Q", "head_dim": "d_h_qk", "causal": "causal"}
     for hint, field in checked.items():
@@ -632,12 +635,13 @@ SAGE2_SM89 = (
 )
 
 
-def test_sage_cuda_kernel_row_carries_its_quantized_dtypes_and_says_why_it_is_unmodeled(tmp_path: Path) -> None:
-    """SageAttention 2's CUDA path called through its extension op (sageattention's
-    `qk_int8_sv_f8_accum_f32_attn_inst_buf`, which no registry entry reads: its tensor layout is a run-time
-    argument), record_shapes off, B 2, 24 heads, 1000 query rows: grid(div_ceil(1000, 128) = 8, 24, 2). The row is
-    made from the kernel (never lost), carries Q·Kᵀ int8 and P·V fp8 beside the model's fp16, the causal mask and the
-    grid's batch and heads, and says why it is not modeled and what stays unknown."""
+def test_sage_cuda_kernel_row_carries_its_quantized_dtypes_and_is_a_lower_bound(tmp_path: Path) -> None:
+    """SageAttention 2's CUDA path called through an extension op no registry entry names
+    (`sageattention::qk_int8_sv_f8_accum_f32_attn_inst_buf`), record_shapes off, B 2, 24 heads, 1000 query rows:
+    grid(div_ceil(1000, 128) = 8, 24, 2). The row is made from the kernel (never lost), carries Q·Kᵀ int8 and P·V fp8
+    beside the model's fp16, the causal mask and the grid's batch and heads, and is modeled as a lower bound at the
+    range's low end, 897 (perf_models.ops.hinted), with the GEMM specs of SageAttention's registered ops:
+    2 · 2 · 24 · (897 · 898 / 2) · (128 + 128) = 9,898,057,728 FLOPs, at most the call's 2 · 2 · 24 · 500,500 · 256."""
     t = T()
     t.op("sageattention::qk_int8_sv_f8_accum_f32_attn_inst_buf", 10, 50)
     t.launch(20, SAGE2_SM89, 200, 600)
@@ -650,9 +654,15 @@ def test_sage_cuda_kernel_row_carries_its_quantized_dtypes_and_says_why_it_is_un
     assert (hints["qk_dtype"], hints["pv_dtype"], hints["dtype"]) == ("int8", "fp8_e4m3", "fp16")
     assert (hints["head_dim"], hints["causal"], hints["batch"], hints["heads_q"]) == (128, True, 2, 24)
     assert hints["seq_q_range"] == (897, 1024)
-    assert f["shape_source"] == "kernel names and launch grid" and not bool(f["has_perf_model"])
+    assert f["shape_source"] == "kernel names and launch grid" and bool(f["has_perf_model"])
     assert ast.literal_eval(f["shape_unknown"]) == ["H_KV", "N_Q", "N_KV"]
     assert "an op the registry does not know" in f["shape_advice"]
+    scored = score_category(DataRoots([tmp_path]), tmp_path / "out", "sdpa_fwd", None, "compulsory")
+    assert scored.table is not None
+    (row,) = scored.table.records.to_dict("records")
+    assert row["work_bound"] == "lower" and row["compute_spec"] == "matrix_int8+matrix_fp8"
+    assert row["flops_useful"] == 2 * 2 * 24 * (897 * 898 // 2) * 256 == 9_898_057_728
+    assert row["flops_useful"] <= 2 * 2 * 24 * (1000 * 1001 // 2) * 256
 
 
 def test_sage_kernel_launched_outside_every_op_says_no_recording_gives_its_shapes(tmp_path: Path) -> None:
