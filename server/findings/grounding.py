@@ -27,6 +27,7 @@ from sdpa_analyzer.server.findings.metrics_view import (
     MetricsFormatError,
     MetricsView,
     finding_operation_indices,
+    lookup_keys,
     view_metrics,
 )
 from sdpa_analyzer.server.findings.spec import (
@@ -566,7 +567,8 @@ def build_grounding(
         pool.take(finding.raw, f"category_findings[{position}]")
         indices = finding_operation_indices(finding, view.operations)
         if len(indices) > MAX_MEMBER_OPS:  # a finding of thousands of members: its longest ones are what prose quotes
-            indices = sorted(indices, key=lambda i: -(as_float(view.operations[i].get("time_ms")) or 0.0))
+            times = lookup_keys(view.operations).times  # the operations' own time_ms, none of them parsed
+            indices = sorted(indices, key=lambda i: -(as_float(times[i]) or 0.0))
             indices = indices[:MAX_MEMBER_OPS]
         for index in indices:
             pool.take(view.operations[index], f"operations[{index}]")
