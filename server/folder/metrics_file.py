@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -49,7 +48,10 @@ MAX_OPEN_BRACKETS = 60  # `{` + `[` in one line (in strings too): nesting stays 
 MAX_DEPTH = 64  # nesting of a metrics JSON; ours is 5 deep
 READ_BLOCK_BYTES = 8 << 20
 _NOT_OPENING = bytes(b for b in range(256) if b not in b"[{")
-CACHED_OPERATIONS = 512  # operations kept parsed (a finding's members are read two or three times in a row)
+# operations kept parsed (~20 KB each: ~40 MB): a finding's members are read by four or five checks in turn, in one
+# order; once full, the entry parsed last gives its slot to the next, so a pass over more members than the cache
+# holds still finds its first ~2,000 parsed (an LRU, dropping the oldest, would find none of them)
+CACHED_OPERATIONS = 2048
 CACHED_LISTINGS = 4  # files whose pass is kept (server.folder.lru.Lru)
 CACHED_LISTING_ROWS = 100_000  # their operations, all together (~0.7 KB each); one larger file is still kept, alone
 
@@ -156,7 +158,7 @@ class StreamedOperations(Sequence[Any]):
         self._offsets = offsets
         self._lengths = lengths
         self._parse = _PARSERS[numbers]
-        self._cache: OrderedDict[int, Any] = OrderedDict()
+        self._cache: dict[int, Any] = {}  # in the order parsed
         self.keys = keys
 
     def __len__(self) -> int:
@@ -175,13 +177,12 @@ class StreamedOperations(Sequence[Any]):
             raise IndexError("operations index out of range")
         hit = self._cache.get(index)
         if hit is not None:
-            self._cache.move_to_end(index)
             return hit
         self._fh.seek(self._offsets[index])
         op = self._parse(self._fh.read(self._lengths[index]))  # read and checked whole by the first pass
+        if len(self._cache) >= CACHED_OPERATIONS:
+            self._cache.popitem()  # the entry parsed last
         self._cache[index] = op
-        if len(self._cache) > CACHED_OPERATIONS:
-            self._cache.popitem(last=False)
         return op
 
     def __iter__(self) -> Iterator[Any]:
