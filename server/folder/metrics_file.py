@@ -142,6 +142,8 @@ def _decimal_loads(data: bytes) -> Any:
         return json.loads(data.decode("utf-8"), parse_float=Decimal)
 
 
+_PREAD = getattr(os, "pread", None)  # POSIX; elsewhere a seek and a read
+
 _PARSERS: dict[str, Callable[[bytes], Any]] = {"decimal": _decimal_loads, "float": orjson.loads}
 _KEY_DECODERS = {
     "decimal": msgspec.json.Decoder(_Keys, float_hook=Decimal),
@@ -150,11 +152,12 @@ _KEY_DECODERS = {
 
 
 class StreamedOperations(Sequence[Any]):
-    """`operations[]` of an open metrics JSON: `ops[i]` parses entry i from its line (a few hundred kept parsed);
+    """`operations[]` of an open metrics JSON: `ops[i]` parses entry i from its line (CACHED_OPERATIONS kept parsed);
     `keys` holds the fields read of every entry. Holds the file open until `close()`."""
 
     def __init__(self, fh: BinaryIO, offsets: list[int], lengths: list[int], keys: OperationKeys, numbers: Numbers):
         self._fh = fh
+        self._fd = fh.fileno()
         self._offsets = offsets
         self._lengths = lengths
         self._parse = _PARSERS[numbers]
@@ -178,12 +181,18 @@ class StreamedOperations(Sequence[Any]):
         hit = self._cache.get(index)
         if hit is not None:
             return hit
-        self._fh.seek(self._offsets[index])
-        op = self._parse(self._fh.read(self._lengths[index]))  # read and checked whole by the first pass
+        # read and checked whole by the first pass
+        op = self._parse(self._read_at(self._offsets[index], self._lengths[index]))
         if len(self._cache) >= CACHED_OPERATIONS:
             self._cache.popitem()  # the entry parsed last
         self._cache[index] = op
         return op
+
+    def _read_at(self, offset: int, length: int) -> bytes:
+        if _PREAD is not None:  # one call, no seek, no buffer to fill and copy from
+            return _PREAD(self._fd, length, offset)
+        self._fh.seek(offset)
+        return self._fh.read(length)
 
     def __iter__(self) -> Iterator[Any]:
         for i in range(len(self)):

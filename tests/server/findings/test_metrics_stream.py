@@ -326,3 +326,24 @@ def test_a_pass_over_more_operations_than_the_cache_holds_still_finds_its_first_
         assert parsed[0] == 10 + 7 + 7
     finally:
         streamed.close()
+
+
+@pytest.mark.parametrize("pread", [True, False], ids=["pread", "seek-and-read"])
+def test_an_operation_is_read_at_its_line_with_or_without_pread(
+    pread: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """POSIX reads a line with one pread; elsewhere (no os.pread) a seek and a read: both give each line's entry."""
+    from sdpa_analyzer.server.folder import metrics_file
+
+    if not pread:
+        monkeypatch.setattr(metrics_file, "_PREAD", None)
+    ops = ",\n".join(json.dumps({"name": f"op{i}", "time_ms": i + 0.25}) for i in range(5))
+    path = tmp_path / "m_metrics.json"
+    path.write_text('{"category":"m","operations":[\n' + ops + "\n]}\n")
+    doc = open_streamed(path, DataRoots([tmp_path]), "decimal")
+    assert doc is not None
+    try:
+        got = [(doc["operations"][i]["name"], doc["operations"][i]["time_ms"]) for i in (3, 0, 4, 1, 2)]
+    finally:
+        doc["operations"].close()
+    assert got == [(f"op{i}", Decimal(f"{i}.25")) for i in (3, 0, 4, 1, 2)]
