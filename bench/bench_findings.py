@@ -39,7 +39,26 @@ op within its band, 11,010 here, ~0.45 s, growing with the rows), the finding's 
 (~0.3 s quiet: a msgspec decode of each line's lookup fields, its UTF-8 and nesting checks) and the members' pool.
 A second call in the same process (the server's case: the agent validates up to three times) reuses the reader's
 pass over the file (server.folder.metrics_file keeps it per file while the file is unchanged); the bench prints it
-beside the first. Figures and their dates: bench/README.md.
+beside the first.
+
+On main at 8ad6834 the generated category ranks into P1 of 7,025 members and P2 of 171 (the template writes P1's
+Data table whole: a 3.1 MB findings file), and the first call took 2.6-3.0 s at 20,000 rows. Where it went (in
+process, load ~2.5): the reader's pass 0.41 s; P1's 7,025 members looked up about seven times, once per check (~0.06
+s each); the P-items' pools 0.49 s (P1's finding walked with every member, its numbers added at once); each check
+reading the members' operations (claims, wording facts, table rows: 7,196 each) parsing every one again, the 512
+kept parsed flushed by each pass. Now a members list is looked up once (metrics_view keeps the answer per list), a
+P-item's numbers wait for prose that types one as the category's do (pools 0.16 s), 2,048 operations stay parsed and
+the last parsed gives its slot once full (a pass over a larger finding finds its first 2,047 parsed; an LRU found
+none), and an operation is read with one pread. What is left (~1.5 s at load 2): the pass (~0.4 s: reading and
+splitting the lines ~0.13, msgspec's decode of their lookup fields ~0.10, the bracket count ~0.06 and the UTF-8
+check of the 7,384 non-ASCII lines ~0.04), the checks' parses of the members' operations (~16 us each, ~15,000), the
+findings file's own parse and its prose and table checks (~0.5 s). Measured and not kept (20,000 rows, best of 3-5,
+load ~2.5): one msgspec call over the whole list (`list[_Keys]` over its 153 MB: 0.24 s, against 0.10 s for the
+per-line calls, before the lines' boundaries are even checked); `args` kept as msgspec.Raw (0.19 s against 0.10);
+the lines read with the buffered reader's own iterator instead of split blocks (the pass 0.37-0.39 s either way).
+The UTF-8 check stays: msgspec 0.23 does not check the strings of fields it skips (`{"x":"\xff"}` decodes into a
+struct without `x`).
+Figures and their dates: bench/README.md.
 
     .venv/bin/python bench/bench_findings.py [--rows 20000 100000] [--repeat 3] [--one-time] [--no-report]
 """

@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -49,7 +48,10 @@ MAX_OPEN_BRACKETS = 60  # `{` + `[` in one line (in strings too): nesting stays 
 MAX_DEPTH = 64  # nesting of a metrics JSON; ours is 5 deep
 READ_BLOCK_BYTES = 8 << 20
 _NOT_OPENING = bytes(b for b in range(256) if b not in b"[{")
-CACHED_OPERATIONS = 512  # operations kept parsed (a finding's members are read two or three times in a row)
+# operations kept parsed (~20 KB each: ~40 MB): a finding's members are read by four or five checks in turn, in one
+# order; once full, the entry parsed last gives its slot to the next, so a pass over more members than the cache
+# holds still finds its first ~2,000 parsed (an LRU, dropping the oldest, would find none of them)
+CACHED_OPERATIONS = 2048
 CACHED_LISTINGS = 4  # files whose pass is kept (server.folder.lru.Lru)
 CACHED_LISTING_ROWS = 100_000  # their operations, all together (~0.7 KB each); one larger file is still kept, alone
 
@@ -140,6 +142,8 @@ def _decimal_loads(data: bytes) -> Any:
         return json.loads(data.decode("utf-8"), parse_float=Decimal)
 
 
+_PREAD = getattr(os, "pread", None)  # POSIX; elsewhere a seek and a read
+
 _PARSERS: dict[str, Callable[[bytes], Any]] = {"decimal": _decimal_loads, "float": orjson.loads}
 _KEY_DECODERS = {
     "decimal": msgspec.json.Decoder(_Keys, float_hook=Decimal),
@@ -148,15 +152,16 @@ _KEY_DECODERS = {
 
 
 class StreamedOperations(Sequence[Any]):
-    """`operations[]` of an open metrics JSON: `ops[i]` parses entry i from its line (a few hundred kept parsed);
+    """`operations[]` of an open metrics JSON: `ops[i]` parses entry i from its line (CACHED_OPERATIONS kept parsed);
     `keys` holds the fields read of every entry. Holds the file open until `close()`."""
 
     def __init__(self, fh: BinaryIO, offsets: list[int], lengths: list[int], keys: OperationKeys, numbers: Numbers):
         self._fh = fh
+        self._fd = fh.fileno()
         self._offsets = offsets
         self._lengths = lengths
         self._parse = _PARSERS[numbers]
-        self._cache: OrderedDict[int, Any] = OrderedDict()
+        self._cache: dict[int, Any] = {}  # in the order parsed
         self.keys = keys
 
     def __len__(self) -> int:
@@ -175,14 +180,19 @@ class StreamedOperations(Sequence[Any]):
             raise IndexError("operations index out of range")
         hit = self._cache.get(index)
         if hit is not None:
-            self._cache.move_to_end(index)
             return hit
-        self._fh.seek(self._offsets[index])
-        op = self._parse(self._fh.read(self._lengths[index]))  # read and checked whole by the first pass
+        # read and checked whole by the first pass
+        op = self._parse(self._read_at(self._offsets[index], self._lengths[index]))
+        if len(self._cache) >= CACHED_OPERATIONS:
+            self._cache.popitem()  # the entry parsed last
         self._cache[index] = op
-        if len(self._cache) > CACHED_OPERATIONS:
-            self._cache.popitem(last=False)
         return op
+
+    def _read_at(self, offset: int, length: int) -> bytes:
+        if _PREAD is not None:  # one call, no seek, no buffer to fill and copy from
+            return _PREAD(self._fd, length, offset)
+        self._fh.seek(offset)
+        return self._fh.read(length)
 
     def __iter__(self) -> Iterator[Any]:
         for i in range(len(self)):

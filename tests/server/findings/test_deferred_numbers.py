@@ -65,3 +65,23 @@ def test_additions_after_a_question_are_seen_by_the_next() -> None:
     assert deferred.numbers.rounding_of(seven) == eager.numbers.rounding_of(seven) != []
     assert [s.path for s in deferred.numbers.sources(Decimal("2500"))] == ["b.time_ms × 1000"]
     assert _state(deferred) == _state(eager)
+
+
+def test_p_item_numbers_wait_for_prose_that_types_one() -> None:
+    """A P-item's pool (its finding and its members' operations) adds its numbers when prose first types one: building
+    the grounding adds none; then a member's time is found in ms and, converted, in µs, and a near miss is not."""
+    from sdpa_analyzer.server.findings.grounding import build_grounding
+    from sdpa_analyzer.server.findings.metrics_view import view_metrics
+
+    op = {"name": "aten::sdpa", "args": "(1,)", "time_ms": Decimal("1.25"), "efficiency": {"efficiency_percent": 40}}
+    finding = {"rank": 1, "library": None, "members": [{"operation": "aten::sdpa", "args": "(1,)"}],
+               "impact_low_ms": None, "impact_mid_ms": None, "impact_high_ms": None}  # fmt: skip
+    metrics = {"category": "sdpa_fwd", "status": "ok", "operations": [op], "category_findings": [finding]}
+    grounding = build_grounding(metrics, view_metrics(metrics), None)
+    numbers = grounding.by_rank[1].numbers
+    assert isinstance(numbers, DeferredNumbers) and numbers._values == {}  # nothing added yet
+    assert "value_ranks" not in vars(grounding)
+    (ms,), (us,), (near,) = (numbers_in_text(t) for t in ("1.25 ms", "1250 µs", "1.26 ms"))
+    assert grounding.has_number(1, ms) and grounding.has_number(1, us) and not grounding.has_number(1, near)
+    assert grounding.number_ranks(ms) == [1]
+    assert "operations[0].time_ms" in [s.path for s in grounding.by_rank[1].numbers.sources(Decimal("1.25"))]

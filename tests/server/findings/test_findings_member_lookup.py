@@ -141,3 +141,29 @@ def test_members_that_cannot_narrow_by_args_share_one_answer(monkeypatch: Any) -
     members = [{"operation": "op", "args": f"(none {i},)", "time_ms": 1.0, "efficiency_pct": 50.0} for i in range(n)]
     assert finding_operation_indices(_finding(members), operations) == list(range(n))
     assert calls[0] <= 4 * n, calls[0]
+
+
+def test_a_finding_asked_again_is_answered_once_and_each_caller_gets_its_own_lists(monkeypatch: Any) -> None:
+    """The validator's checks ask for the same finding's rows five or six times: the lookup runs once per members
+    list, a caller that edits its answer does not change the next one, and another members list is looked up."""
+    from sdpa_analyzer.server.findings import metrics_view
+
+    runs = [0]
+    real = metrics_view._distinct_member_lookups
+
+    def counted(members: Any, operations: Any) -> Any:
+        runs[0] += 1
+        return real(members, operations)
+
+    monkeypatch.setattr(metrics_view, "_distinct_member_lookups", counted)
+    operations = [{"name": "op", "args": f"({i},)", "time_ms": 1.0 + i} for i in range(5)]
+    members = [{"operation": "op", "args": "(3,)"}, {"operation": "op", "time_ms": 2.0}]
+    finding = _finding(members)
+    first = finding_operation_indices(finding, operations)
+    assert first == [3, 1]  # by hand: args (3,) is row 3; time 2.0 is row 1
+    first.append(99)
+    metrics_view.distinct_member_lookups(members, operations)[0][1].append(42)
+    assert finding_operation_indices(finding, operations) == [3, 1]
+    assert runs[0] == 1
+    assert finding_operation_indices(_finding([{"operation": "op", "args": "(0,)"}]), operations) == [0]
+    assert runs[0] == 2

@@ -292,3 +292,58 @@ def test_decimal_parse_is_jsons(text: bytes) -> None:
     got = _decimal_loads(text)
     assert repr(got) == repr(expected)
     assert [type(v) for v in got.values()] == [type(v) for v in expected.values()]
+
+
+def test_a_pass_over_more_operations_than_the_cache_holds_still_finds_its_first_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A finding's members are read by several checks in turn, in one order: past the cache's size the newest entry
+    gives its slot to the next, so each later pass over 10 operations with room for 4 parses 7 of them again (an
+    LRU, dropping the oldest, parses all 10 each time)."""
+    from sdpa_analyzer.server.folder import metrics_file
+
+    monkeypatch.setattr(metrics_file, "CACHED_OPERATIONS", 4)
+    ops = ",\n".join(json.dumps({"name": "op", "time_ms": i + 0.5}) for i in range(10))
+    path = tmp_path / "m_metrics.json"
+    path.write_text('{"category":"m","operations":[\n' + ops + "\n]}\n")
+    doc = open_streamed(path, DataRoots([tmp_path]), "decimal")
+    assert doc is not None
+    streamed = doc["operations"]
+    parsed = [0]
+    real = streamed._parse
+
+    def counted(data: bytes) -> Any:
+        parsed[0] += 1
+        return real(data)
+
+    streamed._parse = counted
+    try:
+        assert [op["time_ms"] for op in streamed] == [Decimal(f"{i}.5") for i in range(10)]
+        assert parsed[0] == 10
+        assert [op["time_ms"] for op in streamed] == [Decimal(f"{i}.5") for i in range(10)]
+        assert parsed[0] == 10 + 7  # entries 0, 1, 2 kept; the fourth slot holds the newest, replaced at each miss
+        assert [op["time_ms"] for op in streamed] == [Decimal(f"{i}.5") for i in range(10)]
+        assert parsed[0] == 10 + 7 + 7
+    finally:
+        streamed.close()
+
+
+@pytest.mark.parametrize("pread", [True, False], ids=["pread", "seek-and-read"])
+def test_an_operation_is_read_at_its_line_with_or_without_pread(
+    pread: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """POSIX reads a line with one pread; elsewhere (no os.pread) a seek and a read: both give each line's entry."""
+    from sdpa_analyzer.server.folder import metrics_file
+
+    if not pread:
+        monkeypatch.setattr(metrics_file, "_PREAD", None)
+    ops = ",\n".join(json.dumps({"name": f"op{i}", "time_ms": i + 0.25}) for i in range(5))
+    path = tmp_path / "m_metrics.json"
+    path.write_text('{"category":"m","operations":[\n' + ops + "\n]}\n")
+    doc = open_streamed(path, DataRoots([tmp_path]), "decimal")
+    assert doc is not None
+    try:
+        got = [(doc["operations"][i]["name"], doc["operations"][i]["time_ms"]) for i in (3, 0, 4, 1, 2)]
+    finally:
+        doc["operations"].close()
+    assert got == [(f"op{i}", Decimal(f"{i}.25")) for i in (3, 0, 4, 1, 2)]
