@@ -275,7 +275,10 @@ def build_metrics(
         ]
 
     gated = in_band_rows(r, comparative)
-    estimates = _impact_estimates(data.category, r, eff_used, time_ms, e2e, comparative, gated)
+    # a row whose modeled work would run above a roof says nothing about its kernel (its model_check says why): it is
+    # no finding, heuristic or quantified, and not in band either (its time is in compute_roofline's left-out list)
+    inconsistent = np.zeros(len(r), dtype=bool) if comparative else r["model_check"].notna().to_numpy(dtype=bool)
+    estimates = _impact_estimates(data.category, r, eff_used, time_ms, e2e, comparative, gated | inconsistent)
     findings = _group(estimates, comparative)
     for f in findings:
         rows = [m["row"] for m in f["members"]]
@@ -456,7 +459,7 @@ def _impact_estimates(
     category: str, r: pd.DataFrame, eff: np.ndarray, time_ms: np.ndarray, e2e: float, comparative: bool,
     gated: np.ndarray,
 ) -> list[dict[str, Any]]:
-    """One estimate per op row, except the rows within or above their expected band (`gated`: not a finding).
+    """One estimate per op row, except the `gated` ones (within or above their band, or an inconsistent model).
     Arithmetic is vectorized; dicts are built only for the rows that qualify."""
     pct_total = 100.0 * time_ms / e2e
     finite = np.isfinite(eff)
