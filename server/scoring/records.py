@@ -8,7 +8,7 @@ Descriptive columns (labels, kernel names) are built once per distinct value and
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -164,7 +164,22 @@ def _parse(data: CategoryData) -> ParsedTable:
     retry = [i for i in np.flatnonzero(~pt.modeled | paged) if isinstance(raw_pp[i], str) and raw_pp[i].strip()]
     if retry:
         pt = pt.with_rows({int(i): parse_op(names[i], dims[i], types[i], conc[i], raw_pp[i]) for i in retry})
-    return _without_oversized(pt)
+    return _without_oversized(_ingest_reasons(pt, df))
+
+
+def _ingest_reasons(pt: ParsedTable, df: pd.DataFrame) -> ParsedTable:
+    """An unmodeled row says why as the trace's analysis found it (`perf_model_reason`: e.g. a kernel-made call whose
+    length is known only as a range, non-causal, so no lower bound), not as the re-parse of its name and arguments
+    gives it ("missing Input Dims")."""
+    if "perf_model_reason" not in df:
+        return pt
+    said = df["perf_model_reason"].to_numpy(dtype=object)
+    rows = [i for i in np.flatnonzero(~pt.modeled).tolist() if isinstance(said[i], str) and said[i].strip()]
+    if not rows:
+        return pt
+    reason = pt.reason.copy()
+    reason[rows] = said[rows]
+    return replace(pt, reason=reason)
 
 
 def _without_oversized(pt: ParsedTable) -> ParsedTable:

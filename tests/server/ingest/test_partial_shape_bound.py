@@ -89,6 +89,8 @@ def test_no_bound_where_the_kernel_gives_none_says_why(rel: str, tmp_path: Path)
     assert not bool(row["has_perf_model"])
     why = {"h100": "a non-causal call", "mi300": "no range of the sequence length"}[rel.split("/")[0]]
     assert "no lower bound from the kernel" in row["perf_model_reason"] and why in row["perf_model_reason"]
+    scored = _scored(tmp_path / "bare", "sdpa_fwd")  # the scoring says the same, not the re-parse's generic reason
+    assert scored["no_model_reason"] == row["perf_model_reason"]
 
 
 # --- held out: kernels of families the rule was not written on, built into traces here ---------------------------
