@@ -2,63 +2,25 @@
 
 The category is bench_server's generated one (every row the same op name with its own shapes, as a long
 training trace with many sequence lengths gives): one finding then holds thousands of members, and its Data
-table one row per member. Before the member lookup was indexed (2-core machine, 20,000 rows): the template took
-367 s and the validator more than 530 s (it compared every member with every operation of its name).
-
-The second case gives every row the same time (the same count and mean kernel time, distinct shapes, hence
-distinct efficiencies): members are then told apart by their efficiency alone. Before runs of one time were
-indexed by efficiency (issue 18), 4,000 such rows took tens of seconds and 8,000 about 144 s.
+table one row per member. `--one-time` adds the case of every row at one time (same count and mean kernel time,
+distinct shapes): members are then told apart by their efficiency alone.
 
 Each tool runs in a child process of its own (a fresh interpreter: its peak RSS is that tool's alone, read from
-VmHWM, see `_peak_kib`) over a folder `rank_findings` wrote, at 20,000 and 100,000 rows.
+VmHWM, see `_peak_kib`) over a folder `rank_findings` wrote, at 20,000 and 100,000 rows, with a control in the same
+rounds (the metrics JSON read once and split into lines). validate_findings' work is its call, the modules it
+imports when it runs timed apart; it is called a second time in the same process (the server's case: the agent
+validates up to three times, and the reader keeps its pass over an unchanged file).
 
-Targets (issue 21): every tool < 1 GB peak RSS at 100,000 rows (the metrics JSON is 740 MB there); time linear
-in the rows (100,000 rows within ~6x the 20,000-row time); template and validator < 5 s at 20,000 rows.
+Targets: every tool < 1 GB peak RSS at 100,000 rows; template and validator < 5 s at 20,000 rows; time linear in the
+rows; validate's work < 0.5 s at 20,000 rows and flat per row (<= 1.5x) to 100,000. The bench prints PASS/FAIL.
 
-Issue 21 (2-core machine shared with other sessions, min / median / max of 3 runs, 2026-12-02), before (the
-whole metrics JSON parsed, the page built whole) -> after (operations[] streamed, the page written in pieces):
-
-    rows     tool                       seconds                                   peak RSS, MB
-    20,000   render_findings_template   1.20 / 1.26 / 1.28  ->  0.74 / 0.75 / 0.84    822 ->  191
-             validate_findings          4.56 / 5.21 / 5.78  ->  3.41 / 3.70 / 4.61    912 ->  250
-             render_report              9.51 / 10.2 / 12.3  ->  6.68 / 8.18 / 8.55    913 ->  317
-    100,000  render_findings_template   5.76 / 6.81 / 6.90  ->  3.19 / 3.86 / 4.02   3597 ->  336
-             validate_findings          18.1 / 23.1 / 31.7  ->  11.1 / 13.2 / 13.3   4042 ->  454
-             render_report              47.8 / 51.1 / 55.0  ->  27.1 / 28.9 / 29.9   3849 ->  727
-
-100,000 rows take 3.5-5.2x the 20,000-row time (linear). The report's memory is the category's records and the
-chart, not the metrics JSON; its op rows are made as the page is written.
-
-validate_findings (issue 36, `--no-report`, 3 rounds): its work (the call; the modules it imports when it runs timed
-apart) against a control, the metrics JSON read once and split into lines, in the same rounds. Where the work went
-at 20,000 rows before the third round (in process, warm): one pass over the metrics JSON for the member lookup
-(the streamed reader, ~0.45 s), the category pool's numbers (`sdpa_analyzer.in_band`: one entry of 14 fields per
-op within its band, 11,010 here, ~0.45 s, growing with the rows), the finding's 171 members' pool (~0.07 s, at most
-500 members whatever the rows), the rest ~0.15 s. Now the category's numbers are added only when prose types one
-(grounding.DeferredNumbers), the reader parses Decimal JSON with msgspec, and what is left is the reader's one pass
-(~0.3 s quiet: a msgspec decode of each line's lookup fields, its UTF-8 and nesting checks) and the members' pool.
-A second call in the same process (the server's case: the agent validates up to three times) reuses the reader's
-pass over the file (server.folder.metrics_file keeps it per file while the file is unchanged); the bench prints it
-beside the first.
-
-On main at 8ad6834 the generated category ranks into P1 of 7,025 members and P2 of 171 (the template writes P1's
-Data table whole: a 3.1 MB findings file), and the first call took 2.6-3.0 s at 20,000 rows. Where it went (in
-process, load ~2.5): the reader's pass 0.41 s; P1's 7,025 members looked up about seven times, once per check (~0.06
-s each); the P-items' pools 0.49 s (P1's finding walked with every member, its numbers added at once); each check
-reading the members' operations (claims, wording facts, table rows: 7,196 each) parsing every one again, the 512
-kept parsed flushed by each pass. Now a members list is looked up once (metrics_view keeps the answer per list), a
-P-item's numbers wait for prose that types one as the category's do (pools 0.16 s), 2,048 operations stay parsed and
-the last parsed gives its slot once full (a pass over a larger finding finds its first 2,047 parsed; an LRU found
-none), and an operation is read with one pread. What is left (~1.5 s at load 2): the pass (~0.4 s: reading and
-splitting the lines ~0.13, msgspec's decode of their lookup fields ~0.10, the bracket count ~0.06 and the UTF-8
-check of the 7,384 non-ASCII lines ~0.04), the checks' parses of the members' operations (~16 us each, ~15,000), the
-findings file's own parse and its prose and table checks (~0.5 s). Measured and not kept (20,000 rows, best of 3-5,
-load ~2.5): one msgspec call over the whole list (`list[_Keys]` over its 153 MB: 0.24 s, against 0.10 s for the
-per-line calls, before the lines' boundaries are even checked); `args` kept as msgspec.Raw (0.19 s against 0.10);
-the lines read with the buffered reader's own iterator instead of split blocks (the pass 0.37-0.39 s either way).
-The UTF-8 check stays: msgspec 0.23 does not check the strings of fields it skips (`{"x":"\xff"}` decodes into a
-struct without `x`).
-Figures and their dates: bench/README.md.
+Where validate's work goes at 20,000 rows: the reader's one pass over the metrics JSON (reading and splitting the
+lines, msgspec's decode of each line's lookup fields, the bracket count and the UTF-8 check of non-ASCII lines), the
+checks' parses of the finding's members' operations (2,048 kept parsed), and the findings file's own parse and
+checks. A P-item's and the category's numbers are built only when prose types a number. Measured and not kept: one
+msgspec call over the whole list (slower than one call per line), `args` kept as msgspec.Raw, the buffered reader's
+own line iterator. The UTF-8 check stays: msgspec does not check the strings of fields it skips.
+Current figures and the command for each: bench/README.md.
 
     .venv/bin/python bench/bench_findings.py [--rows 20000 100000] [--repeat 3] [--one-time] [--no-report]
 """
