@@ -85,6 +85,15 @@ def _edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1), encoding="utf-8")
 
 
+def _add_the_guide_tool(tools: Path) -> None:
+    """The guide's tool steps: one module under server/tools/, added to the imports and to TOOLS."""
+    (tools / "guide_echo.py").write_text(TOOL_MODULE, encoding="utf-8")
+    _edit(tools / "__init__.py", "from sdpa_analyzer.server.tools import (\n",
+          "from sdpa_analyzer.server.tools import (\n    guide_echo,\n")
+    _edit(tools / "__init__.py", "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n",
+          "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n    guide_echo.TOOL,\n")
+
+
 @pytest.fixture(scope="module")
 def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The packages with one of each thing the guide adds, done as the guide says."""
@@ -122,18 +131,7 @@ def copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "LEVERS: tuple[Lever, ...] = (\n" + LEVER_LINE + ",\n",
     )
     # a tool: one module under server/tools/, added to TOOLS
-    tools = pkgs / "server" / "tools"
-    (tools / "guide_echo.py").write_text(TOOL_MODULE, encoding="utf-8")
-    _edit(
-        tools / "__init__.py",
-        "from sdpa_analyzer.server.tools import (\n",
-        "from sdpa_analyzer.server.tools import (\n    guide_echo,\n",
-    )
-    _edit(
-        tools / "__init__.py",
-        "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n",
-        "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n    guide_echo.TOOL,\n",
-    )
+    _add_the_guide_tool(pkgs / "server" / "tools")
     return root
 
 
@@ -305,18 +303,7 @@ def repo_with_a_tool(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for name in _repository_files():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, root / name)
-    tools = root / "server" / "tools"
-    (tools / "guide_echo.py").write_text(TOOL_MODULE, encoding="utf-8")
-    _edit(
-        tools / "__init__.py",
-        "from sdpa_analyzer.server.tools import (\n",
-        "from sdpa_analyzer.server.tools import (\n    guide_echo,\n",
-    )
-    _edit(
-        tools / "__init__.py",
-        "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n",
-        "TOOLS: tuple[ToolSpec[Any, Any], ...] = (\n    guide_echo.TOOL,\n",
-    )
+    _add_the_guide_tool(root / "server" / "tools")
     _edit(
         root / "README.md",
         "| tool | CLI | what it does |\n|---|---|---|\n",
