@@ -51,10 +51,7 @@ def write_roofline_table(
         columns = csv_columns()
         frame = table.records[columns]
         # each float column with the catalogue's digits, the same np.round the metrics JSON's columns use
-        frame = frame.assign(**{
-            c: np.round(frame[c].to_numpy(dtype=float), BY_NAME[c].digits)
-            for c in columns if BY_NAME[c].kind == "float" and BY_NAME[c].digits is not None
-        })
+        digits = {c: BY_NAME[c].digits for c in columns if BY_NAME[c].kind == "float" and BY_NAME[c].digits is not None}
         if run_id is not None:
             frame = frame.assign(**{RUN_ID_KEY: run_id})
 
@@ -64,7 +61,7 @@ def write_roofline_table(
             return _csv_codes(table, col)
 
         with atomic_writer(path, roots=data.roots) as fh:
-            for piece in frame_csv_chunks(frame, codes=codes):
+            for piece in frame_csv_chunks(frame, codes=codes, digits=digits):
                 fh.write(piece)
         if written is not None:
             written[path] = file_stamp(path, data.roots)

@@ -77,3 +77,17 @@ def test_mixed_numeric_objects_keep_their_own_text() -> None:
     # 1, 1.0 and True hash alike; the CSV must still say 1, 1.0 and True
     df = pd.DataFrame({"o": np.array([1, 1.0, True, None, "1"], dtype=object), "k": range(5)})
     assert _csv(df) == df.to_csv(index=False).encode()
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 3, 1000])
+def test_float_columns_rounded_as_written_match_pandas_of_the_rounded_frame(chunk_rows: int) -> None:
+    rng = np.random.default_rng(7)
+    df = pd.DataFrame({
+        "a": rng.normal(size=50) * 1e3, "b": np.r_[[np.nan, 0.125, 2.675, -0.0049999, 1e-7], rng.random(45)],
+        "c": np.repeat([1.23456, 7.0], 25), "name": [f"op{i % 4}" for i in range(50)],
+    })  # fmt: skip
+    digits = {"a": 2, "b": 3, "c": 1}
+    want = df.assign(**{c: np.round(df[c].to_numpy(dtype=float), d) for c, d in digits.items()}).to_csv(index=False)
+    assert b"".join(frame_csv_chunks(df, digits=digits, chunk_rows=chunk_rows)).decode() == want
+    one = df[["a"]]  # the pandas path (one column) rounds too
+    assert b"".join(frame_csv_chunks(one, digits={"a": 2})).decode() == one.round({"a": 2}).to_csv(index=False)
