@@ -8,7 +8,9 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	# PYTHONWARNINGS: setuptools warns on every editable install of a package-dir mapping (the folders install as
+	# sdpa_analyzer.*, docs/development.md); the warning is generic, not about this checkout
+	PYTHONWARNINGS=ignore $(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 
 venv: $(BIN)/.installed
