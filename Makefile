@@ -5,11 +5,11 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test lint bench venv clean
 
+# PYTHONWARNINGS on the install: setuptools warns on every editable install of a package-dir mapping (the folders
+# install as sdpa_analyzer.*, docs/development.md); the warning is generic, not about this checkout
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	# PYTHONWARNINGS: setuptools warns on every editable install of a package-dir mapping (the folders install as
-	# sdpa_analyzer.*, docs/development.md); the warning is generic, not about this checkout
 	PYTHONWARNINGS=ignore $(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 
