@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -37,11 +36,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import load, mmm, over_margin
+from common import PYCACHE, bench_env, load, mmm, over_margin
 
 REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / "bench" / "out" / "ranks"
-PYCACHE = REPO / "bench" / "out" / "pycache"
 TARGET = 0.7
 CONTROL_FREE = 0.65  # a control ratio above this: the machine did not offer two cores during the rounds
 
@@ -131,19 +129,13 @@ if __name__ == "__main__":
 """
 
 
-def _env() -> dict[str, str]:
-    """Every process with a bytecode cache, as an installed package has one (see bench/bench_start.py)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
-    return env
-
 
 def spin_ratio(tasks: int, n: int = 15_000_000) -> float:
     """Wall time of the control job on 2 processes / on 1 (0.5 on two free cores)."""
     walls = []
     for w in (1, 2):
         cmd = [sys.executable, "-c", _SPIN, str(w), str(tasks), str(n)]
-        walls.append(float(subprocess.run(cmd, capture_output=True, text=True, check=True, env=_env()).stdout))
+        walls.append(float(subprocess.run(cmd, capture_output=True, text=True, check=True, env=bench_env()).stdout))
     return walls[1] / walls[0]
 
 
@@ -208,7 +200,7 @@ def run_config(traces: Path, engine: str, workers: int) -> dict:
         cli = [str(script)] if script.exists() else [sys.executable, "-m", "sdpa_analyzer.server.cli.main"]
         t0 = time.perf_counter()
         cmd = [*cli, "analyze-ranks", str(traces), "-o", str(out), "--workers", str(workers), "--json"]
-        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False, env=_env())
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False, env=bench_env())
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
             raise SystemExit(f"cli x{workers} failed:\n{proc.stderr[-2000:]}")
@@ -219,7 +211,7 @@ def run_config(traces: Path, engine: str, workers: int) -> dict:
                 "rank_seconds": [], "rank_rss": []}
     proc = subprocess.run(
         [sys.executable, "-c", _RUN, str(traces), str(out), engine, str(workers)],
-        cwd=REPO, capture_output=True, text=True, check=False, env=_env(),
+        cwd=REPO, capture_output=True, text=True, check=False, env=bench_env(),
     )  # fmt: skip
     if proc.returncode != 0:
         raise SystemExit(f"{engine} x{workers} failed:\n{proc.stderr[-2000:]}")
@@ -228,7 +220,7 @@ def run_config(traces: Path, engine: str, workers: int) -> dict:
 
 def one_rank(trace: Path, folder: Path) -> dict:
     proc = subprocess.run([sys.executable, "-c", _ONE, str(trace), str(folder)], cwd=REPO, capture_output=True,
-                          text=True, check=True, env=_env())  # fmt: skip
+                          text=True, check=True, env=bench_env())  # fmt: skip
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

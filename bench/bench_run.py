@@ -27,40 +27,29 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import load, mmm
+from common import PYCACHE, bench_env, cli, load, mmm
 
 REPO = Path(__file__).resolve().parents[1]
-PYCACHE = REPO / "bench" / "out" / "pycache"
 SHARED_TRACE = Path(os.environ.get("SDPA_SHARED_DIR", REPO.parent / "shared")) / "traces" / "h100" / (
     "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 )
 CATEGORIES = ("sdpa_fwd", "sdpa_bwd", "inferenceattention")
 
 
-def _env() -> dict[str, str]:
-    """Each process with a bytecode cache, as an installed package has one (bench_start.py says why)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
-    return env
-
-
-def _cli() -> list[str]:
-    script = Path(sys.executable).parent / "sdpa-analyzer"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "sdpa_analyzer.server.cli.main"]
 
 
 def _timed(*commands: list[str]) -> float:
     t0 = time.perf_counter()
     for cmd in commands:
-        subprocess.run(cmd, cwd=REPO, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
+        subprocess.run(cmd, cwd=REPO, env=bench_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
     return time.perf_counter() - t0
 
 
 def _separate(trace: Path, out: Path) -> list[list[str]]:
-    cli = _cli()
-    steps = [[*cli, "analyze", str(trace), "-o", str(out)]]
+    command_line = cli()
+    steps = [[*command_line, "analyze", str(trace), "-o", str(out)]]
     for cat in CATEGORIES:
-        steps += [[*cli, command, str(out), cat] for command in ("roofline", "rank", "template")]
+        steps += [[*command_line, command, str(out), cat] for command in ("roofline", "rank", "template")]
     return steps
 
 
@@ -92,7 +81,7 @@ def main() -> int:
         runs = {
             "import numpy, pandas": lambda: _timed([sys.executable, "-c", "import numpy, pandas"]),
             "bare parse": lambda: _timed([sys.executable, "-c", parse]),
-            "run": lambda: _timed([*_cli(), "run", str(trace), "-o", str(_fresh(root / "one"))]),
+            "run": lambda: _timed([*cli(), "run", str(trace), "-o", str(_fresh(root / "one"))]),
             "separate commands": lambda: _timed(*_separate(trace, _fresh(root / "separate"))),
         }
         names = list(runs)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -33,30 +32,25 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import load, mmm
+from common import PYCACHE, bench_env, cli, load, mmm
 
 REPO = Path(__file__).resolve().parents[1]
-PYCACHE = REPO / "bench" / "out" / "pycache"
 TARGETS = {"--help": 0.35, "model": 0.6, "serve tools/list": 1.5}
 MODEL_ARGS = ["model", "-b", "1", "--heads", "16", "-n", "4096", "-d", "128"]
-EXPECTED_TOOLS = 12
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
-    return env
 
 
-def _cli() -> list[str]:
-    """The console script a user runs (beside this interpreter), else the module."""
-    script = Path(sys.executable).parent / "sdpa-analyzer"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "sdpa_analyzer.server.cli.main"]
+def _mcp_tool_count() -> int:
+    """How many tools `serve` lists: the declarations' own count (never written down)."""
+    from sdpa_analyzer.server.tools import TOOLS
+
+    return sum(1 for spec in TOOLS if spec.mcp)
 
 
 def _timed(cmd: list[str]) -> float:
     t0 = time.perf_counter()
-    subprocess.run(cmd, cwd=REPO, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(cmd, cwd=REPO, env=bench_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     return time.perf_counter() - t0
 
 
@@ -66,7 +60,7 @@ def _tools_list(root: Path) -> float:
 
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [*_cli(), "serve", "--root", str(root)], cwd=root, env=_env(),
+        [*cli(), "serve", "--root", str(root)], cwd=root, env=bench_env(),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.stdin is not None and proc.stdout is not None
@@ -86,8 +80,9 @@ def _tools_list(root: Path) -> float:
         answer = json.loads(proc.stdout.readline())
         seconds = time.perf_counter() - t0
         tools = answer.get("result", {}).get("tools", [])
-        if len(tools) != EXPECTED_TOOLS:
-            raise SystemExit(f"serve: tools/list answered {len(tools)} tools, expected {EXPECTED_TOOLS}: {answer}")
+        expected = _mcp_tool_count()
+        if len(tools) != expected:
+            raise SystemExit(f"serve: tools/list answered {len(tools)} tools, expected {expected}: {answer}")
         return seconds
     finally:
         proc.stdin.close()
@@ -103,8 +98,8 @@ def main() -> int:
         root = Path(tmp)
         runs = {
             "import mcp.server": lambda: _timed([sys.executable, "-c", "import mcp.server"]),
-            "--help": lambda: _timed([*_cli(), "--help"]),
-            "model": lambda: _timed([*_cli(), *MODEL_ARGS]),
+            "--help": lambda: _timed([*cli(), "--help"]),
+            "model": lambda: _timed([*cli(), *MODEL_ARGS]),
             "serve tools/list": lambda: _tools_list(root),
         }
         names = list(runs)

@@ -5,11 +5,29 @@ The scripts run as `python bench/<name>.py`, so this directory is first on their
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 from pathlib import Path
 
 _LOADAVG = Path("/proc/loadavg")
+REPO = Path(__file__).resolve().parents[1]
+# the measured processes' bytecode cache (PYTHONPYCACHEPREFIX), as an installed package has one: without it each
+# start would also compile the project (bench_start.py says why)
+PYCACHE = REPO / "bench" / "out" / "pycache"
+
+
+def bench_env() -> dict[str, str]:
+    """The environment of a measured process: this one's, with the bench's bytecode cache."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    return env
+
+
+def cli() -> list[str]:
+    """The console script a user runs (beside this interpreter), else the module."""
+    script = Path(sys.executable).parent / "sdpa-analyzer"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "sdpa_analyzer.server.cli.main"]
 
 
 def load() -> str:
