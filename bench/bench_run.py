@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import PYCACHE, bench_env, cli, load, mmm
+from common import PYCACHE, bench_env, cli, mmm, rotated_rounds
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACE = Path(os.environ.get("SDPA_SHARED_DIR", REPO.parent / "shared")) / "traces" / "h100" / (
@@ -84,20 +84,12 @@ def main() -> int:
             "run": lambda: _timed([*cli(), "run", str(trace), "-o", str(_fresh(root / "one"))]),
             "separate commands": lambda: _timed(*_separate(trace, _fresh(root / "separate"))),
         }
-        names = list(runs)
-        for name in names:  # warm-up: fills the bytecode cache and the page cache, not counted
-            runs[name]()
-        before = load()
-        times: dict[str, list[float]] = {n: [] for n in names}
-        for rnd in range(args.rounds):
-            for name in names[rnd % len(names) :] + names[: rnd % len(names)]:
-                times[name].append(runs[name]())
-        after = load()
+        times, before, after = rotated_rounds(runs, args.rounds)
         size_mb = raw.stat().st_size / 1e6
     print(f"trace {trace.name} ({size_mb:.1f} MB of JSON); {args.rounds} rounds; load average {before} before, "
           f"{after} after (1, 5, 15 min)")  # fmt: skip
     print(f"{'':<22} {'seconds min / median / max':<28} {'x run':<20} x bare parse")
-    for name in names:
+    for name in times:
         per_run = [t / r for t, r in zip(times[name], times["run"], strict=True)]
         per_parse = [t / p for t, p in zip(times[name], times["bare parse"], strict=True)]
         print(f"{name:<22} {mmm(times[name], '.3f'):<28} {mmm(per_run):<20} {mmm(per_parse)}")

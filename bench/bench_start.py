@@ -32,7 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import PYCACHE, bench_env, cli, load, mmm
+from common import PYCACHE, bench_env, cli, mmm, rotated_rounds
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {"--help": 0.35, "model": 0.6, "serve tools/list": 1.5}
@@ -102,15 +102,7 @@ def main() -> int:
             "model": lambda: _timed([*cli(), *MODEL_ARGS]),
             "serve tools/list": lambda: _tools_list(root),
         }
-        names = list(runs)
-        for name in names:  # warm-up: fills the bytecode cache, not counted
-            runs[name]()
-        before = load()
-        times: dict[str, list[float]] = {n: [] for n in names}
-        for rnd in range(args.rounds):
-            for name in names[rnd % len(names) :] + names[: rnd % len(names)]:
-                times[name].append(runs[name]())
-        after = load()
+        times, before, after = rotated_rounds(runs, args.rounds)
     base = times["import mcp.server"]
     print(f"{args.rounds} rounds; load average {before} before, {after} after (1, 5, 15 min)")
     print(f"{'command':<20} {'seconds min / median / max':<28} ratio to import mcp.server min / median / max")

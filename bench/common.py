@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 _LOADAVG = Path("/proc/loadavg")
@@ -46,3 +47,17 @@ def over_margin(what: str, value: float, margin: float) -> int:
         return 0
     print(f"FAIL: {what} is {value:.3g}, above its margin {margin:g}", file=sys.stderr)
     return 1
+
+
+def rotated_rounds(runs: dict[str, Callable[[], float]], rounds: int) -> tuple[dict[str, list[float]], str, str]:
+    """Each run once as a warm-up (bytecode and page caches, not counted), then `rounds` rounds whose order rotates
+    (no run always first); the times by run name, and the load average before and after."""
+    names = list(runs)
+    for name in names:
+        runs[name]()
+    before = load()
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for rnd in range(rounds):
+        for name in names[rnd % len(names) :] + names[: rnd % len(names)]:
+            times[name].append(runs[name]())
+    return times, before, load()
