@@ -376,7 +376,8 @@ def main() -> int:
             call("rank_findings", DataRoots([root]), output_dir=str(folder), category="sdpa_fwd", arch="h100-sxm")
             prof.disable()
             print(f"in-process roofline + rank: {time.perf_counter() - t0:.2f} s (profiled); bare read {bare:.2f} s")
-            pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+            pstats.Stats(prof).sort_stats("cumulative").print_stats(int(os.environ.get("BENCH_PROFILE_LINES", "25")))
+            pstats.Stats(prof).sort_stats("tottime").print_stats(int(os.environ.get("BENCH_PROFILE_LINES", "25")))
             return 0
         bares, totals, ratios, peaks, controls = [], [], [], [], []
         for k in range(args.runs):  # each round: the bare read, then a fresh server (no cached load) right after
