@@ -18,11 +18,10 @@ would; each round is the bare read, then a fresh server (nothing cached): comput
 server's peak RSS (VmHWM). `--stages` calls the tools directly `--runs` times (caches cleared) and prints each
 stage's time in units of its round's bare read, the time to write the two output files' bytes again as constant
 data (fsynced: the write floor on this machine) and the metrics JSON's bytes by `operations[]` field. `--layout`
-writes the metrics JSON in other layouts, each once a round after the same bare read, to measure what they would
-save (never what the tools write):
-`no-roofline-block` drops `operations[i].roofline{}` (ours; the same numbers are the roofline CSV's row),
-`proposed` also writes each distinct call chain once (docs/metrics-layout-proposal.md). The contract's own bytes are
-the floor: `--layout no-roofline-block` is the contract without our per-operation block.
+writes the metrics JSON in another layout, once a round after the same bare read, to measure what it would save
+(never what the tools write): `proposed` writes each distinct call chain once (docs/metrics-layout-proposal.md). Our
+own per-operation additions are written once already, in the roofline CSV (the metrics JSON declares them in
+`sdpa_analyzer.roofline_rows`): the contract's layout is the contract's own bytes plus that declaration, its floor.
 """
 
 from __future__ import annotations
@@ -233,12 +232,11 @@ def _field_bytes(metrics: Path, every: int = 50) -> dict[str, float]:
     return {key: every * size / total for key, size in sorted(sizes.items(), key=lambda kv: -kv[1])}
 
 
-LAYOUTS = ("contract", "no-roofline-block", "proposed")
+LAYOUTS = ("contract", "proposed")
 
 
 def _other_layout(metrics: Any, table: Any, layout: str) -> Any:
-    """The metrics document in another layout than the contract's (to measure it, never written by the tools):
-    without the per-op `roofline` block (the same numbers are the roofline CSV's row `row`), and for `proposed` also
+    """The metrics document in the proposed layout (to measure it, never written by the tools):
     `operations[i].call_chain` replaced by `call_chain_id` into `sdpa_analyzer.call_chains` (each distinct chain
     once)."""
     from sdpa_analyzer.server.scoring.ranking import Metrics
@@ -250,7 +248,7 @@ def _other_layout(metrics: Any, table: Any, layout: str) -> Any:
             codes, chains = table.column_codes("call_chain")
             fields.append(Field("call_chain_id", Ints(np.asarray(codes, dtype=np.int64))))
             document["sdpa_analyzer"] = {**document["sdpa_analyzer"], "call_chains": list(chains)}
-        elif f.key != "roofline":
+        else:
             fields.append(f)
     return Metrics(document, Obj(fields), metrics.rows)
 
@@ -354,8 +352,8 @@ def main() -> int:
                     help="in process: each stage's time x the bare read, the output files' write floor, the metrics "
                     "JSON's bytes by field (the evidence for the contract proposal)")
     ap.add_argument("--layout", choices=LAYOUTS, nargs="+", default=["contract"],
-                    help="with --stages: write the metrics JSON without the per-op roofline block, or in the proposed "
-                    "layout (also each distinct call chain once), to measure what it buys")
+                    help="with --stages: also write the metrics JSON in the proposed layout (each distinct call chain "
+                    "once), to measure what it buys")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -31,6 +31,7 @@ from sdpa_analyzer.server.folder.metrics_file import (
     MAX_DEPTH,
     OperationKeys,
     StreamedOperations,
+    join_roofline_rows,
     json_depth,
     operation_keys,
 )
@@ -80,13 +81,16 @@ def load_metrics(path: Path, roots: DataRoots = UNRESTRICTED) -> dict[str, Any]:
     """Parse a metrics JSON keeping each number's written spelling (floats become Decimal).
 
     Rule 9 compares marker numbers with the JSON text exactly (`5.96` is not `5.960`); a float
-    would forget trailing zeros, a Decimal keeps them.
+    would forget trailing zeros, a Decimal keeps them. Each operation comes with its `roofline` object, read from the
+    roofline CSV the file declares (server.folder.roofline_rows).
     """
     try:
         data = roots.read_bytes(path, what="metrics JSON")
     except FileNotFoundError:
         raise FileNotFoundError(f"metrics JSON not found: {path} (run rank_findings first)") from None
-    return parse_metrics(data, path)
+    metrics = parse_metrics(data, path)
+    join_roofline_rows(metrics, path, roots, "decimal")  # each operation's `roofline` object, from the roofline CSV
+    return metrics
 
 
 def parse_metrics(data: bytes, source: Path | str) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, overload
 
@@ -38,6 +39,7 @@ import orjson
 
 from sdpa_analyzer.server.errors import InputError
 from sdpa_analyzer.server.folder.lru import Lru
+from sdpa_analyzer.server.folder.roofline_rows import RooflineRows, open_rows
 from sdpa_analyzer.server.roots import DataRoots
 
 Numbers = Literal["decimal", "float"]  # how numbers are parsed: Decimal (the validator) or float (template, report)
@@ -163,6 +165,10 @@ class StreamedOperations(Sequence[Any]):
         self._parse = _PARSERS[numbers]
         self._cache: dict[int, Any] = {}  # in the order parsed
         self.keys = keys
+        # each operation's `roofline` object, joined when it is parsed: the CSV is opened (and checked) on the
+        # first, so a caller's own checks of the document (its run) come before the CSV's
+        self._open_rows: Callable[[], RooflineRows | None] | None = None
+        self._rows: RooflineRows | None = None
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -183,6 +189,13 @@ class StreamedOperations(Sequence[Any]):
             return hit
         # read and checked whole by the first pass
         op = self._parse(self._read_at(self._offsets[index], self._lengths[index]))
+        if self._open_rows is not None and isinstance(op, dict) and "roofline" not in op:
+            if self._rows is None:
+                self._rows = self._open_rows()
+            if self._rows is not None:
+                op["roofline"] = self._rows.row(index)
+            else:
+                self._open_rows = None  # the document declares no rows
         if len(self._cache) >= CACHED_OPERATIONS:
             self._cache.popitem()  # the entry parsed last
         self._cache[index] = op
@@ -201,6 +214,12 @@ class StreamedOperations(Sequence[Any]):
     def close(self) -> None:
         self._cache.clear()
         self._fh.close()
+        if self._rows is not None:
+            self._rows.close()
+
+    def join_rows(self, open_rows: Callable[[], RooflineRows | None]) -> None:
+        """Give each operation its `roofline` object from the rows `open_rows()` opens, when the first is parsed."""
+        self._open_rows = open_rows
 
 
 def operation_keys(operations: Sequence[Any]) -> OperationKeys:
@@ -210,19 +229,52 @@ def operation_keys(operations: Sequence[Any]) -> OperationKeys:
 
 @contextmanager
 def metrics_document(
-    path: Path, roots: DataRoots, numbers: Numbers, whole: Callable[[], dict[str, Any]]
+    path: Path, roots: DataRoots, numbers: Numbers, whole: Callable[[], dict[str, Any]], *, roofline_rows: bool = True
 ) -> Iterator[dict[str, Any]]:
     """The metrics JSON at `path` as a dict whose `operations` is a StreamedOperations (the file kept open until the
     block ends), or, when the streamed read cannot vouch for the file, `whole()`: the caller's whole-document read,
-    with its own errors."""
+    with its own errors. With `roofline_rows`, each operation comes with its `roofline` object from the roofline CSV
+    the document declares (server.folder.roofline_rows): joined as it is parsed, or, read whole, all at once."""
     doc = open_streamed(path, roots, numbers)
     if doc is None:
-        yield whole()
+        doc = whole()
+        if roofline_rows and isinstance(doc, dict):
+            join_roofline_rows(doc, path, roots, numbers)
+        yield doc
         return
+    operations = doc["operations"]
     try:
+        if roofline_rows:
+            operations.join_rows(partial(_rows_for, doc, len(operations), path, roots, numbers))
         yield doc
     finally:
-        doc["operations"].close()
+        operations.close()
+
+
+def _rows_for(doc: dict[str, Any], count: int, path: Path, roots: DataRoots, numbers: Numbers) -> RooflineRows | None:
+    rows = open_rows(doc, path, roots, decimal=numbers == "decimal")
+    if rows is not None and rows.count != count:
+        rows.close()
+        raise InputError(f"{path} has {count} operations and declares {rows.count} roofline rows — rewrite it with "
+                         "rank_findings")  # fmt: skip
+    return rows
+
+
+def join_roofline_rows(doc: dict[str, Any], path: Path, roots: DataRoots, numbers: Numbers) -> None:
+    """Every operation of a metrics document read whole (from `path`) gets its `roofline` object from the roofline
+    CSV the document declares, in place; nothing when it declares none or every operation already has one."""
+    operations = doc.get("operations")
+    if not isinstance(operations, list) or all(not isinstance(op, dict) or "roofline" in op for op in operations):
+        return
+    rows = _rows_for(doc, len(operations), path, roots, numbers)
+    if rows is None:
+        return
+    try:
+        for i, op in enumerate(operations):
+            if isinstance(op, dict) and "roofline" not in op:
+                op["roofline"] = rows.row(i)
+    finally:
+        rows.close()
 
 
 @dataclass(frozen=True)

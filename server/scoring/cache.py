@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sdpa_analyzer.perf_models.config import BwdConvention
 from sdpa_analyzer.perf_models.hardware import GpuSpec
-from sdpa_analyzer.server.folder.cache import FileStamp, Lru
+from sdpa_analyzer.server.folder.cache import Lru
 from sdpa_analyzer.server.folder.read import CategoryData
 from sdpa_analyzer.server.memory import release_free_heap
 from sdpa_analyzer.server.scoring.records import RooflineTable, compute_records
@@ -23,7 +24,7 @@ MAX_TABLES = 4
 class _TableEntry:
     gpu: GpuSpec
     table: RooflineTable
-    written: dict[Path, FileStamp] = field(default_factory=dict)  # output files this table was written to
+    written: dict[Path, Any] = field(default_factory=dict)  # output files this table was written to (outputs.py)
 
 
 _tables = Lru(MAX_TABLES, lambda e: len(e.table.records))
@@ -36,10 +37,10 @@ def cached_records(
     bytes_model: str = "compulsory",
     bwd_convention: BwdConvention = BwdConvention.FIVE_GEMM,
     skip_masked_tiles: bool = True,
-) -> tuple[RooflineTable, dict[Path, FileStamp]]:
+) -> tuple[RooflineTable, dict[Path, Any]]:
     """compute_records, reused for the same loaded data, GPU and model options.
 
-    Also returns the entry's record of output files already written from this table (path → stamp after
+    Also returns the entry's record of output files already written from this table (path → what was
     writing), so a caller can skip rewriting a file that is still exactly what it wrote.
     """
     key = (id(data), gpu.key, bytes_model, bwd_convention, skip_masked_tiles)

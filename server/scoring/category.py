@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sdpa_analyzer.server.errors import InputError
 from sdpa_analyzer.server.folder import layout
-from sdpa_analyzer.server.folder.cache import FileStamp, cached_load
+from sdpa_analyzer.server.folder.cache import cached_load
 from sdpa_analyzer.server.folder.read import CategoryData
 from sdpa_analyzer.server.roots import DataRoots
 from sdpa_analyzer.server.scoring.arch import ResolvedArch, resolve_arch
@@ -24,12 +25,13 @@ from sdpa_analyzer.server.vocab import CATEGORIES
 class ScoredCategory:
     """The loaded data and, when the category has rows (status OK), the GPU it was scored on and its records.
 
-    `written` is the table's record of output files already written from it (path → stamp after writing)."""
+    `written` is the table's record of output files already written from it (path → what was written:
+    server.scoring.outputs.WrittenTable)."""
 
     data: CategoryData
     arch: ResolvedArch | None = None
     table: RooflineTable | None = None
-    written: dict[Path, FileStamp] = field(default_factory=dict)
+    written: dict[Path, Any] = field(default_factory=dict)
 
     @property
     def has_rows(self) -> bool:

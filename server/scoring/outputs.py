@@ -10,6 +10,10 @@ written from this table.
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +24,7 @@ from sdpa_analyzer.server.folder import layout
 from sdpa_analyzer.server.folder.cache import FileStamp, file_stamp
 from sdpa_analyzer.server.folder.manifest import RUN_ID_KEY, current_run_id, same_run
 from sdpa_analyzer.server.folder.read import CategoryData
-from sdpa_analyzer.server.scoring.fields import BY_NAME, csv_columns
+from sdpa_analyzer.server.scoring.fields import BY_NAME, csv_columns, on
 from sdpa_analyzer.server.scoring.ranking import Metrics
 from sdpa_analyzer.server.scoring.records import RooflineTable
 from sdpa_analyzer.server.writers.atomic_stream import atomic_writer
@@ -39,15 +43,54 @@ def metrics_path(data: CategoryData) -> Path:
     return data.output_dir / layout.metrics_json(data.category)
 
 
+@dataclass(frozen=True)
+class WrittenTable:
+    """A roofline CSV as written: what the metrics JSON declares of it (server.folder.roofline_rows)."""
+
+    path: Path
+    rows: int
+    bytes: int
+    crc32: str
+
+    def declaration(self) -> dict[str, Any]:
+        """`sdpa_analyzer.roofline_rows`: where each operation's `roofline` object is written, once."""
+        return {
+            "file": self.path.name,
+            "rows": self.rows,
+            "bytes": self.bytes,
+            "crc32": self.crc32,
+            "fields": {o.name: o.kind for o in on("json")},
+            "document_fields": list(DOCUMENT_FIELDS),
+        }
+
+
+# fields of every operation's `roofline` object that are one value per file: written once, in `sdpa_analyzer`
+DOCUMENT_FIELDS = ("bytes_model",)
+
+
 def write_roofline_table(
-    data: CategoryData, table: RooflineTable, written: dict[Path, FileStamp] | None = None
-) -> Path:
+    data: CategoryData, table: RooflineTable, written: dict[Path, tuple[FileStamp, WrittenTable]] | None = None
+) -> WrittenTable:
     """`<cat>_roofline.csv`: every record (one row per ops-CSV row; `row` is its index there), lists as their repr."""
+    with roofline_table_written(data, table, written) as done:
+        return done
+
+
+@contextmanager
+def roofline_table_written(
+    data: CategoryData, table: RooflineTable, written: dict[Path, tuple[FileStamp, WrittenTable]] | None = None
+) -> Iterator[WrittenTable]:
+    """The roofline CSV written and synced while the block runs, put in place when it ends, or not at all when the
+    block fails: rank_findings writes the metrics JSON that declares it inside, so neither changes without the
+    other. Skipped when `written` (the table's record of files written from it) shows the file is still the one
+    this table wrote."""
     path = roofline_csv_path(data)
     run_id = current_run_id(data.manifest)
     with same_run(data.output_dir, data.roots, run_id, written=path.name, tool="compute_roofline"):
-        if written is not None and path in written and written[path] == file_stamp(path, data.roots):
-            return path
+        stamp, known = written.get(path, (None, None)) if written is not None else (None, None)
+        if known is not None and stamp == file_stamp(path, data.roots):
+            yield known
+            return
         columns = csv_columns()
         frame = table.records[columns]
         # each float column with the catalogue's digits, the same np.round the metrics JSON's columns use
@@ -60,12 +103,17 @@ def write_roofline_table(
                 return np.zeros(len(frame), dtype=np.int64), [run_id]
             return _csv_codes(table, col)
 
+        crc = size = 0
         with atomic_writer(path, roots=data.roots) as fh:
             for piece in frame_csv_chunks(frame, codes=codes, digits=digits):
                 fh.write(piece)
+                crc = zlib.crc32(piece, crc)
+                size += len(piece)
+            fh.finish()
+            done = WrittenTable(path, len(frame), size, f"{crc:08x}")
+            yield done
         if written is not None:
-            written[path] = file_stamp(path, data.roots)
-    return path
+            written[path] = (file_stamp(path, data.roots), done)
 
 
 def write_metrics(data: CategoryData, metrics: Metrics) -> Path:

@@ -122,7 +122,7 @@ def load_ranked(output_dir: Path, category: str, roots: DataRoots = UNRESTRICTED
     except OSError as exc:
         return RankedMetrics(path, error=exc.strerror or type(exc).__name__)
     try:  # operations[] streamed when the file allows it: only their difference_ms is read
-        with metrics_document(path, roots, "float", partial(_read_whole, path, roots)) as doc:
+        with metrics_document(path, roots, "float", partial(_read_whole, path, roots), roofline_rows=False) as doc:
             keys = operation_keys(doc.get("operations") or [])
             differences = [_num(d) for d, is_object in zip(keys.differences, keys.objects, strict=True) if is_object]
             return _ranked(output_dir, roots, path, doc, differences, mtime)

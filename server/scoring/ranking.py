@@ -20,7 +20,6 @@ from sdpa_analyzer.perf_models.errors import PerfModelError
 from sdpa_analyzer.perf_models.kernels import KernelRole, classify_kernel
 from sdpa_analyzer.perf_models.literals import parse_literal
 from sdpa_analyzer.perf_models.objects import as_objects
-from sdpa_analyzer.perf_models.outputs import Output
 from sdpa_analyzer.server.errors import InputError
 from sdpa_analyzer.server.factorize import factorize
 from sdpa_analyzer.server.folder.manifest import current_run_id
@@ -33,7 +32,7 @@ from sdpa_analyzer.server.scoring.advice import (
     in_band_list,
     in_band_rows,
 )
-from sdpa_analyzer.server.scoring.fields import BY_NAME, on
+from sdpa_analyzer.server.scoring.fields import BY_NAME
 from sdpa_analyzer.server.scoring.records import RooflineTable, kernel_name_cells, step_workload, workload_profile
 from sdpa_analyzer.server.vocab import (
     ANOMALY_FLAG_PCT,
@@ -54,7 +53,6 @@ from sdpa_analyzer.server.vocab import (
 from sdpa_analyzer.server.writers.json_columns import (
     Bools,
     Cells,
-    Column,
     Const,
     Field,
     Ints,
@@ -264,7 +262,6 @@ def build_metrics(
         Field("library", _texts(library)),
         *_text_fields(table, "launcher_path", "kernel_name", "kernel_name_trunc"),
         *(Field(c, Values(r[c].tolist())) for c in ("module_chain", "call_chain")),
-        Field("roofline", _roofline_block(r, table)),
     ]
     if comparative:
         fields += [
@@ -403,30 +400,6 @@ def _default_peak(table: RooflineTable) -> float:
         return table.gpu.peak_tflops(spec)[0]
     except ValueError:
         return float("nan")
-
-
-def json_column(o: Output, records: pd.DataFrame, codes: Any) -> Column:
-    """The metrics JSON column of one field (`codes(name)`: codes and values of a text column, encoded once)."""
-    col = records[o.name]
-    if o.kind == "float":
-        return Numbers(col.to_numpy(dtype=float), o.digits)
-    if o.kind == "int":
-        return Ints(col.to_numpy(dtype=float))  # NaN (no value) is null
-    if o.kind == "bool":
-        return Bools(col.to_numpy(dtype=bool))
-    if o.kind == "list":
-        return Values(col.tolist())
-    return Texts(*codes(o.name))
-
-
-def json_fields(records: pd.DataFrame, codes: Any) -> list[Field]:
-    """The per-op `roofline` block of the metrics JSON, field by field."""
-    return [Field(o.name, json_column(o, records, codes)) for o in on("json")]
-
-
-def _roofline_block(r: pd.DataFrame, table: RooflineTable) -> Obj:
-    """Our per-op roofline block (beside TraceLens' `efficiency`): the catalogue's json fields, column-wise."""
-    return Obj([*json_fields(r, table.column_codes), Field("bytes_model", Const(table.bytes_model, len(r)))])
 
 
 def paged_breakdown(kernels: list[dict[str, Any]]) -> dict[str, Any]:

@@ -124,7 +124,7 @@ class RankResult(ResultModel):
 def rank_findings(ctx: ToolContext, args: RankInput) -> RankResult:
     # the scoring (numpy, pandas): imported when the tool runs, never to declare it
     from sdpa_analyzer.server.scoring.category import score_category
-    from sdpa_analyzer.server.scoring.outputs import write_metrics, write_roofline_table
+    from sdpa_analyzer.server.scoring.outputs import roofline_table_written, write_metrics
     from sdpa_analyzer.server.scoring.ranked import metrics_no_findings_reason
     from sdpa_analyzer.server.scoring.ranking import build_metrics
 
@@ -154,8 +154,11 @@ def rank_findings(ctx: ToolContext, args: RankInput) -> RankResult:
     warnings = resolved.warnings + data.warnings
     metrics["sdpa_analyzer"]["peaks"] = peaks.model_dump()
     metrics["sdpa_analyzer"]["warnings"] = warnings
-    path = write_metrics(data, metrics)
-    write_roofline_table(data, table, scored.written)
+    # the roofline CSV first: the metrics JSON declares it (each operation's `roofline` object is its row there);
+    # both land, or neither
+    with roofline_table_written(data, table, scored.written) as rows:
+        metrics["sdpa_analyzer"]["roofline_rows"] = rows.declaration()
+        path = write_metrics(data, metrics)
     return RankResult(
         category=args.category,
         status="OK",

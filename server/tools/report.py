@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -135,9 +136,12 @@ def _written_out(roots: DataRoots, out: Path, cat: str, text: str) -> tuple[str,
     (server.findings.references.written_out), and the note the page shows above it."""
     from sdpa_analyzer.server.findings.metrics_view import load_metrics
     from sdpa_analyzer.server.findings.references import written_out
+    from sdpa_analyzer.server.folder.metrics_file import metrics_document
 
+    mpath = out / layout.metrics_json(cat)
     try:
-        resolved, count, problems = written_out(text, load_metrics(out / layout.metrics_json(cat), roots))
+        with metrics_document(mpath, roots, "decimal", partial(load_metrics, mpath, roots)) as metrics:
+            resolved, count, problems = written_out(text, metrics)
     except (InputError, OSError, ValueError) as exc:
         why = shorten_message(str(exc), 160)
         return text, (f"this prose has not passed validate_findings yet, and its references ({{{{P1.…}}}}) could not "

@@ -114,7 +114,7 @@ def compute_roofline(ctx: ToolContext, args: RooflineInput) -> RooflineResult:
             break
         rows.append(model)
     end = args.offset + len(rows)
-    path = write_roofline_table(data, table, scored.written)
+    path = write_roofline_table(data, table, scored.written).path
     modeled = r["has_model"].to_numpy()
     weighted = weigh_rows(r)
     warnings = list(resolved.warnings) + list(data.warnings)

@@ -244,8 +244,14 @@ def _unlink(name: str, dfd: int, path: Path) -> None:
 
 
 def _named(exc: OSError, target: Path) -> OSError:
-    """The same error, naming the target file (a failed write() names no file at all)."""
-    if isinstance(exc, FileExistsError) and exc.errno is None:
+    """The same error, naming the target file (a failed write() names no file at all, a failed create the temp
+    file). One named so already is kept: it came from another file written inside this one's block (both land, or
+    neither), and names that file."""
+    if (isinstance(exc, FileExistsError) and exc.errno is None) or getattr(exc, _NAMED, False):
         return exc
     err = type(exc)(exc.errno, exc.strerror or str(exc), str(target))
+    setattr(err, _NAMED, True)
     return err
+
+
+_NAMED = "sdpa_analyzer_target"  # set on an OSError that names its target file

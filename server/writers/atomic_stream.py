@@ -71,10 +71,18 @@ class PieceWriter:
 
     def close(self) -> None:
         """Wait for every queued piece to be written; raise the writer's error if there was one."""
-        self._queue.put(_STOP)
-        self._thread.join()
+        if self._thread.is_alive():
+            self._queue.put(_STOP)
+            self._thread.join()
         if self._error is not None:
             raise self._error
+
+    def finish(self) -> None:
+        """Every piece written and synced to disk, before the block ends: the rename that puts the file in place is
+        all that is left (a caller that writes a second file inside the block makes both land, or neither)."""
+        self.close()
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
 
 
 @contextmanager

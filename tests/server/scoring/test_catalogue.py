@@ -8,6 +8,7 @@ import csv
 import json
 from pathlib import Path
 
+from sdpa_analyzer.server.findings import load_metrics
 from sdpa_analyzer.server.scoring.fields import BY_NAME, CATALOGUE, COMPUTED_AT_RESULT, on
 from sdpa_analyzer.server.tools import call
 from sdpa_analyzer.server.tools.model import ModelResult
@@ -43,8 +44,14 @@ def test_every_surface_is_the_catalogue(tmp_path: Path) -> None:
         header = next(csv.reader(fh))
     assert header == [o.name for o in on("csv")]
     # the metrics JSON's roofline block
-    metrics = json.loads((folder / "category_data" / "sdpa_fwd_metrics.json").read_text())
-    block = metrics["operations"][0]["roofline"]
+    # the metrics JSON's roofline block: declared once (field → kind), each operation's row in the roofline CSV
+    path = folder / "category_data" / "sdpa_fwd_metrics.json"
+    metrics = json.loads(path.read_text())
+    assert "roofline" not in metrics["operations"][0]
+    declared = metrics["sdpa_analyzer"]["roofline_rows"]
+    assert declared["fields"] == {o.name: o.kind for o in on("json")}
+    assert declared["file"] == "sdpa_fwd_roofline.csv" and declared["document_fields"] == ["bytes_model"]
+    block = load_metrics(path)["operations"][0]["roofline"]
     assert list(block) == [*(o.name for o in on("json")), "bytes_model"]
     # what the tools compute at result time is declared too, and is no records column
     assert set(COMPUTED_AT_RESULT) <= set(BY_NAME)

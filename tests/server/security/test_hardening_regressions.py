@@ -363,7 +363,7 @@ def test_a_full_disk_names_the_file_and_the_fix(tmp_path: Path, monkeypatch: pyt
     res = timed(call, "rank_findings", DataRoots([tmp_path]), output_dir="folder", category="sdpa_fwd",
                 arch="h100-sxm")[0]  # fmt: skip
     msg = one_line_error(res)
-    assert "sdpa_fwd_metrics.json: No space left on device" in msg and "free space" in msg and "a file" not in msg
+    assert "sdpa_fwd_roofline.csv: No space left on device" in msg and "free space" in msg and "a file" not in msg
     assert not list((tmp_path / "folder").rglob("*.tmp"))
 
 
