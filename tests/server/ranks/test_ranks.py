@@ -324,7 +324,7 @@ def test_a_dead_worker_costs_only_its_rank(job: dict[str, Any], monkeypatch: pyt
     res = call(
         "analyze_ranks", job["roots"], trace_dir=str(base / "traces"), output_dir=str(base / "o-dead"), workers=2
     )
-    assert res.ranks_ok == WORLD - 1 and [e.rank for e in res.errors] == [1]
+    assert res.ranks_ok == WORLD - 1 and [e.rank for e in res.errors] == [1], res.errors  # which rank, and why
     assert "worker process died" in res.errors[0].error
     assert sorted(p.name for p in (base / "o-dead").iterdir() if p.is_dir()) == ["rank_0", "rank_2", "rank_3"]
 
