@@ -16,14 +16,13 @@ finding's members reads only their rows.
 The CSV is checked against the declaration before a row is read: its size, its crc32 (a compute_roofline with other
 options since rank_findings rewrites it) and its row count; a mismatch is one line naming both files and the fix.
 The pass that checks it also finds each line, and is made once per file in a process (keyed by the file's inode,
-mtime and size, as the metrics reader keys its listing). A cell with a line break inside quotes (an op name can hold
-one) moves the lines: the file is then read row by row with the csv module instead.
+mtime and size, as the metrics reader keys its listing). A line break inside a quoted cell (an op name can hold one)
+does not end a row: the pass counts the quotes before each line break.
 """
 
 from __future__ import annotations
 
 import csv
-import io
 import math
 import os
 import re
@@ -90,16 +89,15 @@ def declared_rows(doc: dict[str, Any], metrics_path: Path) -> RowsDeclared | Non
 
 @dataclass(frozen=True)
 class _Index:
-    """What the pass over a CSV found: its header and where each line starts (`starts[i]` is data row i's line,
-    `starts[-1]` the end), or, when a quoted cell holds a line break, every row's cells."""
+    """What the pass over a CSV found: its header, and where each row starts (`starts[i]` is data row i's,
+    `starts[-1]` the end of the file)."""
 
     header: tuple[str, ...]
-    starts: list[int] | None
-    cells: list[list[str]] | None
+    starts: list[int]
 
     @property
     def rows(self) -> int:
-        return len(self.cells) if self.cells is not None else len(self.starts or [0]) - 1
+        return len(self.starts) - 1
 
 
 _INDEXES = Lru(CACHED_FILES, lambda index: index.rows, max_rows=CACHED_ROWS)
@@ -137,13 +135,9 @@ class RooflineRows:
         return out
 
     def _cells(self, i: int) -> list[str]:
-        if self._index.cells is not None:
-            return self._index.cells[i]
-        starts = self._index.starts
-        assert starts is not None
-        start, end = starts[i], starts[i + 1]
+        start, end = self._index.starts[i], self._index.starts[i + 1]
         data = _PREAD(self._fd, end - start, start) if _PREAD is not None else _seek_read(self._fh, start, end)
-        return next(csv.reader([data.decode("utf-8").rstrip("\r\n")]))
+        return next(csv.reader(data.decode("utf-8").splitlines(keepends=True)))
 
     def close(self) -> None:
         self._fh.close()
@@ -191,38 +185,33 @@ def clear_indexes() -> None:
 
 
 def _scan(fh: BinaryIO, path: Path, declared: RowsDeclared, again: str, metrics_name: str) -> _Index:
-    """One pass: the crc32 of the bytes, and where each line starts."""
-    crc, pos, starts = 0, 0, [0]
-    rest = b""
+    """One pass: the crc32 of the bytes, and where each row starts (a line break ends a row where the quotes since the
+    row began are balanced: inside a quoted cell they are not)."""
+    crc, pos, starts, quotes = 0, 0, [0], 0
     while block := fh.read(READ_BLOCK_BYTES):
         crc = zlib.crc32(block, crc)
-        find, at = block.find, block.find(b"\n")
+        find, count = block.find, block.count
+        last, at = 0, block.find(b"\n")
         while at >= 0:
-            starts.append(pos + at + 1)
-            at = find(b"\n", at + 1)
+            quotes += count(b'"', last, at)
+            if not quotes & 1:
+                starts.append(pos + at + 1)
+                quotes = 0
+            last, at = at + 1, find(b"\n", at + 1)
+        quotes += count(b'"', last)
         pos += len(block)
-        rest = block
     if f"{crc:08x}" != declared.crc32:
         raise InputError(f"{path} is not the file {metrics_name} was ranked against (crc32 {crc:08x}, not "
                          f"{declared.crc32}: compute_roofline rewrote it since?) — {again}")  # fmt: skip
-    if rest and not rest.endswith(b"\n"):
+    if starts[-1] != pos:  # a last row without a line break
         starts.append(pos)
     fh.seek(0)
     try:
-        header = tuple(next(csv.reader([fh.readline().decode("utf-8").rstrip("\r\n")]), []))
-        starts = starts[1:]  # from the first data row
-        if len(starts) - 1 == declared.rows:
-            return _Index(header, starts, None)
-        # a quoted cell with a line break: every row parsed by the csv module
-        fh.seek(0)
-        text = io.TextIOWrapper(fh, encoding="utf-8", newline="")
-        try:
-            cells = list(csv.reader(text))[1:]
-        finally:
-            text.detach()  # the file stays open: its rows are read by this object
-        return _Index(header, None, cells)
+        header = tuple(next(csv.reader(fh.read(starts[1] - starts[0] if len(starts) > 1 else 0).decode("utf-8")
+                                       .splitlines(keepends=True)), []))  # fmt: skip
     except (csv.Error, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not a CSV of UTF-8 text ({exc}) — {again}") from None
+        raise InputError(f"{path}: its header is not a CSV line of UTF-8 text ({exc}) — {again}") from None
+    return _Index(header, starts[1:] or [pos])
 
 
 def _seek_read(fh: BinaryIO, start: int, end: int) -> bytes:
