@@ -148,6 +148,7 @@ class _Objects(_Formatter):
     def __init__(self, values: np.ndarray, codes: tuple[np.ndarray, list[Any]] | None = None) -> None:
         self.values = values
         self.codes: np.ndarray | None = None
+        self.distinct: np.ndarray | None = None  # the uniques as an object array, made on first use
         if codes is None:
             try:
                 codes = factorize(values)
@@ -155,24 +156,35 @@ class _Objects(_Formatter):
                 return
         self.codes, self.uniques = codes
         self.texts_of: np.ndarray | None = None
-        if few(len(self.uniques) + 1, len(self.codes)):  # mostly distinct values: formatted a chunk at a time
-            self.texts_of = np.empty(len(self.uniques) + 1, dtype=object)
-            self.texts_of[:-1] = _fields([u if type(u) is str else str(u) for u in self.uniques])
-            self.texts_of[-1] = b""  # code -1: a missing value
+        self.few = few(len(self.uniques) + 1, len(self.codes))
+        # each distinct value formatted once when rows repeat them (a list of warnings: ~8 rows a value); mostly
+        # distinct values (shapes) are formatted a chunk at a time instead, never all held at once
+        if self.few or 2 * len(self.uniques) <= len(self.codes):
+            texts = _fields([u if type(u) is str else str(u) for u in self.uniques])
+            self.texts_of = np.fromiter([*texts, b""], dtype=object, count=len(texts) + 1)  # last: code -1, missing
 
     def coded(self) -> Coded | None:
-        if self.codes is None or self.texts_of is None:
+        if self.codes is None or self.texts_of is None or not self.few:
             return None
         return np.where(self.codes < 0, len(self.texts_of) - 1, self.codes), self.texts_of.tolist()
 
     def texts(self, start: int, stop: int) -> list[bytes]:
         if self.codes is not None and self.texts_of is not None:
             return self.texts_of[self.codes[start:stop]].tolist()
-        if self.codes is not None:
-            codes = self.codes[start:stop].tolist()
-            present = [c for c in codes if c >= 0]
-            texts = iter(_fields([u if type(u) is str else str(u) for u in map(self.uniques.__getitem__, present)]))
-            return [next(texts) if c >= 0 else b"" for c in codes]
+        if self.codes is not None:  # mostly distinct: the chunk's values taken and formatted as whole arrays
+            if self.distinct is None:
+                self.distinct = np.fromiter(self.uniques, dtype=object, count=len(self.uniques))  # never unpacks
+            codes = self.codes[start:stop]
+            present = codes >= 0
+            values = self.distinct[codes[present]].tolist()
+            if set(map(type, values)) - {str}:
+                values = [u if type(u) is str else str(u) for u in values]
+            texts = _fields(values)
+            if len(texts) == len(codes):
+                return texts
+            out = np.full(len(codes), b"", dtype=object)  # code -1: a missing value
+            out[present] = np.fromiter(texts, dtype=object, count=len(texts))
+            return out.tolist()
         part = self.values[start:stop]
         na = pd.isna(part)
         return [b"" if m else _field(str(v)).encode() for v, m in zip(part.tolist(), na.tolist(), strict=True)]

@@ -91,3 +91,19 @@ def test_float_columns_rounded_as_written_match_pandas_of_the_rounded_frame(chun
     assert b"".join(frame_csv_chunks(df, digits=digits, chunk_rows=chunk_rows)).decode() == want
     one = df[["a"]]  # the pandas path (one column) rounds too
     assert b"".join(frame_csv_chunks(one, digits={"a": 2})).decode() == one.round({"a": 2}).to_csv(index=False)
+
+
+def test_repeated_and_mostly_distinct_text_columns_match_pandas() -> None:
+    # between "few" (pre-rendered runs) and mostly distinct: each distinct value formatted once; mostly distinct
+    # values with missing cells and non-text values among them: formatted a chunk at a time
+    rng = np.random.default_rng(11)
+    n = 4000
+    repeated = np.array([f"w{i % 700}, \"q\"" if i % 3 else f"w{i % 700}" for i in range(n)], dtype=object)
+    repeated[rng.random(n) < 0.05] = None
+    distinct = np.array([f"s{i}" if i % 5 else f"s,{i}" for i in range(n)], dtype=object)
+    distinct[rng.random(n) < 0.05] = np.nan
+    distinct[rng.random(n) < 0.02] = 7
+    df = pd.DataFrame({"repeated": repeated, "distinct": distinct, "x": np.arange(n) * 0.5})
+    expected = df.to_csv(index=False).encode()
+    assert _csv(df) == expected
+    assert _csv(df, chunk_rows=13) == expected
