@@ -31,12 +31,17 @@ SAMPLE_ROWS = 1024
 
 
 def maybe_few(values: np.ndarray, rows: int | None = None) -> bool:
-    """False when the first rows alone have too many distinct values (skips factorizing the column).
+    """False when the first rows alone have too many distinct values, or are mostly distinct (skips factorizing
+    the column: a column of measured times or ratios is distinct in almost every row).
 
-    `values` may be just those first rows of a column of `rows` rows."""
+    `values` may be just those first rows of a column of `rows` rows. A column judged so may still have had few
+    values over all its rows: it is then formatted row by row, into the same text."""
     sample = values[:SAMPLE_ROWS]
     n = len(values) if rows is None else rows
-    return len(sample) < 64 or len(np.unique(sample)) <= max(1.0, n * FEW)
+    if len(sample) < 64:
+        return True
+    distinct = len(np.unique(sample))
+    return distinct <= max(1.0, n * FEW) and 2 * distinct <= len(sample)
 
 
 def coded_numbers(values: np.ndarray, fmt: Callable[[np.ndarray], list[bytes]]) -> Coded | None:
@@ -80,10 +85,11 @@ def combine_runs(
     """
     out: list[T] = []
     run: list[tuple[T, Coded | None]] = []  # (item, its codes; None for a constant), in order
-    joint = np.zeros(n, dtype=np.int64)
+    joint = np.zeros(n, dtype=np.int64)  # each row's combination of the run so far, numbered 0..combos-1
+    combos = 1
 
     def flush() -> None:
-        nonlocal joint
+        nonlocal joint, combos
         if sum(c is not None for _, c in run) >= 2:
             firsts = np.unique(joint, return_index=True)[1].tolist()
             pieces = [(constant(item), c) for item, c in run]
@@ -92,7 +98,7 @@ def combine_runs(
         else:
             out.extend(item if c is None else wrap(Combined(*c)) for item, c in run)
         run.clear()
-        joint = np.zeros(n, dtype=np.int64)
+        joint, combos = np.zeros(n, dtype=np.int64), 1
 
     for item in items:
         if constant(item) is not None:
@@ -108,11 +114,23 @@ def combine_runs(
             flush()
             out.append(wrap(Combined(codes, texts)))
             continue
-        trial, uniques = pd.factorize(joint * len(texts) + codes)
-        if len(uniques) > max(1.0, n * RUN_LIMIT):
+        trial, found = _renumbered(joint * len(texts) + codes, combos * len(texts))
+        if found > max(1.0, n * RUN_LIMIT):
             flush()
-            trial, uniques = pd.factorize(codes)
-        joint = trial
+            trial, found = _renumbered(codes, len(texts))
+        joint, combos = trial, found
         run.append((item, c))
     flush()
     return out
+
+
+def _renumbered(keys: np.ndarray, bound: int) -> tuple[np.ndarray, int]:
+    """`keys` (each in 0..bound-1) numbered 0..k-1 in the order of their values, and k: a table of the values seen
+    when `bound` is small (no hashing: ~5x faster than pandas.factorize on 10^5 rows), else pandas.factorize."""
+    if bound <= max(len(keys), 1 << 16):
+        seen = np.zeros(bound, dtype=bool)
+        seen[keys] = True
+        number = np.cumsum(seen, dtype=np.int64) - 1
+        return number[keys], int(number[-1]) + 1 if bound else 0
+    codes, uniques = pd.factorize(keys)
+    return codes.astype(np.int64, copy=False), len(uniques)
