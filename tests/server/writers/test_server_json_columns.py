@@ -146,3 +146,21 @@ def test_row_list_is_written_and_read_as_the_dicts() -> None:
     assert listed[:5] == orjson.loads(orjson.dumps(rows[:5], option=DUMPS_OPTIONS))
     assert listed[-1] == orjson.loads(orjson.dumps(rows[-1], option=DUMPS_OPTIONS))
     assert RowList(item, 0).json() == b"[]"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [None, 1, 1.0, True, "1", 1, True, 1.0],  # equal in Python, different JSON
+        [1, 2, 1, 3],
+        [1.0, float("nan"), 1.0, float("inf")],
+        [True, False, True],
+        ["a", None, "b", "a", None],
+        [["x"], ["x"], [], {"k": 1}, ["x"]],  # unhashable: told apart by identity, equal texts all the same
+        [["x", "y"], [], ["x", "y"]],
+    ],
+)
+def test_values_column_gives_each_rows_own_json(values: list[object]) -> None:
+    column = Values(values)
+    texts = column.texts(0, len(values))
+    assert texts == [orjson.dumps(v, option=orjson.OPT_SERIALIZE_NUMPY) for v in values]
