@@ -107,3 +107,21 @@ def test_repeated_and_mostly_distinct_text_columns_match_pandas() -> None:
     expected = df.to_csv(index=False).encode()
     assert _csv(df) == expected
     assert _csv(df, chunk_rows=13) == expected
+
+
+def test_adjacent_float_columns_written_as_one_block_match_pandas() -> None:
+    # a block of float columns: NaN (orjson's null), inf and magnitudes numpy writes in exponent form on some rows,
+    # plain values on the others; rounded columns beside unrounded ones
+    rng = np.random.default_rng(5)
+    n = 3000
+    plain = rng.uniform(1, 1000, (n, 4))
+    plain[rng.random((n, 4)) < 0.1] = np.nan
+    odd = _floats(rng, n)
+    df = pd.DataFrame({
+        "a": plain[:, 0], "b": plain[:, 1], "odd": odd, "c": plain[:, 2], "label": "x", "d": plain[:, 3],
+        "e": np.where(rng.random(n) < 0.01, np.inf, plain[:, 0] * 1e-3),
+    })  # fmt: skip
+    digits = {"b": 2, "c": 0}
+    expected = df.assign(b=np.round(df["b"], 2), c=np.round(df["c"], 0)).to_csv(index=False).encode()
+    assert _csv(df, digits=digits) == expected
+    assert _csv(df, digits=digits, chunk_rows=11) == expected
