@@ -451,8 +451,12 @@ def _check_int_nests(values: pd.Series, col: str, path: Path) -> tuple[np.ndarra
     which names the bad row.
     """
     cells = values.tolist()
-    idx = [i for i, v in enumerate(cells) if type(v) is str]
-    texts = [cells[i] for i in idx]
+    if set(map(type, cells)) == {str}:  # every cell text (the usual case): no step per row
+        idx: list[int] | range = range(len(cells))
+        texts = cells
+    else:
+        idx = [i for i, v in enumerate(cells) if type(v) is str]
+        texts = [cells[i] for i in idx]
     joined = CELL_SEP.join(texts)
     # the separator is not a plain character, so the joined text is plain exactly when every cell is; deleting
     # the ASCII plain characters is a fast first check (Unicode whitespace is plain too: then the regex decides)
@@ -465,10 +469,10 @@ def _check_int_nests(values: pd.Series, col: str, path: Path) -> tuple[np.ndarra
     del joined
     done = np.zeros(len(cells), dtype=bool)
     if _plain_nests_well_formed(texts):
-        done[idx] = True
+        done[idx if isinstance(idx, list) else slice(idx.start, idx.stop)] = True
     # else some cell is malformed: the strict parser finds and names it
     del texts
-    rest = [i for i, (v, d) in enumerate(zip(cells, done.tolist(), strict=True)) if not d and not is_missing(v)]
+    rest = [i for i in np.flatnonzero(~done).tolist() if not is_missing(cells[i])]
     other: dict[int, Any] = {}
     if rest:
         sub = _parse_cells(values.iloc[rest], col, path, rows=rest)
