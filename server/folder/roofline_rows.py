@@ -27,6 +27,7 @@ import math
 import os
 import re
 import zlib
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -41,7 +42,7 @@ ROWS_KEY = "roofline_rows"  # sdpa_analyzer.roofline_rows: where the per-operati
 KINDS = ("float", "int", "bool", "text")
 READ_BLOCK_BYTES = 8 << 20
 CACHED_FILES = 4
-CACHED_ROWS = 400_000  # lines indexed, all files together (8 bytes each); one larger file is still kept, alone
+CACHED_ROWS = 4_000_000  # rows indexed, all files together (8 bytes each: 32 MB); one larger file is still kept, alone
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}\.csv")
 _PREAD = getattr(os, "pread", None)
 
@@ -93,7 +94,7 @@ class _Index:
     `starts[-1]` the end of the file)."""
 
     header: tuple[str, ...]
-    starts: list[int]
+    starts: array  # of int64 ("q"): 8 bytes a row
 
     @property
     def rows(self) -> int:
@@ -106,9 +107,10 @@ _INDEXES = Lru(CACHED_FILES, lambda index: index.rows, max_rows=CACHED_ROWS)
 class RooflineRows:
     """The declared rows of one open roofline CSV: `row(i)` is operation i's `roofline` object. Close when done."""
 
-    def __init__(self, fh: BinaryIO, index: _Index, declared: RowsDeclared, document: dict[str, Any],
+    def __init__(self, fh: BinaryIO, path: Path, index: _Index, declared: RowsDeclared, document: dict[str, Any],
                  decimal: bool) -> None:  # fmt: skip
         self._fh = fh
+        self._path = path
         self._fd = fh.fileno()
         self._index = index
         at = {name: k for k, name in enumerate(index.header)}
@@ -125,10 +127,10 @@ class RooflineRows:
         try:
             cells = self._cells(i)
         except (csv.Error, UnicodeDecodeError, StopIteration) as exc:
-            raise InputError(f"{self._fh.name}: row {i} is not a CSV line of UTF-8 text ({exc}) — run rank_findings "
+            raise InputError(f"{self._path}: row {i} is not a CSV line of UTF-8 text ({exc}) — run rank_findings "
                              "again") from None  # fmt: skip
         if len(cells) != self._width:
-            raise InputError(f"{self._fh.name}: row {i} has {len(cells)} cells, the header {self._width} — run "
+            raise InputError(f"{self._path}: row {i} has {len(cells)} cells, the header {self._width} — run "
                              "rank_findings again")  # fmt: skip
         out = {name: fn(cells[k]) for name, k, fn in self._fields}
         out.update(self._constants)
@@ -173,7 +175,7 @@ def open_rows(doc: dict[str, Any], metrics_path: Path, roots: DataRoots, decimal
         if missing:
             raise InputError(f"{path} has no column {missing[0]!r}, which {metrics_path.name} reads — {again}")
         ours = doc.get("sdpa_analyzer")
-        return RooflineRows(fh, index, declared, ours if isinstance(ours, dict) else {}, decimal)
+        return RooflineRows(fh, path, index, declared, ours if isinstance(ours, dict) else {}, decimal)
     except BaseException:
         fh.close()
         raise
@@ -211,7 +213,7 @@ def _scan(fh: BinaryIO, path: Path, declared: RowsDeclared, again: str, metrics_
                                        .splitlines(keepends=True)), []))  # fmt: skip
     except (csv.Error, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: its header is not a CSV line of UTF-8 text ({exc}) — {again}") from None
-    return _Index(header, starts[1:] or [pos])
+    return _Index(header, array("q", starts[1:] or [pos]))
 
 
 def _seek_read(fh: BinaryIO, start: int, end: int) -> bytes:

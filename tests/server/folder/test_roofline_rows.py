@@ -151,3 +151,19 @@ def test_a_cell_changed_in_place_fails_the_crc(ranked: Path) -> None:
     table.write_bytes(data[:at] + b"Fals" + data[at + 4 :])
     with pytest.raises(InputError, match=r"is not the file sdpa_fwd_metrics.json was ranked against \(crc32"):
         load_metrics(_metrics(ranked))
+
+
+def test_a_row_of_another_width_is_one_line_naming_the_csv(ranked: Path) -> None:
+    """A CSV edited by hand and declared again (size and crc32 made to match): the row itself is checked."""
+    table = ranked / "category_data" / "sdpa_fwd_roofline.csv"
+    lines = table.read_bytes().split(b"\n")
+    lines[1] += b",an extra cell"
+    data = b"\n".join(lines)
+    table.write_bytes(data)
+    path = _metrics(ranked)
+    doc = json.loads(path.read_text())
+    doc["sdpa_analyzer"]["roofline_rows"].update(bytes=len(data), crc32=f"{zlib.crc32(data):08x}")
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError) as err:
+        load_metrics(path)
+    assert str(err.value).startswith(f"{table}: row 0 has ") and "run rank_findings again" in str(err.value)
