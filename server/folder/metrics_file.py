@@ -39,7 +39,7 @@ import orjson
 
 from sdpa_analyzer.server.errors import InputError
 from sdpa_analyzer.server.folder.lru import Lru
-from sdpa_analyzer.server.folder.roofline_rows import RooflineRows, open_rows
+from sdpa_analyzer.server.folder.roofline_rows import RooflineRows, open_rows, read_at
 from sdpa_analyzer.server.roots import DataRoots
 
 Numbers = Literal["decimal", "float"]  # how numbers are parsed: Decimal (the validator) or float (template, report)
@@ -144,8 +144,6 @@ def _decimal_loads(data: bytes) -> Any:
         return json.loads(data.decode("utf-8"), parse_float=Decimal)
 
 
-_PREAD = getattr(os, "pread", None)  # POSIX; elsewhere a seek and a read
-
 _PARSERS: dict[str, Callable[[bytes], Any]] = {"decimal": _decimal_loads, "float": orjson.loads}
 _KEY_DECODERS = {
     "decimal": msgspec.json.Decoder(_Keys, float_hook=Decimal),
@@ -159,7 +157,6 @@ class StreamedOperations(Sequence[Any]):
 
     def __init__(self, fh: BinaryIO, offsets: list[int], lengths: list[int], keys: OperationKeys, numbers: Numbers):
         self._fh = fh
-        self._fd = fh.fileno()
         self._offsets = offsets
         self._lengths = lengths
         self._parse = _PARSERS[numbers]
@@ -202,10 +199,7 @@ class StreamedOperations(Sequence[Any]):
         return op
 
     def _read_at(self, offset: int, length: int) -> bytes:
-        if _PREAD is not None:  # one call, no seek, no buffer to fill and copy from
-            return _PREAD(self._fd, length, offset)
-        self._fh.seek(offset)
-        return self._fh.read(length)
+        return read_at(self._fh, offset, length)
 
     def __iter__(self) -> Iterator[Any]:
         for i in range(len(self)):

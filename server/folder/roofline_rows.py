@@ -44,7 +44,7 @@ READ_BLOCK_BYTES = 8 << 20
 CACHED_FILES = 4
 CACHED_ROWS = 4_000_000  # rows indexed, all files together (8 bytes each: 32 MB); one larger file is still kept, alone
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}\.csv")
-_PREAD = getattr(os, "pread", None)
+_PREAD = getattr(os, "pread", None)  # POSIX; elsewhere a seek and a read
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,6 @@ class RooflineRows:
                  decimal: bool) -> None:  # fmt: skip
         self._fh = fh
         self._path = path
-        self._fd = fh.fileno()
         self._index = index
         at = {name: k for k, name in enumerate(index.header)}
         convert = _DECIMAL if decimal else _FLOAT
@@ -138,7 +137,7 @@ class RooflineRows:
 
     def _cells(self, i: int) -> list[str]:
         start, end = self._index.starts[i], self._index.starts[i + 1]
-        data = _PREAD(self._fd, end - start, start) if _PREAD is not None else _seek_read(self._fh, start, end)
+        data = read_at(self._fh, start, end - start)
         return next(csv.reader(data.decode("utf-8").splitlines(keepends=True)))
 
     def close(self) -> None:
@@ -216,9 +215,12 @@ def _scan(fh: BinaryIO, path: Path, declared: RowsDeclared, again: str, metrics_
     return _Index(header, array("q", starts[1:] or [pos]))
 
 
-def _seek_read(fh: BinaryIO, start: int, end: int) -> bytes:
-    fh.seek(start)
-    return fh.read(end - start)
+def read_at(fh: BinaryIO, offset: int, length: int) -> bytes:
+    """`length` bytes of an open file from `offset`: one pread (no seek, no buffer to fill and copy from)."""
+    if _PREAD is not None:
+        return _PREAD(fh.fileno(), length, offset)
+    fh.seek(offset)
+    return fh.read(length)
 
 
 def _decimal_number(cell: str) -> Any:

@@ -333,10 +333,10 @@ def test_an_operation_is_read_at_its_line_with_or_without_pread(
     pread: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """POSIX reads a line with one pread; elsewhere (no os.pread) a seek and a read: both give each line's entry."""
-    from sdpa_analyzer.server.folder import metrics_file
+    from sdpa_analyzer.server.folder import roofline_rows
 
     if not pread:
-        monkeypatch.setattr(metrics_file, "_PREAD", None)
+        monkeypatch.setattr(roofline_rows, "_PREAD", None)  # the one read_at of the metrics and roofline readers
     ops = ",\n".join(json.dumps({"name": f"op{i}", "time_ms": i + 0.25}) for i in range(5))
     path = tmp_path / "m_metrics.json"
     path.write_text('{"category":"m","operations":[\n' + ops + "\n]}\n")
