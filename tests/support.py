@@ -153,6 +153,17 @@ def make_folder(
     return out
 
 
+# FlashAttention-3's backward kernel as released in 2024 (deepseek-ai/profile-data train.json names it): the kernel
+# class before the Sm90 suffix; the grid and ingest tests launch it
+FA3_BWD_2024 = (
+    "void cutlass::device_kernel<flash::FlashAttnBwd<flash::CollectiveMainloopBwd<2, cute::tuple<cute::C<1>, "
+    "cute::C<1>, cute::C<1> >, cute::tuple<cute::C<64>, cute::C<128>, cute::C<192> >, cutlass::bfloat16_t, float, "
+    "cutlass::arch::Sm90, true, false, false, false, false, true, false, 2, 2, 1, false>, flash::CollectiveEpilogueBwd<"
+    "cute::tuple<cute::C<64>, cute::C<128>, cute::C<192> >, cutlass::bfloat16_t, cutlass::arch::Sm90, 256, false, "
+    "false, false>, flash::SingleTileScheduler<false, false, 128> > >(flash::FlashAttnBwd<...>::Params)"
+)
+
+
 # One realistic aten flash row: B=2, H=8, N=1024, d=64, bf16, causal, 10 calls of 100 µs each.
 FLASH_ROW = (
     "aten::_scaled_dot_product_flash_attention,SDPA_fwd,"

@@ -15,6 +15,7 @@ import pytest
 from sdpa_analyzer.perf_models.kernel_grids import GRID_LAYOUTS, grid_shape_hints
 from sdpa_analyzer.perf_models.kernel_shapes import kernel_shape_hints
 from sdpa_analyzer.perf_models.kernels import classify_kernel
+from tests.support import FA3_BWD_2024
 
 PYTORCH_FA2 = (
     "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, "
@@ -34,13 +35,6 @@ FA3_MAINLOOP_2025 = (
     "false, true, false>, flash::CollectiveEpilogueFwd<cute::tuple<cute::C<128>, cute::C<128>, cute::C<128> >, "
     "cute::tuple<cute::C<1>, cute::C<1>, cute::C<1> >, cutlass::bfloat16_t, cutlass::arch::Sm90, 256, false, false, "
     "true, false>, SCHEDULER > > >(flash::FlashAttnFwdSm90<...>::Params)"
-)
-FA3_BWD_2024 = (
-    "void cutlass::device_kernel<flash::FlashAttnBwd<flash::CollectiveMainloopBwd<2, cute::tuple<cute::C<1>, "
-    "cute::C<1>, cute::C<1> >, cute::tuple<cute::C<64>, cute::C<128>, cute::C<192> >, cutlass::bfloat16_t, float, "
-    "cutlass::arch::Sm90, true, false, false, false, false, true, false, 2, 2, 1, false>, flash::CollectiveEpilogueBwd<"
-    "cute::tuple<cute::C<64>, cute::C<128>, cute::C<192> >, cutlass::bfloat16_t, cutlass::arch::Sm90, 256, false, "
-    "false, false>, flash::SingleTileScheduler<false, false, 128> > >(flash::FlashAttnBwd<...>::Params)"
 )
 FA2_SPLITKV = ("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, "
                "cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t> >, true, false, false, "

@@ -20,7 +20,7 @@ import pytest
 from sdpa_analyzer.server.ingest.analyze import analyze_trace
 from sdpa_analyzer.server.roots import DataRoots
 from sdpa_analyzer.server.scoring.category import score_category
-from tests.support import TRACES, need
+from tests.support import FA3_BWD_2024, TRACES, need
 
 # --- an attention family test of this file's own --------------------------------------------------------------
 # A kernel is an attention call's main kernel when its base name (namespace and template arguments dropped) names the
@@ -137,13 +137,6 @@ FA3_FWD_2024 = (
     "true, flash::SingleTileScheduler, flash::SeqLenTraits<true> >(flash::CollectiveMainloopFwd<"
     "Flash_fwd_kernel_traits<192, 128, 128, 12, 2, false, 1, cutlass::bfloat16_t, 128>, true, "
     "flash::SeqLenTraits<true> >::Params)"
-)
-FA3_BWD_2024 = (
-    "void cutlass::device_kernel<flash::FlashAttnBwd<flash::CollectiveMainloopBwd<2, cute::tuple<cute::C<1>, "
-    "cute::C<1>, cute::C<1> >, cute::tuple<cute::C<64>, cute::C<128>, cute::C<192> >, cutlass::bfloat16_t, float, "
-    "cutlass::arch::Sm90, true, false, false, false, false, true, false, 2, 2, 1, false>, flash::CollectiveEpilogueBwd<"
-    "cute::tuple<cute::C<64>, cute::C<128>, cute::C<192> >, cutlass::bfloat16_t, cutlass::arch::Sm90, 256, false, "
-    "false, false>, flash::SingleTileScheduler<false, false, 128> > >(flash::FlashAttnBwd<...>::Params)"
 )
 FA3_PRE = ("void cutlass::device_kernel<flash::FlashAttnBwdPreprocess<cute::tuple<cute::C<64>, cute::C<128>, "
            "cute::C<192> >, cutlass::bfloat16_t, float, cutlass::arch::Sm90, true, false> >(P)")

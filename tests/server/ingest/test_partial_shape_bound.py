@@ -22,8 +22,8 @@ import pytest
 from sdpa_analyzer.server.ingest.analyze import analyze_trace
 from sdpa_analyzer.server.roots import DataRoots
 from sdpa_analyzer.server.scoring.category import score_category
-from tests.server.ingest.test_attention_accounting import FA3_BWD_2024, FA3_FWD_2024, T
-from tests.support import TRACES, need
+from tests.server.ingest.test_attention_accounting import FA3_FWD_2024, T
+from tests.support import FA3_BWD_2024, TRACES, need
 
 
 def _scored(out: Path, category: str) -> dict[str, Any]:
