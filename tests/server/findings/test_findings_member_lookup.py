@@ -102,18 +102,19 @@ def test_table_rows_are_matched_by_name_and_args_as_written() -> None:
     assert first_operation_with_args(operations, "missing", "(1, 2)") is None
 
 
-def _counting(monkeypatch: Any) -> list[int]:
-    """Count the number comparisons the lookup makes (the quadratic path compared every member with every row)."""
+def _counting(monkeypatch: Any, name: str = "_same_number") -> list[int]:
+    """Count the calls of metrics_view's `name`: by default the number comparisons the lookup makes (the quadratic
+    path compared every member with every row)."""
     from sdpa_analyzer.server.findings import metrics_view
 
     calls = [0]
-    real = metrics_view._same_number
+    real = getattr(metrics_view, name)
 
-    def counted(a: Any, b: Any) -> bool:
+    def counted(*args: Any) -> Any:
         calls[0] += 1
-        return real(a, b)
+        return real(*args)
 
-    monkeypatch.setattr(metrics_view, "_same_number", counted)
+    monkeypatch.setattr(metrics_view, name, counted)
     return calls
 
 
@@ -148,14 +149,7 @@ def test_a_finding_asked_again_is_answered_once_and_each_caller_gets_its_own_lis
     list, a caller that edits its answer does not change the next one, and another members list is looked up."""
     from sdpa_analyzer.server.findings import metrics_view
 
-    runs = [0]
-    real = metrics_view._distinct_member_lookups
-
-    def counted(members: Any, operations: Any) -> Any:
-        runs[0] += 1
-        return real(members, operations)
-
-    monkeypatch.setattr(metrics_view, "_distinct_member_lookups", counted)
+    runs = _counting(monkeypatch, "_distinct_member_lookups")
     operations = [{"name": "op", "args": f"({i},)", "time_ms": 1.0 + i} for i in range(5)]
     members = [{"operation": "op", "args": "(3,)"}, {"operation": "op", "time_ms": 2.0}]
     finding = _finding(members)
